@@ -1,0 +1,47 @@
+"""logicars: Differentiable Logic Cellular Automata with a Rust core.
+
+Train the paper's experiments with `python -m logicars train <preset>`, or from Python:
+
+    >>> import logicars
+    >>> model = logicars.Model(logicars.get_preset("checkerboard").spec, seed=0)
+"""
+
+from __future__ import annotations
+
+from . import errors
+from ._core import build_info as _build_info
+from ._core import num_threads
+from ._core import set_num_threads as _set_num_threads
+from .model import Model
+from .presets import PRESETS, Preset, get_preset
+from .spec import ModelSpec, PerceiveSpec, UpdateSpec
+
+__version__ = dict(_build_info())["version"]
+
+
+def set_num_threads(threads: int) -> None:
+    """Sets the engine's worker threads (0: `RAYON_NUM_THREADS`, else one per core).
+
+    Results do not depend on the thread count.
+    """
+    _set_num_threads(int(threads))
+
+
+def build_info() -> dict[str, str]:
+    """Build profile, compiled target features and the SIMD kernels in use."""
+    return dict(_build_info())
+
+
+__all__ = [
+    "PRESETS",
+    "Model",
+    "ModelSpec",
+    "PerceiveSpec",
+    "Preset",
+    "UpdateSpec",
+    "build_info",
+    "errors",
+    "get_preset",
+    "num_threads",
+    "set_num_threads",
+]

@@ -1,0 +1,235 @@
+"""`Model`: a DiffLogic CA with numpy in and out, backed by the Rust engine."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Optional, Union
+
+import numpy as np
+
+from . import _core
+from .errors import ShapeError
+from .spec import ModelSpec
+
+PathLike = Union[str, "os.PathLike[str]"]
+SpecLike = Union[ModelSpec, dict, str]
+
+_NUMERIC_KINDS = "biuf"  # bool, signed, unsigned, float
+
+
+def _as_spec(spec: SpecLike) -> ModelSpec:
+    if isinstance(spec, ModelSpec):
+        return spec
+    if isinstance(spec, str):
+        return ModelSpec.from_json(spec)
+    if isinstance(spec, dict):
+        return ModelSpec.from_dict(spec)
+    raise TypeError(f"spec must be a ModelSpec, dict or JSON string, got {type(spec).__name__}")
+
+
+def as_float_array(name: str, a: Any) -> np.ndarray:
+    """`a` as a C-contiguous float32 array; rejects non-numeric data with TypeError."""
+    arr = np.asarray(a)
+    if arr.dtype.kind not in _NUMERIC_KINDS:
+        raise TypeError(f"{name}: expected a numeric array, got dtype {arr.dtype}")
+    return np.ascontiguousarray(arr, dtype=np.float32)
+
+
+def _as_masks(masks: Any, x: np.ndarray, steps: int) -> Optional[np.ndarray]:
+    """Masks as (B, steps, H, W); accepts the fixtures' (B, steps, H, W, 1)."""
+    if masks is None:
+        return None
+    m = as_float_array("masks", masks)
+    if m.ndim == 5 and m.shape[-1] == 1:
+        m = m[..., 0]
+    b, h, w = x.shape[0], x.shape[1], x.shape[2]
+    if m.shape != (b, steps, h, w):
+        raise ShapeError(f"masks: expected shape (B, steps, H, W[, 1]) = {(b, steps, h, w)}, got {m.shape}")
+    return np.ascontiguousarray(m)
+
+
+class Model:
+    """A Differentiable Logic CA: wiring, gate logits and AdamW state.
+
+    `Model(spec, seed=0)` draws a fresh wiring from `seed`, with every gate starting as
+    a pass-through of its first input. Grids are float32 arrays `(B, H, W, C)` of 0/1.
+    """
+
+    def __init__(self, spec: SpecLike, seed: int = 0) -> None:
+        self._spec = _as_spec(spec)
+        if not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        self._engine = _core.Engine.create(self._spec.to_json(), int(seed))
+
+    @classmethod
+    def _wrap(cls, engine: _core.Engine) -> Model:
+        model = cls.__new__(cls)
+        model._engine = engine
+        model._spec = ModelSpec.from_json(engine.config_json())
+        return model
+
+    @classmethod
+    def from_parts(
+        cls,
+        spec: SpecLike,
+        perceive_wires: list[np.ndarray],
+        update_wires: list[np.ndarray],
+        params: dict[str, np.ndarray],
+        mask_seed: int = 0,
+    ) -> Model:
+        """A model from wires `(2, out)` per layer and named logits arrays."""
+        spec = _as_spec(spec)
+        pw = [np.ascontiguousarray(w, dtype=np.int32) for w in perceive_wires]
+        uw = [np.ascontiguousarray(w, dtype=np.int32) for w in update_wires]
+        probe = _core.Engine.create(spec.to_json(), 0)  # for the parameter layout
+        flat = _flatten_params(probe.param_info(), params)
+        return cls._wrap(_core.Engine.from_parts(spec.to_json(), pw, uw, flat, int(mask_seed)))
+
+    # ---- inspection -------------------------------------------------------------
+    @property
+    def spec(self) -> ModelSpec:
+        return self._spec
+
+    def params(self) -> dict[str, np.ndarray]:
+        """Logits by fixture name: `perceive_logits_{i}` (K, out, 16), `update_logits_{i}`."""
+        return _unflatten(self._engine.param_info(), self._engine.logits())
+
+    def set_params(self, params: dict[str, np.ndarray]) -> None:
+        self._engine.set_logits(_flatten_params(self._engine.param_info(), params))
+
+    def wires(self) -> dict[str, np.ndarray]:
+        """Wires by fixture name: `perceive_wires_{i}`, `update_wires_{i}`, each (2, out)."""
+        pw, uw = self._engine.wires()
+        out = {f"perceive_wires_{i}": w for i, w in enumerate(pw)}
+        out.update({f"update_wires_{i}": w for i, w in enumerate(uw)})
+        return out
+
+    def optimizer_state(self) -> dict[str, np.ndarray]:
+        """AdamW moments by parameter name (`m/…`, `v/…`) and the step count `t`."""
+        m, v, t = self._engine.optimizer_state()
+        info = self._engine.param_info()
+        out: dict[str, np.ndarray] = {}
+        for prefix, flat in (("m", m), ("v", v)):
+            out.update({f"{prefix}/{k}": a for k, a in _unflatten(info, flat).items()})
+        out["t"] = np.array(t, dtype=np.int64)
+        return out
+
+    def set_optimizer_state(self, state: dict[str, np.ndarray]) -> None:
+        info = self._engine.param_info()
+        m = _flatten_params(info, {k[2:]: a for k, a in state.items() if k.startswith("m/")})
+        v = _flatten_params(info, {k[2:]: a for k, a in state.items() if k.startswith("v/")})
+        self._engine.set_optimizer_state(m, v, int(state["t"]))
+
+    @property
+    def mask_state(self) -> tuple[int, int]:
+        """(seed, draws) of the stream async masks are drawn from when none are given."""
+        return self._engine.mask_state()
+
+    @mask_state.setter
+    def mask_state(self, state: tuple[int, int]) -> None:
+        self._engine.set_mask_state(int(state[0]), int(state[1]))
+
+    # ---- computation ------------------------------------------------------------
+    def rollout(
+        self,
+        x: Any,
+        steps: Optional[int] = None,
+        hard: bool = False,
+        masks: Any = None,
+        record: bool = False,
+    ) -> np.ndarray:
+        """Runs `steps` CA steps (default: the spec's) from `x` `(B, H, W, C)`.
+
+        Soft gates by default, `hard=True` for the discrete circuit. Async models draw
+        update masks from their seeded stream unless `masks` `(B, steps, H, W[, 1])`
+        is given. Returns the final grid, or with `record` all `steps + 1` grids.
+        """
+        steps = self._spec.num_steps if steps is None else _positive_int("steps", steps)
+        xa = as_float_array("x", x)
+        return self._engine.rollout(xa, steps, bool(hard), _as_masks(masks, xa, steps), bool(record))
+
+    def loss_and_grad(self, x: Any, y: Any, masks: Any = None) -> tuple[float, dict[str, np.ndarray]]:
+        """Soft loss after `num_steps` steps and its gradient w.r.t. every logit array.
+
+        `y` is `(B, H, W, C)` (only the loss channels are used) or
+        `(B, H, W, len(loss_channels))`.
+        """
+        xa = as_float_array("x", x)
+        ya = as_float_array("y", y)
+        loss, grad = self._engine.loss_and_grad(xa, ya, _as_masks(masks, xa, self._spec.num_steps))
+        return loss, _unflatten(self._engine.param_info(), grad)
+
+    def train_step(self, x: Any, y: Any, masks: Any = None) -> tuple[float, float]:
+        """One clip + AdamW step with the spec's lr; returns (soft_loss, hard_loss)
+        measured at the logits before the update."""
+        xa = as_float_array("x", x)
+        ya = as_float_array("y", y)
+        return self._engine.train_step(xa, ya, _as_masks(masks, xa, self._spec.num_steps))
+
+    # ---- files ------------------------------------------------------------------
+    @classmethod
+    def from_npz(cls, path: PathLike) -> Model:
+        """Loads parameters, wiring and config in the reference fixture format."""
+        with np.load(Path(path), allow_pickle=False) as z:
+            if "config" not in z.files:
+                raise ValueError(f"{path}: no 'config' entry; not a logicars/fixture npz file")
+            spec = ModelSpec.from_json(str(z["config"]))
+            n_p, n_u = len(spec.perceive.layers) - 1, len(spec.update.layers) - 1
+            try:
+                pw = [z[f"perceive_wires_{i}"] for i in range(n_p)]
+                uw = [z[f"update_wires_{i}"] for i in range(n_u)]
+                params = {k: z[k] for k in z.files if k.startswith(("perceive_logits_", "update_logits_"))}
+            except KeyError as e:
+                raise ValueError(f"{path}: missing array {e.args[0]}") from None
+        return cls.from_parts(spec, pw, uw, params)
+
+    def to_npz(self, path: PathLike) -> None:
+        """Saves parameters, wiring and config in the reference fixture format."""
+        arrays: dict[str, np.ndarray] = {"config": np.array(json.dumps(self._spec.to_dict()))}
+        arrays.update(self.params())
+        arrays.update(self.wires())
+        np.savez(Path(path), **arrays)
+
+    def __repr__(self) -> str:
+        s = self._spec
+        mode = f"async {s.fire_rate}" if s.is_async else "sync"
+        return (
+            f"Model(channels={s.channels}, kernels={s.perceive.n_kernels}, "
+            f"perceive={s.perceive.layers}, update={s.update.layers}, "
+            f"steps={s.num_steps}, {'periodic' if s.periodic else 'zero'} boundary, {mode})"
+        )
+
+
+def _positive_int(name: str, v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {type(v).__name__}")
+    if v < 1:
+        raise ValueError(f"{name} must be >= 1, got {v}")
+    return int(v)
+
+
+def _unflatten(info: list[tuple[str, list[int], int]], flat: np.ndarray) -> dict[str, np.ndarray]:
+    out = {}
+    for name, shape, offset in info:
+        size = int(np.prod(shape))
+        out[name] = flat[offset : offset + size].reshape(shape).copy()
+    return out
+
+
+def _flatten_params(info: list[tuple[str, list[int], int]], params: dict[str, np.ndarray]) -> np.ndarray:
+    total = sum(int(np.prod(shape)) for _, shape, _ in info)
+    flat = np.empty(total, dtype=np.float32)
+    expected = {name for name, _, _ in info}
+    unknown = sorted(set(params) - expected)
+    if unknown:
+        raise ValueError(f"unknown parameter arrays {unknown}; expected {sorted(expected)}")
+    for name, shape, offset in info:
+        if name not in params:
+            raise ValueError(f"missing parameter array {name!r} of shape {tuple(shape)}")
+        a = as_float_array(name, params[name])
+        if a.shape != tuple(shape):
+            raise ShapeError(f"{name}: expected shape {tuple(shape)}, got {a.shape}")
+        flat[offset : offset + a.size] = a.ravel()
+    return flat

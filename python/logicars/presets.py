@@ -1,0 +1,190 @@
+"""The paper's five experiments as named presets, with the reference notebook's numbers.
+
+Every number here is the one the "Differentiable Logic CA" notebook (Google Research)
+uses, so that training a preset reproduces the paper's run. Layer lists include the
+input width first; the update network's input width is `C + C * S * K` (the centre
+cell's channels plus every channel's perception output: S = last perceive width,
+K = kernels).
+
+Wiring: perceive layer 0 is `first_kernel` (centre against each of the 8 neighbours),
+every other layer is `unique`. Every `unique` layer below satisfies what the notebook's
+`get_unique_connections` needs (`2 * out >= in` and `in * (in - 1) / 2 >= out` distinct
+pairs), so no preset falls back to `random`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .spec import ModelSpec, PerceiveSpec, UpdateSpec
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A named experiment: the model spec plus the training-loop sizes."""
+
+    name: str
+    spec: ModelSpec
+    batch: int
+    height: int
+    width: int
+    epochs: int
+    description: str
+
+    def gates(self) -> int:
+        """Number of gates with their own logits (perceive weights are shared by channels)."""
+        p, u = self.spec.perceive, self.spec.update
+        return p.n_kernels * sum(p.layers[1:]) + sum(u.layers[1:])
+
+    def gate_cell_evals_per_epoch(self) -> int:
+        """Gate evaluations in one epoch's rollout, the unit of DESIGN.md's performance budget.
+
+        `B * H * W * steps * (K * C * sum(perceive outs) + sum(update outs))`: perception
+        runs once per channel, the update network once per cell.
+        """
+        s, p, u = self.spec, self.spec.perceive, self.spec.update
+        per_cell = p.n_kernels * s.channels * sum(p.layers[1:]) + sum(u.layers[1:])
+        return self.batch * self.height * self.width * s.num_steps * per_cell
+
+
+def _model(
+    channels: int,
+    n_kernels: int,
+    perceive_layers: list[int],
+    update_layers: list[int],
+    num_steps: int,
+    periodic: bool,
+    lr: float,
+    loss_channels: list[int],
+    fire_rate: float | None = None,
+) -> ModelSpec:
+    """Build a spec with the notebook's wiring: `first_kernel` first, `unique` elsewhere."""
+    return ModelSpec(
+        channels=channels,
+        perceive=PerceiveSpec(
+            n_kernels=n_kernels,
+            layers=perceive_layers,
+            connections=["first_kernel"] + ["unique"] * (len(perceive_layers) - 2),
+        ),
+        update=UpdateSpec(
+            layers=update_layers,
+            connections=["unique"] * (len(update_layers) - 1),
+        ),
+        num_steps=num_steps,
+        periodic=periodic,
+        fire_rate=fire_rate,
+        loss_channels=loss_channels,
+        lr=lr,
+    )
+
+
+_CHECKERBOARD_DESC = (
+    "8-channel CA that turns random bits into a 2x2-tile checkerboard on channel 0 "
+    "(zero-padded boundary)"
+)
+
+PRESETS: dict[str, Preset] = {
+    p.name: p
+    for p in (
+        Preset(
+            name="gol",
+            spec=_model(
+                channels=1,
+                n_kernels=16,
+                perceive_layers=[9, 8, 4, 2, 1],
+                update_layers=[17] + [128] * 17 + [64, 32, 16, 8, 4, 2, 1],
+                num_steps=1,
+                periodic=True,
+                lr=0.05,
+                loss_channels=[0],
+            ),
+            batch=20,
+            height=3,
+            width=3,
+            epochs=3000,
+            description="Game of Life: one step of Conway's rule on 3x3 periodic boards",
+        ),
+        Preset(
+            name="checkerboard",
+            spec=_model(
+                channels=8,
+                n_kernels=16,
+                perceive_layers=[9, 8, 4, 2],
+                update_layers=[264] + [256] * 10 + [128, 64, 32, 16, 8, 8],
+                num_steps=20,
+                periodic=False,
+                lr=0.05,
+                loss_channels=[0],
+            ),
+            batch=2,
+            height=16,
+            width=16,
+            epochs=500,
+            description=_CHECKERBOARD_DESC + ", synchronous, 20 steps on 16x16",
+        ),
+        Preset(
+            name="checkerboard-async",
+            spec=_model(
+                channels=8,
+                n_kernels=16,
+                perceive_layers=[9, 8, 4, 2],
+                update_layers=[264] + [256] * 14 + [128, 64, 32, 16, 8, 8],
+                num_steps=50,
+                periodic=False,
+                lr=0.05,
+                loss_channels=[0],
+                fire_rate=0.6,
+            ),
+            batch=1,
+            height=14,
+            width=14,
+            epochs=800,
+            description=_CHECKERBOARD_DESC + ", asynchronous (fire rate 0.6), 50 steps on 14x14",
+        ),
+        Preset(
+            name="lizard",
+            spec=_model(
+                channels=128,
+                n_kernels=4,
+                perceive_layers=[9, 8, 4, 2, 1],
+                update_layers=[640] + [512] * 8 + [256, 128],
+                num_steps=12,
+                periodic=True,
+                lr=0.06,
+                loss_channels=[0],
+            ),
+            batch=1,
+            height=20,
+            width=20,
+            epochs=3500,
+            description="Grow the 20x20 lizard silhouette on channel 0 from a single seed cell",
+        ),
+        Preset(
+            name="colored-g",
+            spec=_model(
+                channels=64,
+                n_kernels=4,
+                perceive_layers=[9, 8, 4, 2],
+                update_layers=[576] + [512] * 8 + [256, 128, 64],
+                num_steps=15,
+                periodic=False,
+                lr=0.06,
+                loss_channels=[0, 1, 2],
+            ),
+            batch=1,
+            height=16,
+            width=16,
+            epochs=3000,
+            description="Grow the 16x16 coloured Google 'G' on channels 0-2 (R, G, B) from zeros",
+        ),
+    )
+}
+
+
+def get_preset(name: str) -> Preset:
+    """Look a preset up by name (`_` accepted for `-`); unknown names list the valid ones."""
+    key = name.strip().lower().replace("_", "-")
+    try:
+        return PRESETS[key]
+    except KeyError:
+        raise ValueError(f"unknown preset {name!r}; valid presets: {', '.join(PRESETS)}") from None

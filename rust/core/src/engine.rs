@@ -1,0 +1,423 @@
+//! Rollouts and back-propagation through time over a batch of grids.
+//!
+//! The state of every step lives in a chunk-major buffer: chunk `k` holds `C` rows of
+//! `CHUNK` cells, and one extra all-zero chunk at the end stands for the cells outside
+//! a zero-padded grid. A step runs every chunk in parallel through the gate program
+//! (perception + update) in a per-thread arena. Back-propagation recomputes each
+//! step's activations from the stored state instead of keeping them, so memory stays
+//! at a few states plus one arena per thread.
+
+use std::sync::Mutex;
+
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::kernels::{self, CHUNK};
+use crate::program::Program;
+use crate::threads;
+
+/// Batch and spatial size of a grid; channels come from the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GridShape {
+    pub batch: usize,
+    pub height: usize,
+    pub width: usize,
+}
+
+impl GridShape {
+    pub fn cells(&self) -> usize {
+        self.batch * self.height * self.width
+    }
+}
+
+/// Where each cell's neighbours are, for one grid shape and boundary.
+pub(crate) struct Layout {
+    pub shape: GridShape,
+    pub channels: usize,
+    pub n_chunks: usize,
+    /// `nbr[e * n_pad + n]`: state address (channel 0) of patch entry `e` of cell `n`.
+    nbr: Vec<u32>,
+    /// `inv[e * n_pad + n]`: patch-gradient address of the cell that sees `n` as entry `e`.
+    inv: Vec<u32>,
+}
+
+impl Layout {
+    fn new(shape: GridShape, channels: usize, periodic: bool) -> Layout {
+        let n_cells = shape.cells();
+        let n_chunks = n_cells.div_ceil(CHUNK);
+        let n_pad = n_chunks * CHUNK;
+        let (h, w) = (shape.height as isize, shape.width as isize);
+        let state_addr = |n: usize| (n / CHUNK) * channels * CHUNK + n % CHUNK;
+        let gpatch_addr = |n: usize| (n / CHUNK) * 9 * channels * CHUNK + n % CHUNK;
+        // The cell at (r + dr, c + dc) of board b, or None outside a zero-padded grid.
+        let shifted = |n: usize, dr: isize, dc: isize| -> Option<usize> {
+            let hw = shape.height * shape.width;
+            let (b, rc) = (n / hw, n % hw);
+            let (mut r, mut c) = (
+                (rc / shape.width) as isize + dr,
+                (rc % shape.width) as isize + dc,
+            );
+            if periodic {
+                r = r.rem_euclid(h);
+                c = c.rem_euclid(w);
+            } else if r < 0 || r >= h || c < 0 || c >= w {
+                return None;
+            }
+            Some(b * hw + (r * w + c) as usize)
+        };
+        let zero_state = state_addr(n_pad) as u32;
+        let zero_gpatch = gpatch_addr(n_pad) as u32;
+        let mut nbr = vec![zero_state; 9 * n_pad];
+        let mut inv = vec![zero_gpatch; 9 * n_pad];
+        for e in 0..9 {
+            let (dr, dc) = (e as isize / 3 - 1, e as isize % 3 - 1);
+            for n in 0..n_cells {
+                if let Some(m) = shifted(n, dr, dc) {
+                    nbr[e * n_pad + n] = state_addr(m) as u32;
+                }
+                if let Some(m) = shifted(n, -dr, -dc) {
+                    inv[e * n_pad + n] = gpatch_addr(m) as u32;
+                }
+            }
+        }
+        Layout {
+            shape,
+            channels,
+            n_chunks,
+            nbr,
+            inv,
+        }
+    }
+
+    pub fn n_pad(&self) -> usize {
+        self.n_chunks * CHUNK
+    }
+
+    /// Floats of one state buffer, including the zero chunk.
+    pub fn state_len(&self) -> usize {
+        (self.n_chunks + 1) * self.channels * CHUNK
+    }
+
+    fn chunk_state_len(&self) -> usize {
+        self.channels * CHUNK
+    }
+
+    /// Address of (cell, channel) in a state buffer.
+    pub fn addr(&self, n: usize, c: usize) -> usize {
+        (n / CHUNK) * self.channels * CHUNK + c * CHUNK + n % CHUNK
+    }
+
+    /// Writes the 9 patch rows of every channel of chunk `k` into the arena.
+    fn fill_patch(&self, state: &[f32], k: usize, act: &mut [f32]) {
+        let n_pad = self.n_pad();
+        for e in 0..9 {
+            let nbr = &self.nbr[e * n_pad + k * CHUNK..][..CHUNK];
+            for c in 0..self.channels {
+                let row = &mut act[(c * 9 + e) * CHUNK..][..CHUNK];
+                let channel = &state[c * CHUNK..];
+                for (v, &at) in row.iter_mut().zip(nbr) {
+                    *v = channel[at as usize];
+                }
+            }
+        }
+    }
+}
+
+/// Scratch rows of one thread: activations and their gradients.
+struct Arena {
+    act: Vec<f32>,
+    grad: Vec<f32>,
+}
+
+/// Every buffer a rollout or a gradient needs, allocated once per grid shape.
+pub(crate) struct Workspace {
+    pub layout: Layout,
+    steps: usize,
+    /// `steps + 1` states, each `layout.state_len()` floats.
+    pub states: Vec<f32>,
+    /// Update masks, `steps × n_pad` (1 = the cell updates); empty when synchronous.
+    pub masks: Vec<f32>,
+    grad_next: Vec<f32>,
+    grad_cur: Vec<f32>,
+    gpatch: Vec<f32>,
+    /// Coefficient-gradient sums, `n_chunks × n_coefs`, reduced in chunk order.
+    acc: Vec<f64>,
+    arenas: Vec<Mutex<Arena>>,
+    n_rows: usize,
+}
+
+/// Default cap on the memory of one workspace; `LOGICARS_MAX_MEMORY_MB` overrides it.
+const DEFAULT_MAX_MEMORY_MB: usize = 8192;
+
+impl Workspace {
+    /// Bytes a workspace for this shape would take.
+    pub fn estimate_bytes(
+        program: &Program,
+        shape: GridShape,
+        steps: usize,
+        threads: usize,
+    ) -> usize {
+        let n_chunks = shape.cells().div_ceil(CHUNK);
+        let c = program.channels;
+        let state_len = (n_chunks + 1) * c * CHUNK;
+        let floats = (steps + 1) * state_len
+            + steps * n_chunks * CHUNK
+            + 2 * state_len
+            + (n_chunks + 1) * 9 * c * CHUNK
+            + threads * 2 * program.n_rows * CHUNK;
+        let tables = 2 * 9 * n_chunks * CHUNK * 4;
+        floats * 4 + n_chunks * program.n_coefs() * 8 + tables
+    }
+
+    pub fn new(
+        program: &Program,
+        shape: GridShape,
+        steps: usize,
+        periodic: bool,
+    ) -> Result<Workspace> {
+        let threads = threads::num_threads();
+        let bytes = Self::estimate_bytes(program, shape, steps, threads);
+        let cap_mb = std::env::var("LOGICARS_MAX_MEMORY_MB")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(DEFAULT_MAX_MEMORY_MB);
+        if bytes > cap_mb << 20 {
+            return Err(Error::Memory(format!(
+                "a grid of {}x{}x{} cells over {steps} steps needs about {} MB of buffers, \
+                 more than the limit of {cap_mb} MB (set LOGICARS_MAX_MEMORY_MB to raise it)",
+                shape.batch,
+                shape.height,
+                shape.width,
+                bytes >> 20
+            )));
+        }
+        if shape.cells() >= (u32::MAX as usize) / (9 * program.channels.max(1) * 2) {
+            return Err(Error::Memory(format!(
+                "a grid of {} cells is too large to address",
+                shape.cells()
+            )));
+        }
+        let layout = Layout::new(shape, program.channels, periodic);
+        let state_len = layout.state_len();
+        let n_chunks = layout.n_chunks;
+        Ok(Workspace {
+            states: vec![0.0; (steps + 1) * state_len],
+            masks: Vec::new(),
+            grad_next: vec![0.0; state_len],
+            grad_cur: vec![0.0; state_len],
+            gpatch: vec![0.0; (n_chunks + 1) * 9 * program.channels * CHUNK],
+            acc: vec![0.0; n_chunks * program.n_coefs()],
+            arenas: Vec::new(),
+            n_rows: program.n_rows,
+            layout,
+            steps,
+        })
+        .map(|mut ws| {
+            ws.ensure_arenas(threads);
+            ws
+        })
+    }
+
+    /// Whether this workspace serves `shape` over `steps` steps.
+    pub fn fits(&self, shape: GridShape, steps: usize) -> bool {
+        self.layout.shape == shape && self.steps >= steps
+    }
+
+    fn ensure_arenas(&mut self, threads: usize) {
+        let len = self.n_rows * CHUNK;
+        while self.arenas.len() < threads {
+            self.arenas.push(Mutex::new(Arena {
+                act: vec![0.0; len],
+                grad: vec![0.0; len],
+            }));
+        }
+    }
+
+    pub fn state(&self, t: usize) -> &[f32] {
+        let len = self.layout.state_len();
+        &self.states[t * len..(t + 1) * len]
+    }
+
+    /// Sets state 0 from a `B × H × W × C` grid (padding cells stay 0).
+    pub fn load_grid(&mut self, grid: &[f32]) {
+        let len = self.layout.state_len();
+        let (layout, state) = (&self.layout, &mut self.states[..len]);
+        state.iter_mut().for_each(|v| *v = 0.0);
+        for (n, cell) in grid.chunks(layout.channels).enumerate() {
+            for (c, &v) in cell.iter().enumerate() {
+                state[layout.addr(n, c)] = v;
+            }
+        }
+    }
+
+    /// Appends state `t` to `out` as a `B × H × W × C` grid.
+    pub fn read_grid(&self, t: usize, out: &mut Vec<f32>) {
+        let state = self.state(t);
+        let c = self.layout.channels;
+        out.reserve(self.layout.shape.cells() * c);
+        for n in 0..self.layout.shape.cells() {
+            out.extend((0..c).map(|ch| state[self.layout.addr(n, ch)]));
+        }
+    }
+
+    /// Runs `steps` steps from state 0, keeping every state. `coefs`: 4 per parameter.
+    pub fn forward(&mut self, program: &Program, coefs: &[[f32; 4]], steps: usize, masked: bool) {
+        let pool = threads::pool();
+        self.ensure_arenas(pool.current_num_threads());
+        let level = kernels::simd_level();
+        let len = self.layout.state_len();
+        let chunk_len = self.layout.chunk_state_len();
+        let n_pad = self.layout.n_pad();
+        let Workspace {
+            layout,
+            states,
+            masks,
+            arenas,
+            ..
+        } = self;
+        pool.install(|| {
+            for t in 0..steps {
+                let (done, rest) = states.split_at_mut((t + 1) * len);
+                let cur = &done[t * len..];
+                let next = &mut rest[..layout.n_chunks * chunk_len];
+                let mask = masked.then(|| &masks[t * n_pad..(t + 1) * n_pad]);
+                next.par_chunks_mut(chunk_len)
+                    .enumerate()
+                    .for_each(|(k, out)| {
+                        let mut arena = lock_arena(arenas);
+                        layout.fill_patch(cur, k, &mut arena.act);
+                        kernels::forward(program, coefs, &mut arena.act, level);
+                        for (c, &row) in program.out_rows.iter().enumerate() {
+                            let new = &arena.act[row as usize * CHUNK..][..CHUNK];
+                            let dst = &mut out[c * CHUNK..][..CHUNK];
+                            match mask {
+                                None => dst.copy_from_slice(new),
+                                Some(m) => {
+                                    let old = &cur[k * chunk_len + c * CHUNK..][..CHUNK];
+                                    let m = &m[k * CHUNK..][..CHUNK];
+                                    for i in 0..CHUNK {
+                                        dst[i] = old[i] * (1.0 - m[i]) + new[i] * m[i];
+                                    }
+                                }
+                            }
+                        }
+                    });
+            }
+        });
+    }
+
+    /// Back-propagates from `grad_final` (gradient of the loss w.r.t. the state after
+    /// `steps` steps, a state buffer) through every step, using the states left by
+    /// `forward` with the same coefficients. Returns the coefficient gradient
+    /// `dL/dc` (4 per parameter), summed over cells, steps and the batch.
+    pub fn backward(
+        &mut self,
+        program: &Program,
+        coefs: &[[f32; 4]],
+        steps: usize,
+        masked: bool,
+        grad_final: &[f32],
+    ) -> Vec<f64> {
+        let pool = threads::pool();
+        self.ensure_arenas(pool.current_num_threads());
+        let level = kernels::simd_level();
+        let len = self.layout.state_len();
+        let chunk_len = self.layout.chunk_state_len();
+        let n_pad = self.layout.n_pad();
+        let n_coefs = program.n_coefs();
+        let n_patch_rows = 9 * program.channels;
+        self.grad_next.copy_from_slice(grad_final);
+        self.acc.iter_mut().for_each(|v| *v = 0.0);
+        let Workspace {
+            layout,
+            states,
+            masks,
+            arenas,
+            grad_next,
+            grad_cur,
+            gpatch,
+            acc,
+            ..
+        } = self;
+        pool.install(|| {
+            for t in (0..steps).rev() {
+                let cur = &states[t * len..(t + 1) * len];
+                let mask = masked.then(|| &masks[t * n_pad..(t + 1) * n_pad]);
+                let gnext: &[f32] = grad_next;
+                let gpatch_chunks = gpatch[..layout.n_chunks * n_patch_rows * CHUNK]
+                    .par_chunks_mut(n_patch_rows * CHUNK);
+                gpatch_chunks
+                    .zip(acc.par_chunks_mut(n_coefs))
+                    .enumerate()
+                    .for_each(|(k, (gp, acc))| {
+                        let mut guard = lock_arena(arenas);
+                        let arena = &mut *guard;
+                        layout.fill_patch(cur, k, &mut arena.act);
+                        kernels::forward(program, coefs, &mut arena.act, level);
+                        arena.grad[..n_patch_rows * CHUNK]
+                            .iter_mut()
+                            .for_each(|v| *v = 0.0);
+                        for (c, &row) in program.out_rows.iter().enumerate() {
+                            let g = &gnext[k * chunk_len + c * CHUNK..][..CHUNK];
+                            let dst = &mut arena.grad[row as usize * CHUNK..][..CHUNK];
+                            match mask {
+                                None => dst.copy_from_slice(g),
+                                Some(m) => {
+                                    let m = &m[k * CHUNK..][..CHUNK];
+                                    for i in 0..CHUNK {
+                                        dst[i] = g[i] * m[i];
+                                    }
+                                }
+                            }
+                        }
+                        kernels::backward(program, coefs, &arena.act, &mut arena.grad, acc, level);
+                        gp.copy_from_slice(&arena.grad[..n_patch_rows * CHUNK]);
+                    });
+                if t == 0 {
+                    break; // nobody needs the gradient w.r.t. the input grid
+                }
+                let gpatch: &[f32] = gpatch;
+                let n_cells = layout.shape.cells();
+                grad_cur[..layout.n_chunks * chunk_len]
+                    .par_chunks_mut(chunk_len)
+                    .enumerate()
+                    .for_each(|(k, gc)| {
+                        for c in 0..layout.channels {
+                            for i in 0..CHUNK {
+                                let n = k * CHUNK + i;
+                                if n >= n_cells {
+                                    gc[c * CHUNK + i] = 0.0;
+                                    continue;
+                                }
+                                let mut g = 0.0;
+                                for e in 0..9 {
+                                    let at =
+                                        layout.inv[e * n_pad + n] as usize + (c * 9 + e) * CHUNK;
+                                    g += gpatch[at];
+                                }
+                                if let Some(m) = mask {
+                                    g += gnext[k * chunk_len + c * CHUNK + i] * (1.0 - m[n]);
+                                }
+                                gc[c * CHUNK + i] = g;
+                            }
+                        }
+                    });
+                std::mem::swap(grad_cur, grad_next);
+            }
+        });
+        let mut total = vec![0f64; n_coefs];
+        for chunk in acc.chunks(n_coefs) {
+            for (t, v) in total.iter_mut().zip(chunk) {
+                *t += v;
+            }
+        }
+        total
+    }
+}
+
+/// The arena of the calling worker thread. Each thread runs one chunk at a time, so
+/// the lock is never contended; it only proves exclusive access.
+fn lock_arena(arenas: &[Mutex<Arena>]) -> std::sync::MutexGuard<'_, Arena> {
+    let i = rayon::current_thread_index().unwrap_or(0) % arenas.len();
+    arenas[i].lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -1,0 +1,282 @@
+//! The two hot loops: run a step's gate program forward, and backward, over one
+//! chunk of `CHUNK` cells. The same generic code is compiled for several instruction
+//! sets and the best one the CPU has is chosen once at run time, so a portable wheel
+//! still gets AVX2/AVX-512 with FMA.
+
+use std::sync::OnceLock;
+
+use crate::program::{Instr, Program};
+
+/// Cells per chunk: one arena row. A multiple of 16 so rows fill whole SIMD registers.
+pub const CHUNK: usize = 64;
+
+type Row = [f32; CHUNK];
+
+/// Instruction set the kernels run with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SimdLevel {
+    /// Whatever the build's target features allow, multiply and add kept separate.
+    Portable,
+    /// AVX2 with fused multiply-add.
+    Avx2,
+    /// AVX-512 with fused multiply-add.
+    Avx512,
+}
+
+impl SimdLevel {
+    pub fn name(self) -> &'static str {
+        match self {
+            SimdLevel::Portable => "portable",
+            SimdLevel::Avx2 => "avx2+fma",
+            SimdLevel::Avx512 => "avx512+fma",
+        }
+    }
+}
+
+/// The best level this CPU supports, or the one forced by `LOGICARS_SIMD`
+/// (`portable`, `avx2`, `avx512`; a level the CPU lacks falls back to the best it has).
+pub fn simd_level() -> SimdLevel {
+    static LEVEL: OnceLock<SimdLevel> = OnceLock::new();
+    *LEVEL.get_or_init(|| {
+        let best = detect();
+        match std::env::var("LOGICARS_SIMD").as_deref() {
+            Ok("portable") => SimdLevel::Portable,
+            Ok("avx2") if best != SimdLevel::Portable => SimdLevel::Avx2,
+            _ => best,
+        }
+    })
+}
+
+fn detect() -> SimdLevel {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("fma") {
+            return SimdLevel::Avx512;
+        }
+        if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+            return SimdLevel::Avx2;
+        }
+    }
+    SimdLevel::Portable
+}
+
+/// `x·y + z`, fused or not.
+trait MulAdd {
+    fn mul_add(x: f32, y: f32, z: f32) -> f32;
+}
+struct Separate;
+struct Fused;
+impl MulAdd for Separate {
+    #[inline(always)]
+    fn mul_add(x: f32, y: f32, z: f32) -> f32 {
+        x * y + z
+    }
+}
+impl MulAdd for Fused {
+    #[inline(always)]
+    fn mul_add(x: f32, y: f32, z: f32) -> f32 {
+        x.mul_add(y, z)
+    }
+}
+
+/// Rows of an arena addressed through a raw pointer: a gate writes one row while
+/// reading two others of the same buffer. `Program::compile` guarantees that an
+/// instruction's output row differs from its input rows and that every row index is
+/// below `n_rows`; callers check the arena holds `n_rows * CHUNK` floats.
+#[derive(Clone, Copy)]
+struct Rows(*mut f32);
+
+impl Rows {
+    #[inline(always)]
+    unsafe fn get(self, r: u32) -> &'static Row {
+        &*(self.0.add(r as usize * CHUNK) as *const Row)
+    }
+    #[inline(always)]
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn get_mut(self, r: u32) -> &'static mut Row {
+        &mut *(self.0.add(r as usize * CHUNK) as *mut Row)
+    }
+}
+
+#[inline(always)]
+fn forward_impl<A: MulAdd>(instrs: &[Instr], coefs: &[[f32; 4]], act: &mut [f32]) {
+    let rows = Rows(act.as_mut_ptr());
+    for ins in instrs {
+        let [c0, c1, c2, c3] = coefs[ins.coef as usize];
+        // SAFETY: see `Rows`; out != a, b.
+        let (a, b, out) = unsafe { (rows.get(ins.a), rows.get(ins.b), rows.get_mut(ins.out)) };
+        for i in 0..CHUNK {
+            // c0 + c1·a + (c2 + c3·a)·b: three multiply-adds.
+            let lin = A::mul_add(c1, a[i], c0);
+            out[i] = A::mul_add(A::mul_add(c3, a[i], c2), b[i], lin);
+        }
+    }
+}
+
+/// Lanes summed in one SIMD register's worth.
+const LANES: usize = 16;
+
+#[inline(always)]
+fn write<const STORE: bool>(dst: &mut Row, src: &Row) {
+    if STORE {
+        *dst = *src;
+    } else {
+        for i in 0..CHUNK {
+            dst[i] += src[i];
+        }
+    }
+}
+
+/// Backward through one gate: input gradients, and the four sums
+/// `Σgy, Σgy·a, Σgy·b, Σgy·a·b` that give the coefficient gradient.
+#[inline(always)]
+fn backward_gate<A: MulAdd>(ins: &Instr, c: [f32; 4], act: Rows, grad: Rows, acc: &mut [f64]) {
+    let [_, c1, c2, c3] = c;
+    // SAFETY: see `Rows`; grad and act are different buffers of the same shape.
+    let (a, b, gy) = unsafe { (act.get(ins.a), act.get(ins.b), grad.get(ins.out)) };
+    let mut ga = [0f32; CHUNK];
+    let mut gb = [0f32; CHUNK];
+    let mut sums = [[0f32; LANES]; 4];
+    for blk in 0..CHUNK / LANES {
+        for l in 0..LANES {
+            let i = blk * LANES + l;
+            let (g, av, bv) = (gy[i], a[i], b[i]);
+            ga[i] = g * A::mul_add(c3, bv, c1);
+            gb[i] = g * A::mul_add(c3, av, c2);
+            let ga_ = g * av;
+            sums[0][l] += g;
+            sums[1][l] += ga_;
+            sums[2][l] += g * bv;
+            sums[3][l] = A::mul_add(ga_, bv, sums[3][l]);
+        }
+    }
+    unsafe {
+        if ins.a == ins.b {
+            for i in 0..CHUNK {
+                ga[i] += gb[i];
+            }
+            if ins.store_a {
+                write::<true>(grad.get_mut(ins.a), &ga)
+            } else {
+                write::<false>(grad.get_mut(ins.a), &ga)
+            }
+        } else {
+            match (ins.store_a, ins.store_b) {
+                (true, true) => {
+                    write::<true>(grad.get_mut(ins.a), &ga);
+                    write::<true>(grad.get_mut(ins.b), &gb);
+                }
+                (true, false) => {
+                    write::<true>(grad.get_mut(ins.a), &ga);
+                    write::<false>(grad.get_mut(ins.b), &gb);
+                }
+                (false, true) => {
+                    write::<false>(grad.get_mut(ins.a), &ga);
+                    write::<true>(grad.get_mut(ins.b), &gb);
+                }
+                (false, false) => {
+                    write::<false>(grad.get_mut(ins.a), &ga);
+                    write::<false>(grad.get_mut(ins.b), &gb);
+                }
+            }
+        }
+    }
+    let at = ins.coef as usize * 4;
+    for (r, s) in sums.iter().enumerate() {
+        acc[at + r] += s.iter().map(|&v| v as f64).sum::<f64>();
+    }
+}
+
+#[inline(always)]
+fn backward_impl<A: MulAdd>(
+    instrs: &[Instr],
+    coefs: &[[f32; 4]],
+    act: &[f32],
+    grad: &mut [f32],
+    acc: &mut [f64],
+) {
+    let act = Rows(act.as_ptr() as *mut f32);
+    let grad = Rows(grad.as_mut_ptr());
+    for ins in instrs.iter().rev() {
+        backward_gate::<A>(ins, coefs[ins.coef as usize], act, grad, acc);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::*;
+
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn forward_avx2(i: &[Instr], c: &[[f32; 4]], act: &mut [f32]) {
+        forward_impl::<Fused>(i, c, act)
+    }
+    #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+    pub unsafe fn forward_avx512(i: &[Instr], c: &[[f32; 4]], act: &mut [f32]) {
+        forward_impl::<Fused>(i, c, act)
+    }
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn backward_avx2(
+        i: &[Instr],
+        c: &[[f32; 4]],
+        act: &[f32],
+        grad: &mut [f32],
+        acc: &mut [f64],
+    ) {
+        backward_impl::<Fused>(i, c, act, grad, acc)
+    }
+    #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+    pub unsafe fn backward_avx512(
+        i: &[Instr],
+        c: &[[f32; 4]],
+        act: &[f32],
+        grad: &mut [f32],
+        acc: &mut [f64],
+    ) {
+        backward_impl::<Fused>(i, c, act, grad, acc)
+    }
+}
+
+fn check_arena(program: &Program, arena: &[f32]) {
+    // Every row index of the program is below n_rows (Program::compile).
+    assert!(
+        arena.len() >= program.n_rows * CHUNK,
+        "arena smaller than the program needs"
+    );
+}
+
+/// Runs the program forward on one chunk's arena (`act`: rows × CHUNK).
+pub fn forward(program: &Program, coefs: &[[f32; 4]], act: &mut [f32], level: SimdLevel) {
+    check_arena(program, act);
+    let instrs = &program.instrs[..];
+    match level {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the level is only chosen when the CPU has these features.
+        SimdLevel::Avx512 => unsafe { x86::forward_avx512(instrs, coefs, act) },
+        #[cfg(target_arch = "x86_64")]
+        SimdLevel::Avx2 => unsafe { x86::forward_avx2(instrs, coefs, act) },
+        _ => forward_impl::<Separate>(instrs, coefs, act),
+    }
+}
+
+/// Runs the program backward on one chunk: `grad` must hold the output rows' gradients
+/// and zeros on the patch rows; coefficient sums are added to `acc` (4 per parameter).
+pub fn backward(
+    program: &Program,
+    coefs: &[[f32; 4]],
+    act: &[f32],
+    grad: &mut [f32],
+    acc: &mut [f64],
+    level: SimdLevel,
+) {
+    check_arena(program, act);
+    check_arena(program, grad);
+    let instrs = &program.instrs[..];
+    match level {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the level is only chosen when the CPU has these features.
+        SimdLevel::Avx512 => unsafe { x86::backward_avx512(instrs, coefs, act, grad, acc) },
+        #[cfg(target_arch = "x86_64")]
+        SimdLevel::Avx2 => unsafe { x86::backward_avx2(instrs, coefs, act, grad, acc) },
+        _ => backward_impl::<Separate>(instrs, coefs, act, grad, acc),
+    }
+}

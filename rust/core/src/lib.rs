@@ -1,0 +1,24 @@
+//! logicars-core: the engine of Differentiable Logic Cellular Automata.
+//!
+//! A model is a perception block (K small gate networks over each channel's 3×3
+//! patch) and an update network (centre cell ++ perception -> next state). Training
+//! relaxes every gate into a softmax mix of the 16 two-input gates; this crate folds
+//! that mix into 4 coefficients per gate so a gate costs 3 multiply-adds per cell
+//! forward, and back-propagates through every CA step (see DESIGN.md §3).
+
+mod engine;
+pub mod error;
+pub mod gates;
+pub mod kernels;
+pub mod model;
+pub mod optim;
+pub mod program;
+pub mod spec;
+pub mod threads;
+pub mod wiring;
+
+pub use engine::GridShape;
+pub use error::{Error, Result};
+pub use model::{Decoding, Model, ParamInfo};
+pub use spec::{PerceiveSpec, Spec, UpdateSpec, Wiring};
+pub use wiring::Wires;

@@ -1,0 +1,469 @@
+//! A DiffLogic CA model: spec, wiring, logits, optimizer state, and the public
+//! operations (rollout, loss and gradient, training step).
+
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::engine::{GridShape, Workspace};
+use crate::error::{shape_err, value_err, Result};
+use crate::gates::{self, N_OPS, PASS_A};
+use crate::optim::AdamW;
+use crate::program::{param_offsets, Program};
+use crate::spec::Spec;
+use crate::wiring::{self, Wires};
+
+/// Logit of the pass-through gate in a fresh model (all others 0).
+pub const INIT_PASS_LOGIT: f32 = 10.0;
+
+/// One named array of parameters, as the fixtures name them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParamInfo {
+    /// `perceive_logits_{i}` or `update_logits_{i}`.
+    pub name: String,
+    /// `(K, out, 16)` or `(out, 16)`.
+    pub shape: Vec<usize>,
+    /// Start in the flat logits vector.
+    pub offset: usize,
+}
+
+/// Hard or soft decoding of the gates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decoding {
+    Soft,
+    Hard,
+}
+
+pub struct Model {
+    spec: Spec,
+    perceive_wires: Vec<Wires>,
+    update_wires: Vec<Wires>,
+    /// Every logit, perception layers then update layers, 16 per parameter gate.
+    logits: Vec<f32>,
+    pub optimizer: AdamW,
+    /// Async masks drawn when none are given: stream `mask_draws` of `mask_seed`.
+    pub mask_seed: u64,
+    pub mask_draws: u64,
+    program: Program,
+    workspace: Option<Workspace>,
+}
+
+impl Model {
+    /// A fresh model: wiring drawn from `seed`, every gate a pass-through of input A.
+    pub fn new(spec: Spec, seed: u64) -> Result<Model> {
+        spec.validate()?;
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut draw = |layers: &[usize], conns: &[crate::spec::Wiring]| -> Result<Vec<Wires>> {
+            layers
+                .windows(2)
+                .zip(conns)
+                .map(|(w, &c)| wiring::init(c, w[0], w[1], &mut rng))
+                .collect()
+        };
+        let perceive = draw(&spec.perceive.layers, &spec.perceive.connections)?;
+        let update = draw(&spec.update.layers, &spec.update.connections)?;
+        let (_, _, n_params) = param_offsets(&spec);
+        let mut logits = vec![0.0; n_params * N_OPS];
+        logits
+            .chunks_mut(N_OPS)
+            .for_each(|g| g[PASS_A] = INIT_PASS_LOGIT);
+        Model::from_parts(spec, perceive, update, logits, seed)
+    }
+
+    /// A model from stored parts (e.g. a fixture or a checkpoint), validated.
+    pub fn from_parts(
+        spec: Spec,
+        perceive_wires: Vec<Wires>,
+        update_wires: Vec<Wires>,
+        logits: Vec<f32>,
+        mask_seed: u64,
+    ) -> Result<Model> {
+        spec.validate()?;
+        check_wires("perceive", &spec.perceive.layers, &perceive_wires)?;
+        check_wires("update", &spec.update.layers, &update_wires)?;
+        let (_, _, n_params) = param_offsets(&spec);
+        if logits.len() != n_params * N_OPS {
+            return shape_err!(
+                "expected {} logits in all, got {}",
+                n_params * N_OPS,
+                logits.len()
+            );
+        }
+        check_finite("logits", &logits)?;
+        let program = Program::compile(&spec, &perceive_wires, &update_wires);
+        Ok(Model {
+            optimizer: AdamW::new(logits.len()),
+            spec,
+            perceive_wires,
+            update_wires,
+            logits,
+            mask_seed,
+            mask_draws: 0,
+            program,
+            workspace: None,
+        })
+    }
+
+    pub fn spec(&self) -> &Spec {
+        &self.spec
+    }
+
+    pub fn perceive_wires(&self) -> &[Wires] {
+        &self.perceive_wires
+    }
+
+    pub fn update_wires(&self) -> &[Wires] {
+        &self.update_wires
+    }
+
+    pub fn logits(&self) -> &[f32] {
+        &self.logits
+    }
+
+    /// Replaces every logit (same layout as `logits()`).
+    pub fn set_logits(&mut self, logits: &[f32]) -> Result<()> {
+        if logits.len() != self.logits.len() {
+            return shape_err!(
+                "expected {} logits, got {}",
+                self.logits.len(),
+                logits.len()
+            );
+        }
+        check_finite("logits", logits)?;
+        self.logits.copy_from_slice(logits);
+        Ok(())
+    }
+
+    /// Replaces the optimizer state (moments in the logits' layout, step count).
+    pub fn set_optimizer(&mut self, m: &[f32], v: &[f32], t: u64) -> Result<()> {
+        let n = self.logits.len();
+        if m.len() != n || v.len() != n {
+            return shape_err!(
+                "optimizer moments need {n} values each, got {} and {}",
+                m.len(),
+                v.len()
+            );
+        }
+        check_finite("optimizer m", m)?;
+        check_finite("optimizer v", v)?;
+        if v.iter().any(|&x| x < 0.0) {
+            return value_err!("optimizer v must be >= 0");
+        }
+        self.optimizer = AdamW {
+            m: m.to_vec(),
+            v: v.to_vec(),
+            t,
+        };
+        Ok(())
+    }
+
+    /// The named parameter arrays and where they sit in `logits()`.
+    pub fn param_info(&self) -> Vec<ParamInfo> {
+        let (p_off, u_off, _) = param_offsets(&self.spec);
+        let k = self.spec.perceive.n_kernels;
+        let perceive = self.spec.perceive.layers[1..]
+            .iter()
+            .zip(p_off)
+            .enumerate()
+            .map(|(i, (&out, at))| ParamInfo {
+                name: format!("perceive_logits_{i}"),
+                shape: vec![k, out, N_OPS],
+                offset: at * N_OPS,
+            });
+        let update = self.spec.update.layers[1..]
+            .iter()
+            .zip(u_off)
+            .enumerate()
+            .map(|(i, (&out, at))| ParamInfo {
+                name: format!("update_logits_{i}"),
+                shape: vec![out, N_OPS],
+                offset: at * N_OPS,
+            });
+        perceive.chain(update).collect()
+    }
+
+    /// Gate evaluations per cell per step (all kernels, all channels).
+    pub fn gates_per_cell_step(&self) -> usize {
+        let s = &self.spec;
+        let p: usize = s.perceive.layers[1..].iter().sum();
+        s.perceive.n_kernels * s.channels * p + s.update.layers[1..].iter().sum::<usize>()
+    }
+
+    fn coefficients(&self, decoding: Decoding) -> Vec<[f32; 4]> {
+        self.logits
+            .chunks(N_OPS)
+            .map(|w| match decoding {
+                Decoding::Soft => gates::soft_coefficients(w),
+                Decoding::Hard => gates::hard_coefficients(w),
+            })
+            .collect()
+    }
+
+    fn check_grid(
+        &self,
+        name: &str,
+        data: &[f32],
+        shape: GridShape,
+        channels: usize,
+    ) -> Result<()> {
+        if shape.batch == 0 || shape.height == 0 || shape.width == 0 {
+            return shape_err!("{name}: batch, height and width must be >= 1, got {shape:?}");
+        }
+        let want = shape.cells() * channels;
+        if data.len() != want {
+            return shape_err!(
+                "{name}: expected {} values (B={} H={} W={} C={channels}), got {}",
+                want,
+                shape.batch,
+                shape.height,
+                shape.width,
+                data.len()
+            );
+        }
+        check_finite(name, data)
+    }
+
+    /// Checks a target grid: all channels, or only the loss channels, per cell.
+    fn check_target(&self, y: &[f32], shape: GridShape) -> Result<usize> {
+        let (c, n_loss) = (self.spec.channels, self.spec.loss_channels.len());
+        let per_cell = if y.len() == shape.cells() * c {
+            c
+        } else {
+            n_loss
+        };
+        self.check_grid("y", y, shape, per_cell)?;
+        Ok(per_cell)
+    }
+
+    /// Masks for a rollout: the ones given (`B × steps × H × W`), draws from the
+    /// model's mask stream when the model is asynchronous, else none.
+    pub fn resolve_masks(
+        &mut self,
+        given: Option<&[f32]>,
+        shape: GridShape,
+        steps: usize,
+    ) -> Result<Option<Vec<f32>>> {
+        let n = shape.cells() * steps;
+        match given {
+            Some(m) => {
+                if m.len() != n {
+                    return shape_err!(
+                        "masks: expected B*steps*H*W = {}*{}*{}*{} = {n} values, got {}",
+                        shape.batch,
+                        steps,
+                        shape.height,
+                        shape.width,
+                        m.len()
+                    );
+                }
+                check_finite("masks", m)?;
+                if m.iter().any(|&v| !(0.0..=1.0).contains(&v)) {
+                    return value_err!("masks: values must lie in [0, 1]");
+                }
+                Ok(Some(m.to_vec()))
+            }
+            None => Ok(self.spec.async_fire_rate().map(|rate| {
+                let mut rng = ChaCha8Rng::seed_from_u64(self.mask_seed);
+                rng.set_stream(self.mask_draws);
+                self.mask_draws += 1;
+                (0..n)
+                    .map(|_| if rng.random::<f32>() < rate { 1.0 } else { 0.0 })
+                    .collect()
+            })),
+        }
+    }
+
+    /// Runs `steps` steps from `x` with already resolved masks; the states stay in
+    /// the workspace.
+    fn forward(
+        &mut self,
+        x: &[f32],
+        shape: GridShape,
+        steps: usize,
+        decoding: Decoding,
+        masks: Option<&[f32]>,
+    ) -> Result<&mut Workspace> {
+        let c = self.spec.channels;
+        self.check_grid("x", x, shape, c)?;
+        if let Some(i) = x.iter().position(|&v| !(0.0..=1.0).contains(&v)) {
+            return value_err!(
+                "x: values must lie in [0, 1], found {} at flat index {i}",
+                x[i]
+            );
+        }
+        if steps == 0 {
+            return value_err!("steps must be >= 1, got 0");
+        }
+        let coefs = self.coefficients(decoding);
+        if !self
+            .workspace
+            .as_ref()
+            .is_some_and(|ws| ws.fits(shape, steps))
+        {
+            self.workspace = None; // free the old buffers before allocating new ones
+            self.workspace = Some(Workspace::new(
+                &self.program,
+                shape,
+                steps,
+                self.spec.periodic,
+            )?);
+        }
+        let ws = self.workspace.as_mut().unwrap();
+        ws.load_grid(x);
+        if let Some(m) = masks {
+            // B × steps × H × W  ->  steps × cells
+            let hw = shape.height * shape.width;
+            let n_pad = ws.layout.n_pad();
+            ws.masks.clear();
+            ws.masks.resize(steps * n_pad, 0.0);
+            for b in 0..shape.batch {
+                for t in 0..steps {
+                    ws.masks[t * n_pad + b * hw..][..hw]
+                        .copy_from_slice(&m[(b * steps + t) * hw..][..hw]);
+                }
+            }
+        }
+        ws.forward(&self.program, &coefs, steps, masks.is_some());
+        Ok(ws)
+    }
+
+    /// Rolls `x` (`B × H × W × C`) forward `steps` steps. Returns the final grid, or
+    /// with `record` every grid from `x` on (`(steps + 1) × B × H × W × C`).
+    pub fn rollout(
+        &mut self,
+        x: &[f32],
+        shape: GridShape,
+        steps: usize,
+        decoding: Decoding,
+        masks: Option<&[f32]>,
+        record: bool,
+    ) -> Result<Vec<f32>> {
+        let masks = self.resolve_masks(masks, shape, steps)?;
+        let ws = self.forward(x, shape, steps, decoding, masks.as_deref())?;
+        let first = if record { 0 } else { steps };
+        let mut out = Vec::new();
+        for t in first..=steps {
+            ws.read_grid(t, &mut out);
+        }
+        Ok(out)
+    }
+
+    /// Loss of the final state against `y`, and optionally its gradient as a state buffer.
+    fn loss(
+        &self,
+        y: &[f32],
+        y_per_cell: usize,
+        steps: usize,
+        mut grad: Option<&mut Vec<f32>>,
+    ) -> f64 {
+        let ws = self.workspace.as_ref().expect("forward ran");
+        let state = ws.state(steps);
+        if let Some(g) = grad.as_deref_mut() {
+            g.clear();
+            g.resize(ws.layout.state_len(), 0.0);
+        }
+        let mut loss = 0f64;
+        for n in 0..ws.layout.shape.cells() {
+            for (i, &ch) in self.spec.loss_channels.iter().enumerate() {
+                let col = if y_per_cell == self.spec.channels {
+                    ch
+                } else {
+                    i
+                };
+                let at = ws.layout.addr(n, ch);
+                let diff = state[at] - y[n * y_per_cell + col];
+                loss += (diff as f64) * (diff as f64);
+                if let Some(g) = grad.as_deref_mut() {
+                    g[at] = 2.0 * diff;
+                }
+            }
+        }
+        loss
+    }
+
+    /// Soft loss after `spec.num_steps` steps and its gradient w.r.t. every logit
+    /// (same layout as `logits()`).
+    pub fn loss_and_grad(
+        &mut self,
+        x: &[f32],
+        y: &[f32],
+        shape: GridShape,
+        masks: Option<&[f32]>,
+    ) -> Result<(f64, Vec<f32>)> {
+        let steps = self.spec.num_steps;
+        let per_cell = self.check_target(y, shape)?;
+        let masks = self.resolve_masks(masks, shape, steps)?;
+        self.soft_loss_and_grad(x, y, per_cell, shape, masks.as_deref())
+    }
+
+    fn soft_loss_and_grad(
+        &mut self,
+        x: &[f32],
+        y: &[f32],
+        per_cell: usize,
+        shape: GridShape,
+        masks: Option<&[f32]>,
+    ) -> Result<(f64, Vec<f32>)> {
+        let steps = self.spec.num_steps;
+        self.forward(x, shape, steps, Decoding::Soft, masks)?;
+        let mut seed = Vec::new();
+        let loss = self.loss(y, per_cell, steps, Some(&mut seed));
+        let coefs = self.coefficients(Decoding::Soft);
+        let ws = self.workspace.as_mut().unwrap();
+        let gc = ws.backward(&self.program, &coefs, steps, masks.is_some(), &seed);
+        let mut grad = vec![0f32; self.logits.len()];
+        for ((w, g), gc) in self
+            .logits
+            .chunks(N_OPS)
+            .zip(grad.chunks_mut(N_OPS))
+            .zip(gc.chunks(4))
+        {
+            gates::logits_grad(w, &[gc[0], gc[1], gc[2], gc[3]], g);
+        }
+        Ok((loss, grad))
+    }
+
+    /// One training step: soft loss and gradient, hard loss (same masks), then clip
+    /// and AdamW with the spec's learning rate. Returns both losses at the logits
+    /// before the update.
+    pub fn train_step(
+        &mut self,
+        x: &[f32],
+        y: &[f32],
+        shape: GridShape,
+        masks: Option<&[f32]>,
+    ) -> Result<(f64, f64)> {
+        let steps = self.spec.num_steps;
+        let per_cell = self.check_target(y, shape)?;
+        let masks = self.resolve_masks(masks, shape, steps)?;
+        self.forward(x, shape, steps, Decoding::Hard, masks.as_deref())?;
+        let hard = self.loss(y, per_cell, steps, None);
+        let (soft, grad) = self.soft_loss_and_grad(x, y, per_cell, shape, masks.as_deref())?;
+        let lr = self.spec.lr;
+        self.optimizer.step(&mut self.logits, &grad, lr);
+        Ok((soft, hard))
+    }
+}
+
+fn check_wires(name: &str, layers: &[usize], wires: &[Wires]) -> Result<()> {
+    if wires.len() != layers.len() - 1 {
+        return shape_err!(
+            "{name}: expected wires for {} layers, got {}",
+            layers.len() - 1,
+            wires.len()
+        );
+    }
+    for (i, (w, pair)) in wires.iter().zip(layers.windows(2)).enumerate() {
+        w.check(pair[0], pair[1], &format!("{name}_wires_{i}"))?;
+    }
+    Ok(())
+}
+
+fn check_finite(name: &str, v: &[f32]) -> Result<()> {
+    match v.iter().position(|x| !x.is_finite()) {
+        Some(i) => value_err!(
+            "{name}: values must be finite, found {} at flat index {i}",
+            v[i]
+        ),
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,46 @@
+//! Gradient clipping and AdamW, exactly as the reference (optax) applies them.
+
+pub const CLIP: f32 = 100.0;
+pub const BETA1: f32 = 0.9;
+pub const BETA2: f32 = 0.99;
+pub const EPS: f32 = 1e-8;
+pub const WEIGHT_DECAY: f32 = 1e-2;
+
+/// AdamW state: first and second moments and the number of steps taken.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AdamW {
+    pub m: Vec<f32>,
+    pub v: Vec<f32>,
+    pub t: u64,
+}
+
+impl AdamW {
+    pub fn new(n: usize) -> AdamW {
+        AdamW {
+            m: vec![0.0; n],
+            v: vec![0.0; n],
+            t: 0,
+        }
+    }
+
+    /// Clips every gradient element to ±100, then one decoupled AdamW step:
+    /// `p -= lr·(m̂/(√v̂ + eps) + wd·p)`.
+    pub fn step(&mut self, params: &mut [f32], grads: &[f32], lr: f32) {
+        self.t += 1;
+        let bc1 = 1.0 - (BETA1 as f64).powi(self.t as i32);
+        let bc2 = 1.0 - (BETA2 as f64).powi(self.t as i32);
+        let (bc1, bc2) = (bc1 as f32, bc2 as f32);
+        for (((p, &g), m), v) in params
+            .iter_mut()
+            .zip(grads)
+            .zip(&mut self.m)
+            .zip(&mut self.v)
+        {
+            let g = g.clamp(-CLIP, CLIP);
+            *m = BETA1 * *m + (1.0 - BETA1) * g;
+            *v = BETA2 * *v + (1.0 - BETA2) * g * g;
+            let update = (*m / bc1) / ((*v / bc2).sqrt() + EPS) + WEIGHT_DECAY * *p;
+            *p -= lr * update;
+        }
+    }
+}

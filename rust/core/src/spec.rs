@@ -1,0 +1,158 @@
+//! The model specification (the fixtures' `config` JSON) and its validation.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{value_err, Result};
+
+/// How a gate layer picks the two inputs of each gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Wiring {
+    /// First perception layer: a = a permutation of the 8 neighbours, b = the centre.
+    FirstKernel,
+    /// The notebook's `get_unique_connections` followed by a random permutation.
+    Unique,
+    /// Two distinct random inputs per gate.
+    Random,
+}
+
+/// The perception block: `n_kernels` networks sharing one wiring per layer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PerceiveSpec {
+    pub n_kernels: usize,
+    pub layers: Vec<usize>,
+    pub connections: Vec<Wiring>,
+}
+
+/// The update network: centre cell ++ perception -> next state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UpdateSpec {
+    pub layers: Vec<usize>,
+    pub connections: Vec<Wiring>,
+}
+
+/// Everything that fixes the architecture and the training rule of a model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Spec {
+    pub channels: usize,
+    pub periodic: bool,
+    pub num_steps: usize,
+    #[serde(rename = "async", default)]
+    pub is_async: bool,
+    #[serde(default)]
+    pub fire_rate: Option<f32>,
+    pub loss_channels: Vec<usize>,
+    pub perceive: PerceiveSpec,
+    pub update: UpdateSpec,
+    pub lr: f32,
+}
+
+impl Spec {
+    /// Parses the fixture `config` JSON and validates it.
+    pub fn from_json(text: &str) -> Result<Spec> {
+        let spec: Spec = match serde_json::from_str(text) {
+            Ok(s) => s,
+            Err(e) => return value_err!("config: {e}"),
+        };
+        spec.validate()?;
+        Ok(spec)
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a Spec always serialises")
+    }
+
+    /// Width of the last perception layer (S in the design notes).
+    pub fn perceive_out(&self) -> usize {
+        *self.perceive.layers.last().unwrap_or(&0)
+    }
+
+    /// Fire rate when asynchronous, `None` when every cell updates every step.
+    pub fn async_fire_rate(&self) -> Option<f32> {
+        if self.is_async {
+            Some(self.fire_rate.unwrap_or(0.6))
+        } else {
+            None
+        }
+    }
+
+    /// Checks every field and that the layers chain together.
+    pub fn validate(&self) -> Result<()> {
+        let c = self.channels;
+        if c == 0 {
+            return value_err!("channels must be >= 1, got 0");
+        }
+        if self.num_steps == 0 {
+            return value_err!("num_steps must be >= 1, got 0");
+        }
+        if self.perceive.n_kernels == 0 {
+            return value_err!("perceive.n_kernels must be >= 1, got 0");
+        }
+        check_layers(
+            "perceive",
+            &self.perceive.layers,
+            &self.perceive.connections,
+        )?;
+        check_layers("update", &self.update.layers, &self.update.connections)?;
+        if self.perceive.layers[0] != 9 {
+            return value_err!(
+                "perceive.layers[0] must be 9 (the 3x3 patch), got {}",
+                self.perceive.layers[0]
+            );
+        }
+        let expected_in = c + c * self.perceive_out() * self.perceive.n_kernels;
+        if self.update.layers[0] != expected_in {
+            return value_err!(
+                "update.layers[0] must be channels + channels*perceive_out*n_kernels = {expected_in}, got {}",
+                self.update.layers[0]
+            );
+        }
+        let last = *self.update.layers.last().unwrap();
+        if last != c {
+            return value_err!("update.layers[-1] must equal channels = {c}, got {last}");
+        }
+        if self.loss_channels.is_empty() {
+            return value_err!("loss_channels must name at least one channel");
+        }
+        for (i, &ch) in self.loss_channels.iter().enumerate() {
+            if ch >= c {
+                return value_err!("loss_channels[{i}] = {ch} is not a channel (channels = {c})");
+            }
+            if self.loss_channels[..i].contains(&ch) {
+                return value_err!("loss_channels lists channel {ch} twice");
+            }
+        }
+        if let Some(rate) = self.async_fire_rate() {
+            if !(rate > 0.0 && rate <= 1.0) {
+                return value_err!("fire_rate must be in (0, 1], got {rate}");
+            }
+        }
+        if !(self.lr.is_finite() && self.lr > 0.0) {
+            return value_err!("lr must be a finite number > 0, got {}", self.lr);
+        }
+        Ok(())
+    }
+}
+
+fn check_layers(name: &str, layers: &[usize], connections: &[Wiring]) -> Result<()> {
+    if layers.len() < 2 {
+        return value_err!(
+            "{name}.layers needs an input width and at least one layer, got {layers:?}"
+        );
+    }
+    if let Some(i) = layers.iter().position(|&w| w == 0) {
+        return value_err!("{name}.layers[{i}] must be >= 1, got 0");
+    }
+    if connections.len() != layers.len() - 1 {
+        return value_err!(
+            "{name}.connections needs one wiring per layer ({}), got {}",
+            layers.len() - 1,
+            connections.len()
+        );
+    }
+    for (i, (&wiring, pair)) in connections.iter().zip(layers.windows(2)).enumerate() {
+        crate::wiring::check(wiring, pair[0], pair[1])
+            .map_err(|e| crate::error::Error::Value(format!("{name} layer {i}: {e}")))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,373 @@
+//! Python bindings of logicars-core: the `logicars._core` extension.
+//!
+//! Arrays cross as numpy float32/int32 without copies on the way in; the GIL is
+//! released while Rust works; engine errors become `logicars.errors` exceptions.
+
+use logicars_core::{self as core, Decoding, GridShape, Model, Spec, Wires};
+use numpy::{
+    PyArray1, PyArrayDyn, PyArrayMethods, PyReadonlyArray1, PyReadonlyArrayDyn,
+    PyUntypedArrayMethods,
+};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyMemoryError, PyValueError};
+use pyo3::prelude::*;
+
+create_exception!(
+    _core,
+    InvalidValueError,
+    PyValueError,
+    "A value is out of range or inconsistent with the model."
+);
+create_exception!(
+    _core,
+    ShapeError,
+    PyValueError,
+    "An array has the wrong rank, shape or size."
+);
+create_exception!(
+    _core,
+    MemoryLimitError,
+    PyMemoryError,
+    "The work would need more memory than allowed."
+);
+
+fn to_py(e: core::Error) -> PyErr {
+    match e {
+        core::Error::Value(m) => InvalidValueError::new_err(m),
+        core::Error::Shape(m) => ShapeError::new_err(m),
+        core::Error::Memory(m) => MemoryLimitError::new_err(m),
+    }
+}
+
+fn slice<'a, T: numpy::Element>(name: &str, a: &'a PyReadonlyArrayDyn<'_, T>) -> PyResult<&'a [T]> {
+    a.as_slice()
+        .map_err(|_| ShapeError::new_err(format!("{name}: array must be C-contiguous")))
+}
+
+/// `(B, H, W)` of a 4-d grid `(B, H, W, C)` with `C == channels`.
+fn grid_shape(
+    name: &str,
+    a: &PyReadonlyArrayDyn<'_, f32>,
+    channels: Option<&[usize]>,
+) -> PyResult<GridShape> {
+    let s = a.shape();
+    if s.len() != 4 {
+        return Err(ShapeError::new_err(format!(
+            "{name}: expected a 4-d array (B, H, W, C), got shape {s:?}"
+        )));
+    }
+    if let Some(allowed) = channels {
+        if !allowed.contains(&s[3]) {
+            return Err(ShapeError::new_err(format!(
+                "{name}: expected {} channels in the last axis, got shape {s:?}",
+                allowed
+                    .iter()
+                    .map(|c| c.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" or ")
+            )));
+        }
+    }
+    Ok(GridShape {
+        batch: s[0],
+        height: s[1],
+        width: s[2],
+    })
+}
+
+fn wires_from(name: &str, arrays: Vec<PyReadonlyArrayDyn<'_, i32>>) -> PyResult<Vec<Wires>> {
+    arrays
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let s = a.shape();
+            if s.len() != 2 || s[0] != 2 {
+                return Err(ShapeError::new_err(format!(
+                    "{name}_wires_{i}: expected shape (2, out), got {s:?}"
+                )));
+            }
+            let v = slice(&format!("{name}_wires_{i}"), a)?;
+            if let Some(&bad) = v.iter().find(|&&x| x < 0) {
+                return Err(InvalidValueError::new_err(format!(
+                    "{name}_wires_{i}: wires must be >= 0, got {bad}"
+                )));
+            }
+            let (ra, rb) = v.split_at(s[1]);
+            Ok(Wires {
+                a: ra.iter().map(|&x| x as u32).collect(),
+                b: rb.iter().map(|&x| x as u32).collect(),
+            })
+        })
+        .collect()
+}
+
+fn wires_to<'py>(py: Python<'py>, wires: &[Wires]) -> PyResult<Vec<Bound<'py, PyArrayDyn<i32>>>> {
+    wires
+        .iter()
+        .map(|w| {
+            let flat: Vec<i32> = w.a.iter().chain(&w.b).map(|&x| x as i32).collect();
+            PyArray1::from_vec(py, flat).reshape(vec![2, w.len()])
+        })
+        .collect()
+}
+
+/// A model in the engine: spec, wiring, logits, AdamW state and a buffer pool.
+#[pyclass(module = "logicars._core")]
+struct Engine {
+    model: Model,
+}
+
+#[pymethods]
+impl Engine {
+    /// A fresh model from a config JSON: wiring drawn from `seed`, pass-through logits.
+    #[staticmethod]
+    fn create(config_json: &str, seed: u64) -> PyResult<Engine> {
+        let spec = Spec::from_json(config_json).map_err(to_py)?;
+        Ok(Engine {
+            model: Model::new(spec, seed).map_err(to_py)?,
+        })
+    }
+
+    /// A model from stored parts: wires per layer `(2, out)` int32, flat logits.
+    #[staticmethod]
+    fn from_parts(
+        config_json: &str,
+        perceive_wires: Vec<PyReadonlyArrayDyn<'_, i32>>,
+        update_wires: Vec<PyReadonlyArrayDyn<'_, i32>>,
+        logits: PyReadonlyArray1<'_, f32>,
+        mask_seed: u64,
+    ) -> PyResult<Engine> {
+        let spec = Spec::from_json(config_json).map_err(to_py)?;
+        let pw = wires_from("perceive", perceive_wires)?;
+        let uw = wires_from("update", update_wires)?;
+        let logits = logits
+            .as_slice()
+            .map_err(|_| ShapeError::new_err("logits must be contiguous"))?
+            .to_vec();
+        Ok(Engine {
+            model: Model::from_parts(spec, pw, uw, logits, mask_seed).map_err(to_py)?,
+        })
+    }
+
+    /// The config as JSON (fixture format).
+    fn config_json(&self) -> String {
+        self.model.spec().to_json()
+    }
+
+    /// `(perceive_wires, update_wires)`, each a list of `(2, out)` int32 arrays.
+    #[allow(clippy::type_complexity)]
+    fn wires<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(
+        Vec<Bound<'py, PyArrayDyn<i32>>>,
+        Vec<Bound<'py, PyArrayDyn<i32>>>,
+    )> {
+        Ok((
+            wires_to(py, self.model.perceive_wires())?,
+            wires_to(py, self.model.update_wires())?,
+        ))
+    }
+
+    /// `[(name, shape, offset)]` of the parameter arrays inside the flat logits.
+    fn param_info(&self) -> Vec<(String, Vec<usize>, usize)> {
+        self.model
+            .param_info()
+            .into_iter()
+            .map(|p| (p.name, p.shape, p.offset))
+            .collect()
+    }
+
+    /// A copy of every logit, flat.
+    fn logits<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f32>> {
+        PyArray1::from_slice(py, self.model.logits())
+    }
+
+    fn set_logits(&mut self, logits: PyReadonlyArray1<'_, f32>) -> PyResult<()> {
+        let v = logits
+            .as_slice()
+            .map_err(|_| ShapeError::new_err("logits must be contiguous"))?;
+        self.model.set_logits(v).map_err(to_py)
+    }
+
+    /// `(m, v, t)`: AdamW moments (flat, like the logits) and steps taken.
+    fn optimizer_state<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> (Bound<'py, PyArray1<f32>>, Bound<'py, PyArray1<f32>>, u64) {
+        let o = &self.model.optimizer;
+        (
+            PyArray1::from_slice(py, &o.m),
+            PyArray1::from_slice(py, &o.v),
+            o.t,
+        )
+    }
+
+    fn set_optimizer_state(
+        &mut self,
+        m: PyReadonlyArray1<'_, f32>,
+        v: PyReadonlyArray1<'_, f32>,
+        t: u64,
+    ) -> PyResult<()> {
+        let m = m
+            .as_slice()
+            .map_err(|_| ShapeError::new_err("m must be contiguous"))?;
+        let v = v
+            .as_slice()
+            .map_err(|_| ShapeError::new_err("v must be contiguous"))?;
+        self.model.set_optimizer(m, v, t).map_err(to_py)
+    }
+
+    /// `(mask_seed, mask_draws)`: where the async mask stream stands.
+    fn mask_state(&self) -> (u64, u64) {
+        (self.model.mask_seed, self.model.mask_draws)
+    }
+
+    fn set_mask_state(&mut self, seed: u64, draws: u64) {
+        self.model.mask_seed = seed;
+        self.model.mask_draws = draws;
+    }
+
+    /// Rolls `x` forward; returns the final grid, or every grid with `record`.
+    #[pyo3(signature = (x, steps, hard, masks=None, record=false))]
+    fn rollout<'py>(
+        &mut self,
+        py: Python<'py>,
+        x: PyReadonlyArrayDyn<'py, f32>,
+        steps: usize,
+        hard: bool,
+        masks: Option<PyReadonlyArrayDyn<'py, f32>>,
+        record: bool,
+    ) -> PyResult<Bound<'py, PyArrayDyn<f32>>> {
+        let c = self.model.spec().channels;
+        let shape = grid_shape("x", &x, Some(&[c]))?;
+        let xs = slice("x", &x)?;
+        let ms = masks.as_ref().map(|m| slice("masks", m)).transpose()?;
+        let decoding = if hard { Decoding::Hard } else { Decoding::Soft };
+        let model = &mut self.model;
+        let out = py
+            .detach(|| model.rollout(xs, shape, steps, decoding, ms, record))
+            .map_err(to_py)?;
+        let mut dims = vec![shape.batch, shape.height, shape.width, c];
+        if record {
+            dims.insert(0, steps + 1);
+        }
+        PyArray1::from_vec(py, out).reshape(dims)
+    }
+
+    /// `(soft_loss, grad)`: the gradient flat, like the logits.
+    #[pyo3(signature = (x, y, masks=None))]
+    fn loss_and_grad<'py>(
+        &mut self,
+        py: Python<'py>,
+        x: PyReadonlyArrayDyn<'py, f32>,
+        y: PyReadonlyArrayDyn<'py, f32>,
+        masks: Option<PyReadonlyArrayDyn<'py, f32>>,
+    ) -> PyResult<(f64, Bound<'py, PyArray1<f32>>)> {
+        let (shape, xs, ys) = self.inputs(&x, &y)?;
+        let ms = masks.as_ref().map(|m| slice("masks", m)).transpose()?;
+        let model = &mut self.model;
+        let (loss, grad) = py
+            .detach(|| model.loss_and_grad(xs, ys, shape, ms))
+            .map_err(to_py)?;
+        Ok((loss, PyArray1::from_vec(py, grad)))
+    }
+
+    /// One clip + AdamW step; returns `(soft_loss, hard_loss)` before the update.
+    #[pyo3(signature = (x, y, masks=None))]
+    fn train_step<'py>(
+        &mut self,
+        py: Python<'py>,
+        x: PyReadonlyArrayDyn<'py, f32>,
+        y: PyReadonlyArrayDyn<'py, f32>,
+        masks: Option<PyReadonlyArrayDyn<'py, f32>>,
+    ) -> PyResult<(f64, f64)> {
+        let (shape, xs, ys) = self.inputs(&x, &y)?;
+        let ms = masks.as_ref().map(|m| slice("masks", m)).transpose()?;
+        let model = &mut self.model;
+        py.detach(|| model.train_step(xs, ys, shape, ms))
+            .map_err(to_py)
+    }
+}
+
+impl Engine {
+    fn inputs<'a>(
+        &self,
+        x: &'a PyReadonlyArrayDyn<'_, f32>,
+        y: &'a PyReadonlyArrayDyn<'_, f32>,
+    ) -> PyResult<(GridShape, &'a [f32], &'a [f32])> {
+        let spec = self.model.spec();
+        let shape = grid_shape("x", x, Some(&[spec.channels]))?;
+        let y_shape = grid_shape("y", y, Some(&[spec.channels, spec.loss_channels.len()]))?;
+        if y_shape != shape {
+            return Err(ShapeError::new_err(format!(
+                "y: expected the batch and grid of x {:?}, got {:?}",
+                x.shape(),
+                y.shape()
+            )));
+        }
+        Ok((shape, slice("x", x)?, slice("y", y)?))
+    }
+}
+
+/// The notebook's `unique` wiring of `in_width -> out` before its permutation.
+#[pyfunction]
+fn unique_pairs(in_width: usize, out: usize) -> PyResult<(Vec<u32>, Vec<u32>)> {
+    let w = core::wiring::unique_pairs(in_width, out).map_err(to_py)?;
+    Ok((w.a, w.b))
+}
+
+/// Sets the number of worker threads (0: `RAYON_NUM_THREADS` or one per core).
+#[pyfunction]
+fn set_num_threads(threads: usize) -> PyResult<()> {
+    core::threads::set_num_threads(threads).map_err(to_py)
+}
+
+#[pyfunction]
+fn num_threads() -> usize {
+    core::threads::num_threads()
+}
+
+/// How this extension was built and which SIMD kernels it runs.
+#[pyfunction]
+fn build_info() -> Vec<(&'static str, String)> {
+    let features: Vec<&str> = [
+        ("sse4.2", cfg!(target_feature = "sse4.2")),
+        ("avx", cfg!(target_feature = "avx")),
+        ("avx2", cfg!(target_feature = "avx2")),
+        ("fma", cfg!(target_feature = "fma")),
+        ("avx512f", cfg!(target_feature = "avx512f")),
+    ]
+    .into_iter()
+    .filter_map(|(n, on)| on.then_some(n))
+    .collect();
+    vec![
+        ("version", env!("CARGO_PKG_VERSION").to_string()),
+        (
+            "profile",
+            if cfg!(debug_assertions) {
+                "debug"
+            } else {
+                "release"
+            }
+            .to_string(),
+        ),
+        ("target_features", features.join(",")),
+        ("simd_level", core::kernels::simd_level().name().to_string()),
+        ("threads", core::threads::num_threads().to_string()),
+    ]
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Engine>()?;
+    m.add_function(wrap_pyfunction!(unique_pairs, m)?)?;
+    m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(build_info, m)?)?;
+    m.add("InvalidValueError", m.py().get_type::<InvalidValueError>())?;
+    m.add("ShapeError", m.py().get_type::<ShapeError>())?;
+    m.add("MemoryLimitError", m.py().get_type::<MemoryLimitError>())?;
+    m.add("CHUNK", core::kernels::CHUNK)?;
+    Ok(())
+}
