@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from logicars.datasets import (
     checkerboard_target,
     colored_g_target,

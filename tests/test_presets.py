@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from logicars.presets import PRESETS, Preset, get_preset
 from logicars.spec import ModelSpec
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Union
 
 import numpy as np
 
@@ -37,7 +37,7 @@ def as_float_array(name: str, a: Any) -> np.ndarray:
     return np.ascontiguousarray(arr, dtype=np.float32)
 
 
-def _as_masks(masks: Any, x: np.ndarray, steps: int) -> Optional[np.ndarray]:
+def _as_masks(masks: Any, x: np.ndarray, steps: int) -> np.ndarray | None:
     """Masks as (B, steps, H, W); accepts the fixtures' (B, steps, H, W, 1)."""
     if masks is None:
         return None
@@ -46,7 +46,9 @@ def _as_masks(masks: Any, x: np.ndarray, steps: int) -> Optional[np.ndarray]:
         m = m[..., 0]
     b, h, w = x.shape[0], x.shape[1], x.shape[2]
     if m.shape != (b, steps, h, w):
-        raise ShapeError(f"masks: expected shape (B, steps, H, W[, 1]) = {(b, steps, h, w)}, got {m.shape}")
+        raise ShapeError(
+            f"masks: expected shape (B, steps, H, W[, 1]) = {(b, steps, h, w)}, got {m.shape}"
+        )
     return np.ascontiguousarray(m)
 
 
@@ -135,7 +137,7 @@ class Model:
     def rollout(
         self,
         x: Any,
-        steps: Optional[int] = None,
+        steps: int | None = None,
         hard: bool = False,
         masks: Any = None,
         record: bool = False,
@@ -148,9 +150,13 @@ class Model:
         """
         steps = self._spec.num_steps if steps is None else _positive_int("steps", steps)
         xa = as_float_array("x", x)
-        return self._engine.rollout(xa, steps, bool(hard), _as_masks(masks, xa, steps), bool(record))
+        return self._engine.rollout(
+            xa, steps, bool(hard), _as_masks(masks, xa, steps), bool(record)
+        )
 
-    def loss_and_grad(self, x: Any, y: Any, masks: Any = None) -> tuple[float, dict[str, np.ndarray]]:
+    def loss_and_grad(
+        self, x: Any, y: Any, masks: Any = None
+    ) -> tuple[float, dict[str, np.ndarray]]:
         """Soft loss after `num_steps` steps and its gradient w.r.t. every logit array.
 
         `y` is `(B, H, W, C)` (only the loss channels are used) or
@@ -180,7 +186,9 @@ class Model:
             try:
                 pw = [z[f"perceive_wires_{i}"] for i in range(n_p)]
                 uw = [z[f"update_wires_{i}"] for i in range(n_u)]
-                params = {k: z[k] for k in z.files if k.startswith(("perceive_logits_", "update_logits_"))}
+                params = {
+                    k: z[k] for k in z.files if k.startswith(("perceive_logits_", "update_logits_"))
+                }
             except KeyError as e:
                 raise ValueError(f"{path}: missing array {e.args[0]}") from None
         return cls.from_parts(spec, pw, uw, params)
@@ -191,6 +199,22 @@ class Model:
         arrays.update(self.params())
         arrays.update(self.wires())
         np.savez(Path(path), **arrays)
+
+    def save(self, path: PathLike, extra: dict[str, Any] | None = None) -> None:
+        """Saves everything needed to resume training (see `logicars.checkpoint`), atomically."""
+        from .checkpoint import save_checkpoint
+
+        save_checkpoint(path, self, extra)
+
+    @classmethod
+    def load(cls, path: PathLike) -> Model:
+        """Loads a model saved by `save` (or a training run's `model.safetensors`).
+
+        Raises `logicars.errors.CheckpointError` for a damaged or foreign file.
+        """
+        from .checkpoint import load_checkpoint
+
+        return load_checkpoint(path)[0]
 
     def __repr__(self) -> str:
         s = self._spec
@@ -218,7 +242,9 @@ def _unflatten(info: list[tuple[str, list[int], int]], flat: np.ndarray) -> dict
     return out
 
 
-def _flatten_params(info: list[tuple[str, list[int], int]], params: dict[str, np.ndarray]) -> np.ndarray:
+def _flatten_params(
+    info: list[tuple[str, list[int], int]], params: dict[str, np.ndarray]
+) -> np.ndarray:
     total = sum(int(np.prod(shape)) for _, shape, _ in info)
     flat = np.empty(total, dtype=np.float32)
     expected = {name for name, _, _ in info}

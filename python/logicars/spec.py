@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 WIRINGS = ("first_kernel", "unique", "random")
 
@@ -39,7 +39,7 @@ class ModelSpec:
     update: UpdateSpec
     num_steps: int
     periodic: bool = False
-    fire_rate: Optional[float] = None
+    fire_rate: float | None = None
     loss_channels: list[int] = field(default_factory=lambda: [0])
     lr: float = 0.05
 
@@ -96,6 +96,8 @@ class ModelSpec:
     def replace(self, **changes: Any) -> ModelSpec:
         d = asdict(self)
         d.update(changes)
-        d["perceive"] = PerceiveSpec(**d["perceive"]) if isinstance(d["perceive"], dict) else d["perceive"]
+        d["perceive"] = (
+            PerceiveSpec(**d["perceive"]) if isinstance(d["perceive"], dict) else d["perceive"]
+        )
         d["update"] = UpdateSpec(**d["update"]) if isinstance(d["update"], dict) else d["update"]
         return ModelSpec(**d)

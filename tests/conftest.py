@@ -1,0 +1,26 @@
+"""Shared test helpers: where the reference fixtures live."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+FIXTURES = SHARED / "fixtures"
+FIXTURE_NAMES = ["sync_small", "sync_periodic_c1", "async_small", "rgb_small", "checkerboard_full"]
+
+
+def load_fixture(name: str) -> dict[str, np.ndarray]:
+    """The arrays of `../shared/fixtures/<name>.npz`; fails (not skips) when missing."""
+    path = FIXTURES / f"{name}.npz"
+    assert path.exists(), f"reference fixture {path} is missing: the suite needs ../shared/fixtures"
+    with np.load(path, allow_pickle=False) as z:
+        return {k: z[k] for k in z.files}
+
+
+@pytest.fixture(params=FIXTURE_NAMES)
+def fixture_name(request: pytest.FixtureRequest) -> str:
+    return request.param

@@ -1,0 +1,198 @@
+"""The engine against an independent float64 oracle, finite differences, and itself
+across thread counts, on shapes and modes the fixtures do not cover."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from reference import Reference
+
+import logicars
+from logicars.errors import InvalidValueError, ShapeError
+
+
+def small_spec(channels: int, periodic: bool, fire_rate=None, steps: int = 3) -> logicars.ModelSpec:
+    k = 2
+    return logicars.ModelSpec(
+        channels=channels,
+        perceive=logicars.PerceiveSpec(
+            n_kernels=k, layers=[9, 8, 4, 2], connections=["first_kernel", "unique", "unique"]
+        ),
+        update=logicars.UpdateSpec(
+            layers=[channels + channels * 2 * k, 16, 8, channels],
+            connections=["random", "unique", "random"],
+        ),
+        num_steps=steps,
+        periodic=periodic,
+        fire_rate=fire_rate,
+        loss_channels=list(range(min(channels, 2))),
+    )
+
+
+def random_model(spec: logicars.ModelSpec, seed: int) -> logicars.Model:
+    """A model whose gates are mixed (not the pass-through init), as in the fixtures."""
+    model = logicars.Model(spec, seed=seed)
+    rng = np.random.default_rng(seed)
+    params = {}
+    for name, p in model.params().items():
+        w = rng.normal(0, 1.5, p.shape).astype(np.float32)
+        w[..., 3] += 2.0
+        params[name] = w
+    model.set_params(params)
+    return model
+
+
+def oracle(model: logicars.Model) -> Reference:
+    return Reference(model.spec.to_dict(), model.wires(), model.params())
+
+
+CASES = [
+    # channels, periodic, fire_rate, (B, H, W)
+    (1, True, None, (2, 5, 7)),
+    (3, False, None, (1, 9, 4)),
+    (2, True, 0.6, (2, 6, 5)),
+    (4, False, 0.5, (1, 11, 13)),
+    (1, False, None, (3, 1, 1)),
+]
+
+
+@pytest.mark.parametrize("channels, periodic, fire_rate, bhw", CASES)
+def test_matches_float64_oracle(channels, periodic, fire_rate, bhw) -> None:
+    spec = small_spec(channels, periodic, fire_rate)
+    model = random_model(spec, seed=channels)
+    rng = np.random.default_rng(7)
+    x = (rng.random(bhw + (channels,)) < 0.5).astype(np.float32)
+    y = (rng.random(bhw + (channels,)) < 0.5).astype(np.float32)
+    steps = spec.num_steps
+    masks = (
+        None if fire_rate is None else (rng.random(bhw[:1] + (steps,) + bhw[1:] + (1,)) < fire_rate)
+    )
+    masks = None if masks is None else masks.astype(np.float32)
+    ref = oracle(model)
+    np.testing.assert_allclose(
+        model.rollout(x, masks=masks), ref.rollout(x, steps, masks=masks), atol=1e-5
+    )
+    np.testing.assert_array_equal(
+        model.rollout(x, hard=True, masks=masks), ref.rollout(x, steps, True, masks)
+    )
+    loss, grads = model.loss_and_grad(x, y, masks=masks)
+    ref_loss, ref_grads = ref.loss_and_grad(x, y, steps, masks=masks)
+    assert loss == pytest.approx(ref_loss, rel=1e-5)
+    for name, g in grads.items():
+        np.testing.assert_allclose(g, ref_grads[name], atol=1e-6, rtol=1e-3, err_msg=name)
+
+
+@pytest.mark.parametrize(
+    "periodic, fire_rate", [(True, None), (False, None), (False, 0.6), (True, 0.6)]
+)
+def test_gradient_agrees_with_finite_differences(periodic, fire_rate) -> None:
+    spec = small_spec(2, periodic, fire_rate, steps=2)
+    model = random_model(spec, seed=3)
+    rng = np.random.default_rng(11)
+    x = (rng.random((2, 6, 7, 2)) < 0.5).astype(np.float32)
+    y = (rng.random((2, 6, 7, 2)) < 0.5).astype(np.float32)
+    masks = None if fire_rate is None else (rng.random((2, 2, 6, 7)) < fire_rate).astype(np.float32)
+    _, grads = model.loss_and_grad(x, y, masks=masks)
+    base = model.params()
+    h = 1e-2
+    checked = 0
+    for name, g in grads.items():
+        # the entries with the largest gradients: well above float32 noise
+        for idx in np.argsort(-np.abs(g).ravel())[:3]:
+            losses = []
+            for sign in (1, -1):
+                p = {k: v.copy() for k, v in base.items()}
+                p[name].flat[idx] += sign * h
+                model.set_params(p)
+                losses.append(model.loss_and_grad(x, y, masks=masks)[0])
+            fd = (losses[0] - losses[1]) / (2 * h)
+            assert fd == pytest.approx(g.flat[idx], rel=2e-2, abs=2e-3), (name, idx)
+            checked += 1
+    model.set_params(base)
+    assert checked == 3 * len(grads)
+
+
+def test_training_is_bit_identical_across_thread_counts() -> None:
+    spec = small_spec(3, False, 0.6, steps=4)
+    rng = np.random.default_rng(5)
+    x = (rng.random((2, 16, 20, 3)) < 0.5).astype(np.float32)  # 640 cells: 10 chunks
+    y = (rng.random((2, 16, 20, 3)) < 0.5).astype(np.float32)
+    runs = []
+    for threads in (1, 2):
+        logicars.set_num_threads(threads)
+        model = random_model(spec, seed=9)
+        losses = [model.train_step(x, y) for _ in range(3)]
+        runs.append((losses, model.params(), model.optimizer_state()))
+    logicars.set_num_threads(0)
+    assert runs[0][0] == runs[1][0]
+    for name in runs[0][1]:
+        np.testing.assert_array_equal(runs[0][1][name], runs[1][1][name])
+    for name in runs[0][2]:
+        np.testing.assert_array_equal(runs[0][2][name], runs[1][2][name])
+
+
+def test_fresh_model_is_pass_through_and_seeded() -> None:
+    spec = small_spec(2, True)
+    a, b, c = (
+        logicars.Model(spec, seed=1),
+        logicars.Model(spec, seed=1),
+        logicars.Model(spec, seed=2),
+    )
+    for p in a.params().values():
+        assert np.all(p[..., 3] == 10) and np.all(np.delete(p, 3, axis=-1) == 0)
+    for name, w in a.wires().items():
+        np.testing.assert_array_equal(w, b.wires()[name])
+    assert any(not np.array_equal(w, c.wires()[n]) for n, w in a.wires().items())
+
+
+def test_recorded_rollout_holds_every_step() -> None:
+    model = random_model(small_spec(2, True), seed=4)
+    x = (np.random.default_rng(0).random((1, 8, 8, 2)) < 0.5).astype(np.float32)
+    traj = model.rollout(x, steps=5, record=True)
+    assert traj.shape == (6, 1, 8, 8, 2)
+    np.testing.assert_array_equal(traj[0], x)
+    np.testing.assert_array_equal(traj[5], model.rollout(x, steps=5))
+    np.testing.assert_array_equal(traj[2], model.rollout(x, steps=2))
+
+
+def test_large_grid_runs() -> None:
+    model = random_model(small_spec(1, True), seed=6)
+    x = (np.random.default_rng(1).random((1, 96, 130, 1)) < 0.5).astype(np.float32)
+    out = model.rollout(x, steps=2, hard=True)
+    np.testing.assert_array_equal(out, oracle(model).rollout(x, 2, hard=True))
+
+
+@pytest.mark.parametrize(
+    "make, exc, words",
+    [
+        (lambda m: m.rollout(np.zeros((1, 4, 4, 3), np.float32)), ShapeError, "channels"),
+        (lambda m: m.rollout(np.zeros((4, 4, 2), np.float32)), ShapeError, "4-d"),
+        (
+            lambda m: m.rollout(np.full((1, 4, 4, 2), np.nan, np.float32)),
+            InvalidValueError,
+            "finite",
+        ),
+        (lambda m: m.rollout(np.full((1, 4, 4, 2), 2, np.float32)), InvalidValueError, "[0, 1]"),
+        (lambda m: m.rollout(np.zeros((1, 4, 4, 2)), steps=0), ValueError, "steps"),
+        (lambda m: m.rollout(np.array([["a"]])), TypeError, "numeric"),
+        (
+            lambda m: m.loss_and_grad(np.zeros((1, 4, 4, 2)), np.zeros((1, 4, 5, 2))),
+            ShapeError,
+            "y",
+        ),
+    ],
+)
+def test_bad_input_raises_clear_errors(make, exc, words) -> None:
+    model = logicars.Model(small_spec(2, True), seed=0)
+    with pytest.raises(exc, match=None) as info:
+        make(model)
+    assert words in str(info.value)
+
+
+def test_unique_wiring_that_cannot_cover_its_inputs_is_refused() -> None:
+    spec = small_spec(2, True)
+    bad = spec.replace(
+        update=logicars.UpdateSpec(layers=[10, 4, 2], connections=["unique", "unique"])
+    )
+    with pytest.raises(InvalidValueError, match="2\\*out >= in"):
+        logicars.Model(bad)

@@ -1,0 +1,118 @@
+"""Every reference fixture through the public API, within the README's tolerances."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import FIXTURES, load_fixture
+
+import logicars
+
+GRID_ATOL = 1e-5
+LOSS_RTOL = 1e-4
+GRAD_ATOL, GRAD_RTOL = 2e-5, 1e-3
+NEXT_ATOL = 1e-4
+
+
+def _model_and_data(name: str):
+    f = load_fixture(name)
+    model = logicars.Model.from_npz(FIXTURES / f"{name}.npz")
+    return model, f, f.get("masks")
+
+
+def test_rollouts_match(fixture_name: str) -> None:
+    model, f, masks = _model_and_data(fixture_name)
+    first = None if masks is None else masks[:, :1]
+    np.testing.assert_allclose(
+        model.rollout(f["x"], steps=1, masks=first), f["soft_step1"], atol=GRID_ATOL, rtol=0
+    )
+    np.testing.assert_allclose(
+        model.rollout(f["x"], masks=masks), f["soft_out"], atol=GRID_ATOL, rtol=0
+    )
+    np.testing.assert_array_equal(model.rollout(f["x"], hard=True, masks=masks), f["hard_out"])
+
+
+def test_loss_and_gradients_match(fixture_name: str) -> None:
+    model, f, masks = _model_and_data(fixture_name)
+    loss, grads = model.loss_and_grad(f["x"], f["y"], masks=masks)
+    assert loss == pytest.approx(float(f["soft_loss"]), rel=LOSS_RTOL)
+    assert set(grads) == set(model.params())
+    for name, g in grads.items():
+        ref = f["grad_" + name.replace("_logits", "")]
+        np.testing.assert_allclose(g, ref, atol=GRAD_ATOL, rtol=GRAD_RTOL, err_msg=name)
+
+
+# The first Adam step is lr * g / (|g| + eps): where |g| is near eps = 1e-8 the step
+# amplifies gradient error ~1e6-fold. For a few such entries of checkerboard_full the
+# reference's own float32 gradient is 1.5% off the float64 truth (tests/reference.py
+# shows ours is closer), so `next_*` there checks the reference's rounding, not ours.
+# Those entries are covered by the gradient test and by `test_adamw_update_is_exact`.
+WELL_CONDITIONED = 10 * 1e-8
+
+
+def test_train_step_matches(fixture_name: str) -> None:
+    model, f, masks = _model_and_data(fixture_name)
+    soft, hard = model.train_step(f["x"], f["y"], masks=masks)
+    assert soft == pytest.approx(float(f["soft_loss"]), rel=LOSS_RTOL)
+    assert hard == float(f["hard_loss"])
+    off = total = 0
+    for name, p in model.params().items():
+        g_ref = f["grad_" + name.replace("_logits", "")]
+        err = np.abs(p - f["next_" + name])
+        assert np.all((err <= NEXT_ATOL) | (np.abs(g_ref) < WELL_CONDITIONED)), name
+        off += int((err > NEXT_ATOL).sum())
+        total += err.size
+    assert off <= 1e-3 * total, f"{off} of {total} next_* entries off by more than {NEXT_ATOL}"
+
+
+def _adamw_first_step(w: np.ndarray, g: np.ndarray, lr: float) -> np.ndarray:
+    g = np.clip(g, -100, 100).astype(np.float32)
+    m_hat = (np.float32(0.1) * g) / np.float32(1 - 0.9)
+    v_hat = (np.float32(0.01) * g * g) / np.float32(1 - 0.99)
+    return w - np.float32(lr) * (m_hat / (np.sqrt(v_hat) + np.float32(1e-8)) + np.float32(1e-2) * w)
+
+
+def test_adamw_update_is_exact(fixture_name: str) -> None:
+    """The optimizer alone: our step from our gradient equals AdamW in NumPy, and
+    AdamW from the reference gradient reproduces the reference's next logits."""
+    model, f, masks = _model_and_data(fixture_name)
+    before = model.params()
+    _, grads = model.loss_and_grad(f["x"], f["y"], masks=masks)
+    model.train_step(f["x"], f["y"], masks=masks)
+    lr = model.spec.lr
+    for name, p in model.params().items():
+        np.testing.assert_allclose(
+            p, _adamw_first_step(before[name], grads[name], lr), atol=1e-6, rtol=0
+        )
+        ref = _adamw_first_step(f[name], f["grad_" + name.replace("_logits", "")], lr)
+        np.testing.assert_allclose(ref, f["next_" + name], atol=1e-6, rtol=0, err_msg=name)
+
+
+def test_three_step_trajectory_matches(fixture_name: str) -> None:
+    model, f, masks = _model_and_data(fixture_name)
+    traj = np.array([model.train_step(f["x"], f["y"], masks=masks) for _ in range(3)])
+    np.testing.assert_allclose(traj[:, 0], f["traj_soft_loss"], rtol=LOSS_RTOL)
+    np.testing.assert_array_equal(traj[:, 1], f["traj_hard_loss"])
+
+
+def test_npz_round_trip_is_exact(fixture_name: str, tmp_path) -> None:
+    model, f, _ = _model_and_data(fixture_name)
+    model.to_npz(tmp_path / "m.npz")
+    again = logicars.Model.from_npz(tmp_path / "m.npz")
+    assert again.spec == model.spec
+    for k, v in model.params().items():
+        np.testing.assert_array_equal(again.params()[k], v)
+        np.testing.assert_array_equal(v, f[k])
+    for k, v in model.wires().items():
+        np.testing.assert_array_equal(again.wires()[k], v)
+        np.testing.assert_array_equal(v, f[k])
+
+
+def test_unique_wiring_matches_the_notebook() -> None:
+    z = load_fixture("unique_connections")
+    pairs = sorted({tuple(map(int, k.split("_")[1:])) for k in z})
+    assert len(pairs) == 11
+    for n_in, n_out in pairs:
+        a, b = logicars._core.unique_pairs(n_in, n_out)
+        np.testing.assert_array_equal(a, z[f"a_{n_in}_{n_out}"], err_msg=f"a {n_in}->{n_out}")
+        np.testing.assert_array_equal(b, z[f"b_{n_in}_{n_out}"], err_msg=f"b {n_in}->{n_out}")
