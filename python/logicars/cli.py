@@ -1,0 +1,240 @@
+"""Command line: `python -m logicars <command> ...` (also the `logicars` script).
+
+Every subcommand is a `Command` (help line, `add_arguments(parser)`, `run(args) -> exit
+code`) in the `COMMANDS` registry, so a new one needs no change to the parsing code:
+write a module that calls `register(...)` at import time and add its dotted name to
+`COMMAND_MODULES`, e.g. a `logicars/bench.py` with
+
+    from .cli import register
+    register("bench", "time whole epochs", add_arguments, run)
+
+and `"logicars.bench"` in `COMMAND_MODULES`. Heavy imports belong inside `run`, so
+`--help` and the other commands stay quick.
+
+User errors (bad preset, bad option values, unreadable checkpoint, unwritable output
+directory) print one line to stderr and exit 2, without a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import math
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Callable, NoReturn
+
+PROG = "logicars"
+
+# Modules that register further subcommands when imported (bench, simulate, ...).
+COMMAND_MODULES: list[str] = []
+
+
+@dataclass(frozen=True)
+class Command:
+    """One subcommand: its help line, how it declares its options and what it runs."""
+
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+COMMANDS: dict[str, Command] = {}
+
+
+def register(
+    name: str,
+    help: str,
+    add_arguments: Callable[[argparse.ArgumentParser], None],
+    run: Callable[[argparse.Namespace], int],
+) -> None:
+    """Adds (or replaces) the subcommand `name`."""
+    COMMANDS[name] = Command(help, add_arguments, run)
+
+
+class UsageError(Exception):
+    """Raised by the parser instead of exiting, so `main` reports it in one line."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message} (see --help)")
+
+
+# ---- option types ---------------------------------------------------------------------
+
+
+def _int_at_least(lo: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if v < lo:
+            raise argparse.ArgumentTypeError(f"must be >= {lo}, got {v}")
+        return v
+
+    parse.__name__ = f"integer >= {lo}"
+    return parse
+
+
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(v) or v <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return v
+
+
+# ---- train ----------------------------------------------------------------------------
+
+
+def _train_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "preset", nargs="?", help="preset name (see `logicars presets`); optional with --resume"
+    )
+    p.add_argument("--epochs", type=_int_at_least(1), help="total epochs (default: the preset's)")
+    p.add_argument(
+        "--seed", type=_int_at_least(0), help="fixes wiring, data and async masks (default 23)"
+    )
+    p.add_argument("--lr", type=_positive_float, help="learning rate (default: the preset's)")
+    p.add_argument("--out", metavar="DIR", help="run directory (default runs/<preset>-<time>)")
+    p.add_argument(
+        "--threads", type=_int_at_least(0), help="engine threads (default/0: one per core)"
+    )
+    p.add_argument("--resume", metavar="DIR", help="continue the run in DIR from its checkpoint")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--early-stop",
+        type=_int_at_least(1),
+        metavar="K",
+        help="stop once the hard loss has been 0 for K consecutive epochs",
+    )
+    p.add_argument(
+        "--checkpoint-every",
+        type=_int_at_least(1),
+        metavar="N",
+        default=None,
+        help="epochs between checkpoints (default 50; one is always written at the end)",
+    )
+
+
+def _run_train(args: argparse.Namespace) -> int:
+    from .train import DEFAULT_CHECKPOINT_EVERY, train
+
+    if args.preset is None and args.resume is None:
+        raise UsageError(f"{PROG} train: a preset is required (or --resume DIR); see --help")
+    result = train(
+        args.preset,
+        epochs=args.epochs,
+        seed=args.seed,
+        lr=args.lr,
+        out=args.out,
+        threads=args.threads,
+        resume=args.resume,
+        quiet=args.quiet,
+        early_stop=args.early_stop,
+        checkpoint_every=args.checkpoint_every or DEFAULT_CHECKPOINT_EVERY,
+    )
+    s = result.summary
+    zero = s["first_epoch_hard_zero"]
+    first = f"first 0 at epoch {zero}" if zero is not None else "never 0"
+    print(
+        f"{s['preset']}: {s['epochs']} epochs in {s['wall_seconds']:.1f} s, "
+        f"final soft loss {s['final_soft_loss']:.4g}, hard loss {s['final_hard_loss']:g} "
+        f"({first}), {s['active_gates']} active gates -> {result.run_dir}"
+    )
+    if result.interrupted:
+        print(f"interrupted; continue with: {PROG} train --resume {result.run_dir}")
+    return 0
+
+
+# ---- presets --------------------------------------------------------------------------
+
+
+def _presets_arguments(p: argparse.ArgumentParser) -> None:
+    pass
+
+
+def presets_table() -> str:
+    """The presets as an aligned text table (what `logicars presets` prints)."""
+    from .presets import PRESETS
+
+    header = ("name", "channels", "grid", "batch", "steps", "epochs", "gates", "gate-cells/epoch")
+    rows = [header]
+    for p in PRESETS.values():
+        steps = f"{p.spec.num_steps}" + (" async" if p.spec.is_async else "")
+        rows.append(
+            (
+                p.name,
+                str(p.spec.channels),
+                f"{p.height}x{p.width}",
+                str(p.batch),
+                steps,
+                str(p.epochs),
+                f"{p.gates():,}",
+                f"{p.gate_cell_evals_per_epoch():,}",
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    left = {0, 2, 4}  # text columns; numbers align right
+    lines = []
+    for r in rows:
+        cells = [c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))]
+        lines.append("  ".join(cells).rstrip())
+    return "\n".join(lines)
+
+
+def _run_presets(args: argparse.Namespace) -> int:
+    print(presets_table())
+    return 0
+
+
+register("train", "train a preset and write a run directory", _train_arguments, _run_train)
+register("presets", "list the presets and their sizes", _presets_arguments, _run_presets)
+
+
+# ---- entry point ----------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    for module in COMMAND_MODULES:
+        importlib.import_module(module)
+    parser = _Parser(prog=PROG, description="Differentiable Logic Cellular Automata (Rust core).")
+    sub = parser.add_subparsers(dest="command", metavar="<command>", parser_class=_Parser)
+    for name, cmd in COMMANDS.items():
+        p = sub.add_parser(name, help=cmd.help, description=cmd.help)
+        cmd.add_arguments(p)
+        p.set_defaults(_run=cmd.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the CLI; returns the exit code (0 ok, 1 failed run, 2 usage/input error)."""
+    from ._core import MemoryLimitError
+
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help(sys.stderr)
+            return 2
+        return int(args._run(args))
+    except UsageError as e:
+        return _fail(str(e), 2)
+    except (ValueError, OSError, MemoryLimitError) as e:
+        # Bad input of any kind (logicars.errors subclass ValueError, CheckpointError
+        # included): one line, no traceback.
+        return _fail(f"{PROG}: error: {e}", 2)
+    except FloatingPointError as e:
+        return _fail(f"{PROG}: error: {e}", 1)
+    except KeyboardInterrupt:
+        return _fail(f"{PROG}: aborted", 130)
+
+
+def _fail(message: str, code: int) -> int:
+    print(message.replace("\n", " "), file=sys.stderr)
+    return code

@@ -1,0 +1,644 @@
+"""The training loop: one engine call per epoch, checkpoints, interrupt/resume, run outputs.
+
+`train("checkerboard")` trains a preset the way the reference notebook does and leaves a
+run directory behind:
+
+- `metrics.csv`: `epoch, soft_loss, hard_loss, elapsed_s`, one row per epoch, appended
+  as training goes (epochs count from 1; the losses of epoch e are measured on that
+  epoch's batch with the parameters after e - 1 updates, as the engine reports them);
+- `model.safetensors`: the checkpoint (see `logicars.checkpoint`), written every
+  `checkpoint_every` epochs and at the end; `logicars.Model.load` reads it;
+- `summary.json`: preset, seed, epochs, final losses, first epoch with hard loss 0,
+  wall time, active gates, threads, build info;
+- `loss.png`: soft and hard loss on a log scale;
+- `rollout.gif`: the trained circuit's hard rollout of a fresh sample.
+
+Determinism: the seed fixes the wiring (`Model(spec, seed)`), the data
+(`numpy.random.default_rng(seed)`, one `sample` per epoch) and the async masks (the
+engine's stream seeded with `seed`). The checkpoint stores all three positions plus the
+AdamW state, so training N epochs and resuming to N + M gives bit-identical parameters
+to training N + M straight.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import json
+import math
+import os
+import signal
+import sys
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+from types import FrameType
+from typing import Any, NamedTuple, Union
+
+import numpy as np
+
+from . import _core
+from .checkpoint import load_checkpoint, save_checkpoint
+from .datasets import make_dataset
+from .errors import CheckpointError
+from .model import Model
+from .presets import Preset, get_preset
+from .spec import ModelSpec
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+CHECKPOINT_NAME = "model.safetensors"
+TRAIN_STATE_KIND = "logicars-train"
+DEFAULT_SEED = 23
+DEFAULT_CHECKPOINT_EVERY = 50
+PASS_THROUGH_OPS = (3, 5)  # A and B: wires, not logic
+_GIF_SIZE = 256  # the rollout GIF's longer side in pixels, about
+
+
+class EpochMetrics(NamedTuple):
+    """One row of `metrics.csv`."""
+
+    epoch: int
+    soft_loss: float
+    hard_loss: float
+    elapsed_s: float
+
+
+@dataclasses.dataclass
+class RunResult:
+    """What `train` returns: the run directory, the trained model and the record."""
+
+    run_dir: Path
+    model: Model
+    summary: dict[str, Any]
+    metrics: list[EpochMetrics]
+    interrupted: bool = False
+    early_stopped: bool = False
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.run_dir / CHECKPOINT_NAME
+
+    @property
+    def final_hard_loss(self) -> float | None:
+        return self.metrics[-1].hard_loss if self.metrics else None
+
+    @property
+    def final_soft_loss(self) -> float | None:
+        return self.metrics[-1].soft_loss if self.metrics else None
+
+
+def active_gates(model: Model) -> int:
+    """Gates whose hard op (argmax of the logits) is real logic, not pass-through A or B.
+
+    Counted as the paper does: every perception gate once per kernel (kernel weights are
+    shared by all channels, so a channel does not add gates) plus every update gate.
+    """
+    count = 0
+    for name, logits in model.params().items():
+        if name.startswith(("perceive_logits_", "update_logits_")):
+            ops = np.argmax(logits, axis=-1)
+            count += int(np.count_nonzero(~np.isin(ops, PASS_THROUGH_OPS)))
+    return count
+
+
+# ---- argument checks ------------------------------------------------------------------
+
+
+def _check_int(name: str, v: Any, lo: int, hi: int | None = None) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {v!r}")
+    if v < lo or (hi is not None and v > hi):
+        bound = f">= {lo}" if hi is None else f"between {lo} and {hi}"
+        raise ValueError(f"{name} must be {bound}, got {v}")
+    return int(v)
+
+
+def _check_lr(lr: Any) -> float:
+    if isinstance(lr, bool) or not isinstance(lr, (int, float, np.integer, np.floating)):
+        raise TypeError(f"lr must be a number, got {lr!r}")
+    if not math.isfinite(lr) or lr <= 0:
+        raise ValueError(f"lr must be a finite number > 0, got {lr}")
+    return float(lr)
+
+
+def _resolve_preset(preset: str | Preset) -> Preset:
+    if isinstance(preset, Preset):
+        return preset
+    if isinstance(preset, str):
+        return get_preset(preset)
+    raise TypeError(f"preset must be a preset name or a Preset, got {type(preset).__name__}")
+
+
+# ---- run directory --------------------------------------------------------------------
+
+
+def _default_run_dir(name: str) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    base = Path("runs") / f"{name}-{stamp}"
+    path, n = base, 1
+    while path.exists():
+        n += 1
+        path = Path(f"{base}-{n}")
+    return path
+
+
+def _prepare_dir(path: Path) -> None:
+    """Creates the run directory and proves it writable before any training starts."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / f".write-test-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except FileExistsError:
+        raise ValueError(f"output directory {path} exists and is not a directory") from None
+    except NotADirectoryError:
+        raise ValueError(f"output directory {path}: a parent is not a directory") from None
+    except OSError as e:
+        raise ValueError(f"output directory {path} is not writable: {e.strerror or e}") from None
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _metrics_csv(rows: list[EpochMetrics]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(EpochMetrics._fields)
+    for r in rows:
+        w.writerow([r.epoch, repr(r.soft_loss), repr(r.hard_loss), f"{r.elapsed_s:.4f}"])
+    return buf.getvalue()
+
+
+# ---- resume state ---------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class _State:
+    """Everything the loop needs besides the model; stored as the checkpoint's `extra`."""
+
+    preset: Preset
+    seed: int
+    target_epochs: int
+    early_stop: int | None
+    rng: np.random.Generator
+    metrics: list[EpochMetrics]
+    zero_streak: int = 0
+    first_zero: int | None = None
+
+    @property
+    def epoch(self) -> int:
+        return self.metrics[-1].epoch if self.metrics else 0
+
+    @property
+    def elapsed(self) -> float:
+        return self.metrics[-1].elapsed_s if self.metrics else 0.0
+
+    def to_extra(self, *, interrupted: bool = False, early_stopped: bool = False) -> dict[str, Any]:
+        p = self.preset
+        return {
+            "kind": TRAIN_STATE_KIND,
+            "preset": {
+                "name": p.name,
+                "batch": p.batch,
+                "height": p.height,
+                "width": p.width,
+                "epochs": p.epochs,
+                "description": p.description,
+            },
+            "seed": self.seed,
+            "target_epochs": self.target_epochs,
+            "early_stop": self.early_stop,
+            "epoch": self.epoch,
+            "rng_state": self.rng.bit_generator.state,
+            "metrics": [list(r) for r in self.metrics],
+            "zero_streak": self.zero_streak,
+            "first_epoch_hard_zero": self.first_zero,
+            "interrupted": interrupted,
+            "early_stopped": early_stopped,
+        }
+
+    @classmethod
+    def from_extra(cls, extra: dict[str, Any], spec: ModelSpec, where: Path) -> _State:
+        if extra.get("kind") != TRAIN_STATE_KIND:
+            raise CheckpointError(
+                f"{where} holds a model but no training state; it cannot be resumed"
+            )
+        try:
+            p = extra["preset"]
+            preset = Preset(
+                name=str(p["name"]),
+                spec=spec,
+                batch=int(p["batch"]),
+                height=int(p["height"]),
+                width=int(p["width"]),
+                epochs=int(p["epochs"]),
+                description=str(p["description"]),
+            )
+            state = extra["rng_state"]
+            if state.get("bit_generator") != "PCG64":
+                raise ValueError(f"unsupported generator {state.get('bit_generator')!r}")
+            rng = np.random.Generator(np.random.PCG64())
+            rng.bit_generator.state = state
+            metrics = [
+                EpochMetrics(int(e), float(s), float(h), float(t))
+                for e, s, h, t in extra["metrics"]
+            ]
+            if len(metrics) != int(extra["epoch"]):
+                raise ValueError(f"{len(metrics)} metrics rows for {extra['epoch']} epochs")
+            early = extra["early_stop"]
+            first = extra["first_epoch_hard_zero"]
+            return cls(
+                preset=preset,
+                seed=int(extra["seed"]),
+                target_epochs=int(extra["target_epochs"]),
+                early_stop=None if early is None else int(early),
+                rng=rng,
+                metrics=metrics,
+                zero_streak=int(extra["zero_streak"]),
+                first_zero=None if first is None else int(first),
+            )
+        except (KeyError, TypeError, ValueError) as e:
+            raise CheckpointError(
+                f"{where}: invalid training state in the checkpoint: {e}"
+            ) from None
+
+
+def _checkpoint_path(resume: PathLike) -> Path:
+    path = Path(resume)
+    return path / CHECKPOINT_NAME if path.is_dir() else path
+
+
+def _with_lr(model: Model, lr: float) -> Model:
+    """The same model (wiring, logits, AdamW state, mask stream) with another learning rate."""
+    spec = model.spec.replace(lr=lr)
+    wires = model.wires()
+    n_p, n_u = len(spec.perceive.layers) - 1, len(spec.update.layers) - 1
+    out = Model.from_parts(
+        spec,
+        [wires[f"perceive_wires_{i}"] for i in range(n_p)],
+        [wires[f"update_wires_{i}"] for i in range(n_u)],
+        model.params(),
+        mask_seed=model.mask_state[0],
+    )
+    out.set_optimizer_state(model.optimizer_state())
+    out.mask_state = model.mask_state
+    return out
+
+
+def _same_preset(a: Preset, b: Preset) -> bool:
+    """Equal up to the epoch budget and learning rate, which a resume may change."""
+    da, db = a.spec.to_dict(), b.spec.to_dict()
+    da.pop("lr")
+    db.pop("lr")
+    return (a.name, a.batch, a.height, a.width, da) == (b.name, b.batch, b.height, b.width, db)
+
+
+# ---- Ctrl-C ---------------------------------------------------------------------------
+
+
+class _StopOnInterrupt:
+    """SIGINT handler: the first Ctrl-C asks the loop to stop after the current epoch,
+    a second one aborts at once (KeyboardInterrupt)."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous: Any = None
+        self._installed = False
+
+    def __enter__(self) -> _StopOnInterrupt:
+        # Signal handlers can only be set from the main thread; elsewhere Ctrl-C keeps
+        # its default behaviour.
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+            self._installed = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._installed:
+            signal.signal(signal.SIGINT, self._previous)
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        print(
+            "\nlogicars: interrupted; finishing this epoch and saving a checkpoint "
+            "(Ctrl-C again to abort)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+# ---- the loop -------------------------------------------------------------------------
+
+
+def train(
+    preset: str | Preset | None,
+    *,
+    epochs: int | None = None,
+    seed: int | None = None,
+    lr: float | None = None,
+    out: PathLike | None = None,
+    threads: int | None = None,
+    resume: PathLike | None = None,
+    quiet: bool = False,
+    early_stop: int | None = None,
+    checkpoint_every: int | None = DEFAULT_CHECKPOINT_EVERY,
+) -> RunResult:
+    """Trains `preset` (a name from `PRESETS` or a `Preset`) and writes a run directory.
+
+    `preset` may be None when resuming: the run's own preset is used.
+
+    - `epochs`: total epochs of the run (default: the preset's); on resume, the total to
+      reach, counting the epochs already done.
+    - `seed`: fixes wiring, data and async masks (default 23, the notebook's; a resumed
+      run keeps its own seed).
+    - `lr`: overrides the preset's learning rate.
+    - `out`: run directory (default `runs/<preset>-<timestamp>`; on resume, the resumed
+      directory).
+    - `threads`: engine worker threads for this run (0: one per core); results do not
+      depend on it.
+    - `resume`: a run directory (or its checkpoint file) to continue.
+    - `early_stop`: stop once the hard loss has been 0 for this many consecutive epochs.
+    - `checkpoint_every`: epochs between checkpoints (None: only at the end).
+
+    Ctrl-C stops after the current epoch, saves and returns normally
+    (`RunResult.interrupted`). Bad arguments raise `ValueError`/`TypeError` before any
+    training starts.
+    """
+    # Everything the user can get wrong is checked before any work starts.
+    if epochs is not None:
+        epochs = _check_int("epochs", epochs, 1)
+    if seed is not None:
+        seed = _check_int("seed", seed, 0, 2**64 - 1)
+    if lr is not None:
+        lr = _check_lr(lr)
+    if threads is not None:
+        threads = _check_int("threads", threads, 0, 1024)
+    if early_stop is not None:
+        early_stop = _check_int("early_stop", early_stop, 1)
+    if checkpoint_every is not None:
+        checkpoint_every = _check_int("checkpoint_every", checkpoint_every, 1)
+    if preset is None and resume is None:
+        raise ValueError("a preset is required unless resuming a run")
+    given = None if preset is None else _resolve_preset(preset)
+
+    if resume is not None:
+        ckpt = _checkpoint_path(resume)
+        model, extra = load_checkpoint(ckpt)
+        state = _State.from_extra(extra, model.spec, ckpt)
+        if given is not None and (
+            state.preset.name != given.name
+            or (isinstance(preset, Preset) and not _same_preset(given, state.preset))
+        ):
+            raise ValueError(f"{ckpt} is a run of preset {state.preset.name!r}, not {given.name!r}")
+        if seed is not None and seed != state.seed:
+            raise ValueError(
+                f"seed {seed} differs from the resumed run's seed {state.seed}; "
+                "a resumed run keeps its seed"
+            )
+        if epochs is not None:
+            state.target_epochs = epochs
+        if early_stop is not None:
+            state.early_stop = early_stop
+        if state.epoch >= state.target_epochs:
+            raise ValueError(
+                f"the run in {ckpt.parent} has already trained {state.epoch} of "
+                f"{state.target_epochs} epochs; pass epochs (--epochs) > {state.epoch} "
+                "to train further"
+            )
+        if state.early_stop is not None and state.zero_streak >= state.early_stop:
+            raise ValueError(
+                f"the run in {ckpt.parent} already stopped early (hard loss 0 for "
+                f"{state.zero_streak} epochs); pass a larger early_stop (--early-stop) "
+                "to train further"
+            )
+        if lr is not None and lr != model.spec.lr:
+            model = _with_lr(model, lr)
+        run_dir = Path(out) if out is not None else ckpt.parent
+    else:
+        assert given is not None
+        p = given
+        if lr is not None:
+            p = dataclasses.replace(p, spec=p.spec.replace(lr=lr))
+        state = _State(
+            preset=p,
+            seed=DEFAULT_SEED if seed is None else seed,
+            target_epochs=p.epochs if epochs is None else epochs,
+            early_stop=early_stop,
+            rng=np.random.default_rng(DEFAULT_SEED if seed is None else seed),
+            metrics=[],
+        )
+        model = None
+        run_dir = Path(out) if out is not None else _default_run_dir(p.name)
+        if (run_dir / CHECKPOINT_NAME).exists():
+            raise ValueError(
+                f"{run_dir} already holds a run ({CHECKPOINT_NAME}); resume it with "
+                "resume=DIR (--resume DIR) or choose another output directory"
+            )
+
+    dataset = make_dataset(state.preset)  # unknown dataset names fail here, before the dir
+    _prepare_dir(run_dir)
+    if model is None:
+        model = Model(state.preset.spec, state.seed)
+
+    previous_threads = _core.num_threads()
+    if threads is not None:
+        _core.set_num_threads(threads)
+    try:
+        return _run(model, state, dataset, run_dir, quiet, checkpoint_every)
+    finally:
+        if threads is not None:
+            _core.set_num_threads(previous_threads)
+
+
+def _run(
+    model: Model,
+    state: _State,
+    dataset: Any,
+    run_dir: Path,
+    quiet: bool,
+    checkpoint_every: int | None,
+) -> RunResult:
+    from tqdm import tqdm
+
+    ckpt = run_dir / CHECKPOINT_NAME
+    metrics_path = run_dir / "metrics.csv"
+    _write_atomic(metrics_path, _metrics_csv(state.metrics))
+    start_epoch = state.epoch
+    offset = state.elapsed
+    early_stopped = False
+    bar = tqdm(
+        total=state.target_epochs,
+        initial=start_epoch,
+        desc=state.preset.name,
+        unit="epoch",
+        disable=quiet,
+        dynamic_ncols=True,
+        file=sys.stderr,
+    )
+    t0 = time.perf_counter()
+    # The handler stays in place until the outputs are written: a Ctrl-C at any point
+    # of a run still ends with a checkpoint and a complete run directory.
+    with _StopOnInterrupt() as stop:
+        with bar, open(metrics_path, "a", newline="") as mf:
+            writer = csv.writer(mf, lineterminator="\n")
+            for epoch in range(start_epoch + 1, state.target_epochs + 1):
+                x, y = dataset.sample(state.rng)
+                soft, hard = model.train_step(x, y)
+                row = EpochMetrics(epoch, soft, hard, offset + time.perf_counter() - t0)
+                if not math.isfinite(soft):
+                    where = f"{ckpt}" if ckpt.exists() else "none yet"
+                    raise FloatingPointError(
+                        f"training diverged at epoch {epoch} (soft loss {soft}); "
+                        f"last good checkpoint: {where}"
+                    )
+                state.metrics.append(row)
+                writer.writerow([epoch, repr(soft), repr(hard), f"{row.elapsed_s:.4f}"])
+                mf.flush()
+                if hard == 0:
+                    state.zero_streak += 1
+                    if state.first_zero is None:
+                        state.first_zero = epoch
+                else:
+                    state.zero_streak = 0
+                bar.set_postfix({"soft": f"{soft:.4g}", "hard": f"{hard:.4g}"}, refresh=False)
+                bar.update(1)
+                early_stopped = (
+                    state.early_stop is not None and state.zero_streak >= state.early_stop
+                )
+                if early_stopped or stop.requested or epoch == state.target_epochs:
+                    break
+                if checkpoint_every is not None and epoch % checkpoint_every == 0:
+                    save_checkpoint(ckpt, model, state.to_extra())
+        interrupted = stop.requested and state.epoch < state.target_epochs and not early_stopped
+        # The final checkpoint first: whatever happens while plotting, the run is safe.
+        save_checkpoint(
+            ckpt, model, state.to_extra(interrupted=interrupted, early_stopped=early_stopped)
+        )
+        _write_atomic(metrics_path, _metrics_csv(state.metrics))
+        summary = _summary(model, state, interrupted, early_stopped)
+        _write_atomic(run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
+        plot_losses(state.metrics, run_dir / "loss.png", title=state.preset.name)
+        write_rollout_gif(model, state.preset, run_dir / "rollout.gif", seed=state.seed)
+    return RunResult(run_dir, model, summary, list(state.metrics), interrupted, early_stopped)
+
+
+def _summary(model: Model, state: _State, interrupted: bool, early_stopped: bool) -> dict[str, Any]:
+    from . import __version__, build_info
+
+    last = state.metrics[-1] if state.metrics else None
+    p = state.preset
+    return {
+        "preset": p.name,
+        "seed": state.seed,
+        "epochs": state.epoch,
+        "target_epochs": state.target_epochs,
+        "lr": model.spec.lr,
+        "final_soft_loss": None if last is None else last.soft_loss,
+        "final_hard_loss": None if last is None else last.hard_loss,
+        "first_epoch_hard_zero": state.first_zero,
+        "wall_seconds": round(state.elapsed, 3),
+        "active_gates": active_gates(model),
+        "gates": p.gates(),
+        "early_stop": state.early_stop,
+        "early_stopped": early_stopped,
+        "interrupted": interrupted,
+        "threads": _core.num_threads(),
+        "batch": p.batch,
+        "grid": [p.height, p.width],
+        "config": model.spec.to_dict(),
+        "logicars_version": __version__,
+        "build_info": build_info(),
+    }
+
+
+# ---- plots ----------------------------------------------------------------------------
+
+
+def plot_losses(metrics: list[EpochMetrics], path: PathLike, title: str = "") -> None:
+    """Soft and hard loss per epoch on a log axis (Agg backend, no display needed).
+
+    A loss of exactly 0 has no place on a log axis: those points are left out of the
+    curve and the first epoch with hard loss 0 is marked with a vertical line instead.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7, 4), dpi=100)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    epochs = np.array([r.epoch for r in metrics], dtype=float)
+    plotted = False
+    for label, values in (
+        ("soft loss", np.array([r.soft_loss for r in metrics], dtype=float)),
+        ("hard loss", np.array([r.hard_loss for r in metrics], dtype=float)),
+    ):
+        positive = np.where(values > 0, values, np.nan)
+        if np.any(values > 0):
+            ax.plot(epochs, positive, label=label, linewidth=1)
+            plotted = True
+    zero = next((r.epoch for r in metrics if r.hard_loss == 0), None)
+    if zero is not None:
+        ax.axvline(
+            zero,
+            color="green",
+            linestyle="--",
+            linewidth=1,
+            label=f"hard loss 0 (first at epoch {zero})",
+        )
+    if plotted:
+        ax.set_yscale("log")
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("loss (sum of squared errors)")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    if metrics:
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(os.fspath(path))
+
+
+def write_rollout_gif(model: Model, preset: Preset, path: PathLike, seed: int = 0) -> None:
+    """The trained circuit's hard rollout of a fresh sample from the preset's dataset.
+
+    Channel 0 as grayscale, or the three loss channels as RGB when there are three
+    (colored-g). Cells are scaled up with nearest-neighbour so small grids are visible.
+    The sample comes from its own generator and the model's mask stream is restored
+    afterwards, so writing the GIF never changes the training state.
+    """
+    from PIL import Image
+
+    rng = np.random.default_rng([seed, 1])
+    x, _ = make_dataset(preset).sample(rng)
+    mask_state = model.mask_state
+    try:
+        frames = model.rollout(x[:1], hard=True, record=True)[:, 0]  # (steps + 1, H, W, C)
+    finally:
+        model.mask_state = mask_state
+    chans = model.spec.loss_channels
+    if len(chans) == 3:
+        pixels = frames[..., chans]
+    else:
+        pixels = frames[..., chans[0]]
+    pixels = (np.clip(pixels, 0, 1) * 255).astype(np.uint8)
+    h, w = pixels.shape[1], pixels.shape[2]
+    scale = max(1, _GIF_SIZE // max(h, w))
+    images = [
+        Image.fromarray(np.ascontiguousarray(f)).resize((w * scale, h * scale), Image.NEAREST)
+        for f in pixels
+    ]
+    duration = int(min(500, max(60, 4000 // len(images))))
+    images[0].save(
+        os.fspath(path),
+        save_all=True,
+        append_images=images[1:],
+        duration=duration,
+        loop=0,
+    )
