@@ -15,6 +15,7 @@ from ._core import set_num_threads as _set_num_threads
 from .model import Model
 from .presets import PRESETS, Preset, get_preset
 from .spec import ModelSpec, PerceiveSpec, UpdateSpec
+from .train import RunResult, train  # the function shadows the submodule attribute
 
 __version__ = dict(_build_info())["version"]
 
@@ -38,10 +39,12 @@ __all__ = [
     "ModelSpec",
     "PerceiveSpec",
     "Preset",
+    "RunResult",
     "UpdateSpec",
     "build_info",
     "errors",
     "get_preset",
     "num_threads",
     "set_num_threads",
+    "train",
 ]

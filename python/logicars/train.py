@@ -605,13 +605,15 @@ def plot_losses(metrics: list[EpochMetrics], path: PathLike, title: str = "") ->
     fig.savefig(os.fspath(path))
 
 
-def write_rollout_gif(model: Model, preset: Preset, path: PathLike, seed: int = 0) -> None:
+def write_rollout_gif(model: Model, preset: Preset, path: PathLike, seed: int = 0) -> np.ndarray:
     """The trained circuit's hard rollout of a fresh sample from the preset's dataset.
 
     Channel 0 as grayscale, or the three loss channels as RGB when there are three
     (colored-g). Cells are scaled up with nearest-neighbour so small grids are visible.
     The sample comes from its own generator and the model's mask stream is restored
-    afterwards, so writing the GIF never changes the training state.
+    afterwards, so writing the GIF never changes the training state. Returns the frames
+    as uint8 `(steps + 1, H, W)` or `(steps + 1, H, W, 3)` (GIF writers merge identical
+    consecutive frames, so the file may hold fewer).
     """
     from PIL import Image
 
@@ -642,3 +644,4 @@ def write_rollout_gif(model: Model, preset: Preset, path: PathLike, seed: int = 
         duration=duration,
         loop=0,
     )
+    return pixels

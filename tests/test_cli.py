@@ -1,0 +1,162 @@
+"""The command line: one-line errors with exit 2, the presets table, train end to end."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from logicars import PRESETS
+from logicars.cli import COMMANDS, main, register
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_one_line_error(code: int, err: str, *needles: str) -> None:
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    for n in needles:
+        assert n in lines[0], lines[0]
+
+
+def test_unknown_preset_lists_valid_ones(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, _, err = run_cli(capsys, "train", "nope", "--out", str(tmp_path / "r"))
+    assert_one_line_error(code, err, "unknown preset 'nope'", *PRESETS)
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["--epochs", "0"], ["--epochs", "must be >= 1, got 0"]),
+        (["--epochs", "-5"], ["--epochs", "must be >= 1"]),
+        (["--epochs", "ten"], ["--epochs", "expected an integer"]),
+        (["--lr", "-1"], ["--lr", "must be a finite number > 0"]),
+        (["--lr", "0"], ["--lr", "must be a finite number > 0"]),
+        (["--lr", "nan"], ["--lr", "must be a finite number > 0"]),
+        (["--lr", "fast"], ["--lr", "expected a number"]),
+        (["--seed", "-2"], ["--seed", "must be >= 0"]),
+        (["--threads", "-1"], ["--threads", "must be >= 0"]),
+        (["--threads", "5000"], ["threads must be between 0 and 1024"]),
+        (["--early-stop", "0"], ["--early-stop", "must be >= 1"]),
+        (["--bogus"], ["unrecognized arguments: --bogus"]),
+    ],
+)
+def test_bad_options(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, args: list[str], needles: list[str]
+) -> None:
+    code, _, err = run_cli(capsys, "train", "gol", "--out", str(tmp_path / "r"), *args)
+    assert_one_line_error(code, err, *needles)
+    assert not (tmp_path / "r").exists()
+
+
+def test_unwritable_out(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    code, _, err = run_cli(capsys, "train", "gol", "--out", str(blocker / "run"))
+    assert_one_line_error(code, err, "output directory", "not a directory")
+    code, _, err = run_cli(capsys, "train", "gol", "--out", str(blocker))
+    assert_one_line_error(code, err, "exists and is not a directory")
+
+
+def test_missing_preset_and_command(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_cli(capsys, "train")
+    assert_one_line_error(code, err, "a preset is required")
+    code, _, err = run_cli(capsys, "frobnicate")
+    assert_one_line_error(code, err, "invalid choice", "train", "presets")
+    code, _, err = run_cli(capsys)
+    assert code == 2 and "train" in err and "presets" in err  # the help
+
+
+def test_bad_resume(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = run_cli(capsys, "train", "--resume", str(tmp_path / "nothing"))
+    assert_one_line_error(code, err, "no such checkpoint")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "model.safetensors").write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{garbage}")
+    code, _, err = run_cli(capsys, "train", "gol", "--resume", str(run))
+    assert_one_line_error(code, err, "not a safetensors file")
+
+
+def test_presets_table(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, "presets")
+    assert code == 0 and err == ""
+    lines = out.strip().splitlines()
+    header = lines[0].split()
+    assert header == ["name", "channels", "grid", "batch", "steps", "epochs", "gates",
+                      "gate-cells/epoch"]  # fmt: skip
+    assert [line.split()[0] for line in lines[1:]] == list(PRESETS)
+    row = dict(zip(header, lines[2].split()))  # checkerboard
+    p = PRESETS["checkerboard"]
+    assert row["grid"] == "16x16" and row["channels"] == "8" and row["batch"] == "2"
+    assert row["steps"] == "20" and row["epochs"] == "500"
+    assert row["gates"] == f"{p.gates():,}"
+    assert row["gate-cells/epoch"] == f"{p.gate_cell_evals_per_epoch():,}"
+    assert "async" in lines[3]
+
+
+def test_train_end_to_end(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out_dir = tmp_path / "run"
+    code, out, err = run_cli(
+        capsys, "train", "gol", "--epochs", "2", "--seed", "4", "--quiet", "--out", str(out_dir)
+    )
+    assert code == 0, err
+    assert err == ""  # --quiet: no progress bar
+    assert "gol: 2 epochs" in out and str(out_dir) in out
+    summary = json.loads((out_dir / "summary.json").read_text())
+    assert summary["seed"] == 4 and summary["epochs"] == 2
+    code, out, err = run_cli(capsys, "train", "--resume", str(out_dir), "--epochs", "3", "--quiet")
+    assert code == 0, err
+    assert json.loads((out_dir / "summary.json").read_text())["epochs"] == 3
+
+
+def test_progress_bar_shows_losses(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = run_cli(capsys, "train", "gol", "--epochs", "2", "--out", str(tmp_path / "r"))
+    assert code == 0
+    assert "2/2" in err and "soft=" in err and "hard=" in err and "epoch/s" in err
+
+
+def test_registering_a_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
+    """Other modules add subcommands with one `register` call."""
+
+    def add(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--n", type=int, default=1)
+
+    def run(args: argparse.Namespace) -> int:
+        print(f"hello {args.n}")
+        return 0
+
+    register("hello", "say hello", add, run)
+    try:
+        code, out, _ = run_cli(capsys, "hello", "--n", "3")
+        assert code == 0 and out == "hello 3\n"
+    finally:
+        del COMMANDS["hello"]
+
+
+def test_module_entry_point(tmp_path: Path) -> None:
+    ok = subprocess.run(
+        [sys.executable, "-m", "logicars", "presets"], capture_output=True, text=True, timeout=60
+    )
+    assert ok.returncode == 0 and "checkerboard-async" in ok.stdout
+    bad = subprocess.run(
+        [sys.executable, "-m", "logicars", "train", "lizzard", "--out", str(tmp_path / "r")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bad.returncode == 2
+    assert bad.stderr.strip().count("\n") == 0 and "Traceback" not in bad.stderr
+    assert "valid presets: gol, checkerboard, checkerboard-async, lizard, colored-g" in bad.stderr

@@ -1,0 +1,430 @@
+"""The training loop: run directory, resume identity, determinism, early stop, Ctrl-C."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import logicars
+from logicars.checkpoint import load_checkpoint
+from logicars.datasets import checkerboard_target, gol_boards, gol_step, random_bits
+from logicars.errors import CheckpointError
+from logicars.train import (
+    EpochMetrics,
+    RunResult,
+    active_gates,
+    plot_losses,
+    train,
+    write_rollout_gif,
+)
+
+SUMMARY_KEYS = {
+    "preset",
+    "seed",
+    "epochs",
+    "final_soft_loss",
+    "final_hard_loss",
+    "first_epoch_hard_zero",
+    "wall_seconds",
+    "active_gates",
+    "threads",
+    "build_info",
+}
+RUN_FILES = {"metrics.csv", "model.safetensors", "summary.json", "loss.png", "rollout.gif"}
+
+
+def tiny_async_preset() -> logicars.Preset:
+    """A checkerboard-async stand-in small enough for a few ms per epoch."""
+    spec = logicars.ModelSpec(
+        channels=2,
+        perceive=logicars.PerceiveSpec(2, [9, 8, 4, 2], ["first_kernel", "unique", "unique"]),
+        update=logicars.UpdateSpec([10, 8, 4, 2], ["unique", "unique", "unique"]),
+        num_steps=4,
+        fire_rate=0.6,
+        lr=0.05,
+    )
+    return logicars.Preset(
+        name="checkerboard-async",
+        spec=spec,
+        batch=2,
+        height=6,
+        width=6,
+        epochs=6,
+        description="tiny async test preset",
+    )
+
+
+def same_state(a: logicars.Model, b: logicars.Model) -> bool:
+    for get in (lambda m: m.params(), lambda m: m.wires(), lambda m: m.optimizer_state()):
+        da, db = get(a), get(b)
+        if da.keys() != db.keys() or not all(np.array_equal(da[k], db[k]) for k in da):
+            return False
+    return a.mask_state == b.mask_state
+
+
+def losses(result: RunResult) -> list[tuple[int, float, float]]:
+    return [(r.epoch, r.soft_loss, r.hard_loss) for r in result.metrics]
+
+
+@pytest.fixture(scope="module")
+def gol_run(tmp_path_factory: pytest.TempPathFactory) -> RunResult:
+    return train("gol", epochs=3, out=tmp_path_factory.mktemp("runs") / "gol", quiet=True)
+
+
+def test_run_directory(gol_run: RunResult) -> None:
+    d = gol_run.run_dir
+    assert RUN_FILES <= {p.name for p in d.iterdir()}
+    assert not [p for p in d.iterdir() if p.name.startswith(".")]  # no temp files left
+
+    summary = json.loads((d / "summary.json").read_text())
+    assert SUMMARY_KEYS <= set(summary)
+    assert summary == gol_run.summary
+    assert (summary["preset"], summary["seed"], summary["epochs"]) == ("gol", 23, 3)
+    assert summary["final_hard_loss"] == gol_run.metrics[-1].hard_loss
+    assert summary["final_soft_loss"] == gol_run.metrics[-1].soft_loss
+    assert summary["threads"] == logicars.num_threads()
+    assert summary["build_info"] == logicars.build_info()
+    assert summary["interrupted"] is False
+    assert summary["active_gates"] == active_gates(gol_run.model)
+
+    with open(d / "metrics.csv", newline="") as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == ["epoch", "soft_loss", "hard_loss", "elapsed_s"]
+    assert [int(r[0]) for r in rows[1:]] == [1, 2, 3]
+    assert [(float(r[1]), float(r[2])) for r in rows[1:]] == [
+        (m.soft_loss, m.hard_loss) for m in gol_run.metrics
+    ]
+    elapsed = [float(r[3]) for r in rows[1:]]
+    assert elapsed == sorted(elapsed) and elapsed[0] >= 0
+
+    assert same_state(logicars.Model.load(d / "model.safetensors"), gol_run.model)
+    _, extra = load_checkpoint(d / "model.safetensors")
+    assert extra["epoch"] == 3 and extra["preset"]["name"] == "gol"
+
+    with Image.open(d / "loss.png") as im:
+        assert im.format == "PNG"
+    with Image.open(d / "rollout.gif") as im:
+        assert im.format == "GIF"
+        assert 1 <= im.n_frames <= logicars.get_preset("gol").spec.num_steps + 1
+        assert min(im.size) >= 200  # a 3x3 board scaled up to be visible
+
+
+def test_metrics_match_engine_losses(gol_run: RunResult) -> None:
+    """The loop is one train_step per epoch on `default_rng(seed)` samples: replay it."""
+    from logicars.datasets import make_dataset
+
+    preset = logicars.get_preset("gol")
+    model = logicars.Model(preset.spec, 23)
+    rng = np.random.default_rng(23)
+    data = make_dataset(preset)
+    replay = [model.train_step(*data.sample(rng)) for _ in range(3)]
+    assert replay == [(m.soft_loss, m.hard_loss) for m in gol_run.metrics]
+    assert same_state(model, gol_run.model)
+
+
+@pytest.mark.parametrize("which", ["gol", "tiny-async"])
+def test_resume_is_bit_identical(tmp_path: Path, which: str) -> None:
+    """N epochs, then resume to N + M == N + M straight (data, masks and AdamW restored)."""
+    preset = "gol" if which == "gol" else tiny_async_preset()
+    straight = train(preset, epochs=6, seed=5, out=tmp_path / "straight", quiet=True)
+    first = train(preset, epochs=3, seed=5, out=tmp_path / "split", quiet=True)
+    resumed = train(preset, epochs=6, resume=first.run_dir, quiet=True)
+    assert resumed.run_dir == first.run_dir
+    assert same_state(straight.model, resumed.model)
+    assert losses(straight) == losses(resumed)
+    if which == "tiny-async":
+        assert resumed.model.mask_state == (5, 6)  # one mask stream per epoch
+    with open(resumed.run_dir / "metrics.csv") as f:
+        assert len(f.read().splitlines()) == 1 + 6
+    assert logicars.Model.load(resumed.checkpoint).optimizer_state()["t"] == 6
+
+
+def test_resume_from_periodic_checkpoint_after_crash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run that dies after epoch 5 resumes from its epoch-4 checkpoint, identically."""
+    preset = tiny_async_preset()
+    straight = train(preset, epochs=6, out=tmp_path / "straight", quiet=True)
+
+    real_step = logicars.Model.train_step
+    calls = []
+
+    def dying_step(self: logicars.Model, x: object, y: object) -> tuple[float, float]:
+        calls.append(1)
+        if len(calls) == 6:
+            raise RuntimeError("simulated crash")
+        return real_step(self, x, y)
+
+    monkeypatch.setattr(logicars.Model, "train_step", dying_step)
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        train(preset, epochs=6, out=tmp_path / "crashed", quiet=True, checkpoint_every=2)
+    monkeypatch.undo()
+    assert load_checkpoint(tmp_path / "crashed" / "model.safetensors")[1]["epoch"] == 4
+    with open(tmp_path / "crashed" / "metrics.csv") as f:
+        assert len(f.read().splitlines()) == 1 + 5  # epoch 5 was logged, not checkpointed
+
+    resumed = train(None, resume=tmp_path / "crashed", quiet=True)
+    assert same_state(straight.model, resumed.model)
+    assert losses(straight) == losses(resumed)
+    with open(tmp_path / "crashed" / "metrics.csv") as f:
+        assert [r.split(",")[0] for r in f.read().splitlines()[1:]] == [str(i) for i in range(1, 7)]
+
+
+def test_same_seed_same_result_other_seed_differs(tmp_path: Path) -> None:
+    preset = tiny_async_preset()
+    a = train(preset, epochs=3, seed=7, out=tmp_path / "a", quiet=True)
+    b = train(preset, epochs=3, seed=7, out=tmp_path / "b", quiet=True)
+    c = train(preset, epochs=3, seed=8, out=tmp_path / "c", quiet=True)
+    assert same_state(a.model, b.model) and losses(a) == losses(b)
+    assert not same_state(a.model, c.model)
+
+
+def test_thread_count_does_not_change_results(tmp_path: Path) -> None:
+    before = logicars.num_threads()
+    a = train(tiny_async_preset(), epochs=3, out=tmp_path / "a", quiet=True, threads=1)
+    assert a.summary["threads"] == 1
+    assert logicars.num_threads() == before  # restored after the run
+    b = train(tiny_async_preset(), epochs=3, out=tmp_path / "b", quiet=True, threads=2)
+    assert same_state(a.model, b.model)
+
+
+def test_lr_override(tmp_path: Path) -> None:
+    r = train(tiny_async_preset(), epochs=2, lr=0.01, out=tmp_path / "r", quiet=True)
+    assert r.summary["lr"] == 0.01
+    assert logicars.Model.load(r.checkpoint).spec.lr == 0.01
+
+
+def test_early_stop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stops once the hard loss has been 0 for K consecutive epochs."""
+    hard = iter([5.0, 0.0, 3.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+
+    def fake_step(self: logicars.Model, x: object, y: object) -> tuple[float, float]:
+        return 1.0, next(hard)
+
+    monkeypatch.setattr(logicars.Model, "train_step", fake_step)
+    r = train("gol", epochs=50, early_stop=3, out=tmp_path / "r", quiet=True)
+    assert r.early_stopped and not r.interrupted
+    assert [m.hard_loss for m in r.metrics] == [5.0, 0.0, 3.0, 0.0, 0.0, 0.0]
+    assert r.summary["first_epoch_hard_zero"] == 2
+    assert r.summary["epochs"] == 6 and r.summary["early_stopped"] is True
+    with pytest.raises(ValueError, match="already stopped early"):
+        train("gol", resume=r.run_dir, quiet=True)
+
+
+def test_default_run_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    r = train(tiny_async_preset(), epochs=1, quiet=True)
+    assert r.run_dir.parent == Path("runs")
+    assert r.run_dir.name.startswith("checkerboard-async-")
+    assert RUN_FILES <= {p.name for p in r.run_dir.iterdir()}
+    r2 = train(tiny_async_preset(), epochs=1, quiet=True)  # same second: a new directory
+    assert r2.run_dir != r.run_dir
+
+
+# ---- errors before training -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "exc", "match"),
+    [
+        ({"epochs": 0}, ValueError, "epochs must be >= 1"),
+        ({"epochs": -3}, ValueError, "epochs must be >= 1"),
+        ({"epochs": 2.5}, TypeError, "epochs must be an integer"),
+        ({"epochs": True}, TypeError, "epochs must be an integer"),
+        ({"lr": 0}, ValueError, "lr must be a finite number > 0"),
+        ({"lr": -1.0}, ValueError, "lr must be a finite number > 0"),
+        ({"lr": float("nan")}, ValueError, "lr must be a finite number > 0"),
+        ({"lr": float("inf")}, ValueError, "lr must be a finite number > 0"),
+        ({"lr": "0.1"}, TypeError, "lr must be a number"),
+        ({"seed": -1}, ValueError, "seed must be between"),
+        ({"threads": -1}, ValueError, "threads must be between 0 and 1024"),
+        ({"threads": 5000}, ValueError, "threads must be between 0 and 1024"),
+        ({"early_stop": 0}, ValueError, "early_stop must be >= 1"),
+        ({"checkpoint_every": 0}, ValueError, "checkpoint_every must be >= 1"),
+    ],
+)
+def test_bad_overrides(tmp_path: Path, kwargs: dict, exc: type, match: str) -> None:
+    with pytest.raises(exc, match=match):
+        train("gol", out=tmp_path / "never", quiet=True, **kwargs)
+    assert not (tmp_path / "never").exists()
+
+
+def test_unknown_preset_lists_valid_ones(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="unknown preset 'nope'; valid presets: gol, checker"):
+        train("nope", out=tmp_path / "never")
+    with pytest.raises(ValueError, match="preset is required"):
+        train(None)
+    assert not (tmp_path / "never").exists()
+
+
+def test_unwritable_out(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    with pytest.raises(ValueError, match="exists and is not a directory"):
+        train("gol", epochs=1, out=blocker, quiet=True)
+    with pytest.raises(ValueError, match="not a directory"):
+        train("gol", epochs=1, out=blocker / "sub", quiet=True)
+
+
+def test_refuses_to_overwrite_a_run(gol_run: RunResult) -> None:
+    with pytest.raises(ValueError, match="already holds a run"):
+        train("gol", epochs=1, out=gol_run.run_dir, quiet=True)
+
+
+def test_resume_errors(tmp_path: Path, gol_run: RunResult) -> None:
+    with pytest.raises(ValueError, match="is a run of preset 'gol', not 'checkerboard'"):
+        train("checkerboard", resume=gol_run.run_dir)
+    with pytest.raises(ValueError, match="differs from the resumed run's seed 23"):
+        train("gol", resume=gol_run.run_dir, seed=1, epochs=9)
+    with pytest.raises(ValueError, match="already trained 3 of 3 epochs"):
+        train("gol", resume=gol_run.run_dir)
+    with pytest.raises(CheckpointError, match="no such checkpoint"):
+        train("gol", resume=tmp_path / "missing")
+    plain = tmp_path / "plain.safetensors"
+    gol_run.model.save(plain)
+    with pytest.raises(CheckpointError, match="no training state"):
+        train("gol", resume=plain, epochs=5)
+
+
+# ---- outputs --------------------------------------------------------------------------
+
+
+def test_active_gates_counts_kernels_not_channels() -> None:
+    model = logicars.Model(tiny_async_preset().spec, 0)
+    assert active_gates(model) == 0  # every gate starts as pass-through A
+    params = model.params()
+    params["perceive_logits_0"][1, 2, :] = 0.0
+    params["perceive_logits_0"][1, 2, 6] = 1.0  # XOR in kernel 1: one gate, not one per channel
+    params["update_logits_1"][0, :] = 0.0
+    params["update_logits_1"][0, 5] = 1.0  # B: a pass-through, not counted
+    params["update_logits_1"][1, :] = 0.0  # all ties: argmax 0 (FALSE) counts
+    model.set_params(params)
+    assert active_gates(model) == 2
+
+
+def test_loss_plot_handles_zeros(tmp_path: Path) -> None:
+    rows = [EpochMetrics(i + 1, 10.0 / (i + 1), max(0.0, 5.0 - i), 0.1 * i) for i in range(10)]
+    plot_losses(rows, tmp_path / "a.png", title="zeros")
+    plot_losses([EpochMetrics(1, 0.0, 0.0, 0.0)], tmp_path / "b.png")
+    for name in ("a.png", "b.png"):
+        with Image.open(tmp_path / name) as im:
+            assert im.format == "PNG"
+
+
+def test_rgb_rollout_gif(tmp_path: Path) -> None:
+    spec = logicars.ModelSpec(
+        channels=3,
+        perceive=logicars.PerceiveSpec(1, [9, 8, 4, 2], ["first_kernel", "unique", "unique"]),
+        update=logicars.UpdateSpec([9, 6, 3], ["unique", "unique"]),
+        num_steps=2,
+        loss_channels=[0, 1, 2],
+    )
+    preset = logicars.Preset("colored-g", spec, 1, 16, 16, 1, "tiny colored-g stand-in")
+    model = logicars.Model(spec, 0)
+    rng = np.random.default_rng(0)
+    model.set_params({k: rng.normal(0, 2, v.shape) for k, v in model.params().items()})
+    frames = write_rollout_gif(model, preset, tmp_path / "g.gif")
+    assert frames.shape == (3, 16, 16, 3) and frames.dtype == np.uint8
+    with Image.open(tmp_path / "g.gif") as im:
+        assert im.size == (256, 256)  # 16 cells, 16 pixels each
+        im.seek(im.n_frames - 1)
+        last = np.asarray(im.convert("RGB"))[::16, ::16]
+    np.testing.assert_array_equal(last, frames[-1])
+
+
+def test_gif_does_not_touch_training_state(tmp_path: Path) -> None:
+    preset = tiny_async_preset()
+    model = logicars.Model(preset.spec, 3)
+    before = model.mask_state
+    write_rollout_gif(model, preset, tmp_path / "r.gif")
+    assert model.mask_state == before
+
+
+# ---- Ctrl-C ---------------------------------------------------------------------------
+
+
+def _wait_for_rows(path: Path, rows: int, proc: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"training exited early: {proc.communicate()}")
+        if path.exists() and len(path.read_text().splitlines()) > rows:
+            return
+        time.sleep(0.05)
+    proc.kill()
+    pytest.fail("training did not start in time")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_sigint_finishes_epoch_saves_and_exits_0(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "logicars", "train", "gol", "--epochs", "1000000", "--quiet",
+         "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    _wait_for_rows(out / "metrics.csv", 3, proc)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 0, stderr
+    assert "Traceback" not in stderr
+    assert "interrupted" in stdout and "--resume" in stdout
+
+    model, extra = load_checkpoint(out / "model.safetensors")
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["interrupted"] is True and extra["interrupted"] is True
+    done = summary["epochs"]
+    assert 3 <= done < 1000000 and extra["epoch"] == done
+    assert model.optimizer_state()["t"] == done
+    with open(out / "metrics.csv") as f:
+        assert len(f.read().splitlines()) == done + 1
+    assert RUN_FILES <= {p.name for p in out.iterdir()}
+
+    resumed = train(None, resume=out, epochs=done + 2, quiet=True)
+    assert resumed.summary["epochs"] == done + 2 and not resumed.interrupted
+
+
+# ---- long trainings -------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_gol_learns_the_game_of_life(tmp_path: Path) -> None:
+    """The full `gol` preset: the hard circuit maps all 512 boards to their successor."""
+    r = train("gol", out=tmp_path / "gol", quiet=True)
+    model = logicars.Model.load(r.checkpoint)
+    boards = gol_boards()
+    out = model.rollout(boards, hard=True)
+    wrong = int(np.count_nonzero(np.any(out != gol_step(boards), axis=(1, 2, 3))))
+    assert wrong == 0, f"{wrong} of 512 boards wrong ({r.summary})"
+
+
+@pytest.mark.slow
+def test_checkerboard_reaches_hard_loss_zero(tmp_path: Path) -> None:
+    """Default seed, 500 epochs: hard loss 0, and fresh random starts grow the pattern."""
+    r = train("checkerboard", out=tmp_path / "cb", quiet=True)
+    assert r.summary["final_hard_loss"] == 0, r.summary
+    model = logicars.Model.load(r.checkpoint)
+    preset = logicars.get_preset("checkerboard")
+    x = random_bits(np.random.default_rng(12345), (8, 16, 16, preset.spec.channels))
+    out = model.rollout(x, hard=True)
+    target = checkerboard_target(16, 16)
+    assert all(np.array_equal(out[b, ..., 0], target) for b in range(8))
+
+
+def test_dataclass_result_fields(gol_run: RunResult) -> None:
+    assert {f.name for f in dataclasses.fields(RunResult)} >= {"run_dir", "model", "summary"}
+    assert gol_run.final_hard_loss == gol_run.summary["final_hard_loss"]
