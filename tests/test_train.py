@@ -428,3 +428,52 @@ def test_checkerboard_reaches_hard_loss_zero(tmp_path: Path) -> None:
 def test_dataclass_result_fields(gol_run: RunResult) -> None:
     assert {f.name for f in dataclasses.fields(RunResult)} >= {"run_dir", "model", "summary"}
     assert gol_run.final_hard_loss == gol_run.summary["final_hard_loss"]
+
+
+# ---- SIGKILL during checkpoint writes -------------------------------------------------
+
+
+def _kill_and_resume(tmp_path: Path, rng: np.random.Generator, i: int) -> None:
+    """Kill a run that checkpoints every epoch at a random moment; the checkpoint on disk
+    must load, and resuming from it must match training straight to the same epoch."""
+    out = tmp_path / f"killed{i}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "logicars", "train", "gol", "--epochs", "1000000", "--quiet",
+         "--checkpoint-every", "1", "--seed", str(i), "--out", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )  # fmt: skip
+    _wait_for_rows(out / "metrics.csv", 2, proc)
+    if i % 2 == 0:
+        # Kill the moment a checkpoint write is in progress (its temp file exists).
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if any(n.startswith(".model.safetensors.") for n in os.listdir(out)):
+                break
+    else:
+        time.sleep(float(rng.uniform(0, 0.2)))  # anywhere in the loop
+    proc.kill()
+    proc.wait(timeout=30)
+    model, extra = load_checkpoint(out / "model.safetensors")
+    done = extra["epoch"]
+    assert done >= 1 and model.optimizer_state()["t"] == done
+    resumed = train(None, resume=out, epochs=done + 1, quiet=True)
+    assert not list(out.glob(".*.tmp"))  # the killed writer's temp file was cleaned up
+    straight = train("gol", epochs=done + 1, seed=i, out=tmp_path / f"straight{i}", quiet=True)
+    assert same_state(straight.model, resumed.model)
+    assert losses(straight) == losses(resumed)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_sigkill_during_checkpoint_writes_then_resume(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    for i in range(2):  # once mid-write, once anywhere; the slow test does 20
+        _kill_and_resume(tmp_path, rng, i)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_sigkill_20_of_20(tmp_path: Path) -> None:
+    rng = np.random.default_rng(1)
+    for i in range(20):
+        _kill_and_resume(tmp_path, rng, i)

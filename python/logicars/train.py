@@ -158,6 +158,12 @@ def _prepare_dir(path: Path) -> None:
         raise ValueError(f"output directory {path}: a parent is not a directory") from None
     except OSError as e:
         raise ValueError(f"output directory {path} is not writable: {e.strerror or e}") from None
+    # Temporary files a killed run left behind (the checkpoint itself is always whole).
+    for stale in path.glob(f".{CHECKPOINT_NAME}.*.tmp"):
+        try:
+            stale.unlink()
+        except OSError:
+            pass
 
 
 def _write_atomic(path: Path, text: str) -> None:
