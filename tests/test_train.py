@@ -282,6 +282,22 @@ def test_refuses_to_overwrite_a_run(gol_run: RunResult) -> None:
         train("gol", epochs=1, out=gol_run.run_dir, quiet=True)
 
 
+def make_other_run(tmp_path: Path) -> Path:
+    other = tmp_path / "other"
+    other.mkdir()
+    logicars.Model(logicars.get_preset("gol").spec, 0).save(other / "model.safetensors")
+    return other
+
+
+def test_resume_into_another_directory(tmp_path: Path, gol_run: RunResult) -> None:
+    """Resuming with `out` continues the run in a new directory, leaving the old one."""
+    before = (gol_run.run_dir / "metrics.csv").read_text()
+    r = train(None, resume=gol_run.run_dir, epochs=4, out=tmp_path / "continued", quiet=True)
+    assert r.summary["epochs"] == 4 and len(r.metrics) == 4
+    assert (gol_run.run_dir / "metrics.csv").read_text() == before
+    assert logicars.Model.load(gol_run.checkpoint).optimizer_state()["t"] == 3
+
+
 def test_resume_errors(tmp_path: Path, gol_run: RunResult) -> None:
     with pytest.raises(ValueError, match="is a run of preset 'gol', not 'checkerboard'"):
         train("checkerboard", resume=gol_run.run_dir)
@@ -291,6 +307,8 @@ def test_resume_errors(tmp_path: Path, gol_run: RunResult) -> None:
         train("gol", resume=gol_run.run_dir)
     with pytest.raises(CheckpointError, match="no such checkpoint"):
         train("gol", resume=tmp_path / "missing")
+    with pytest.raises(ValueError, match="already holds another run"):
+        train("gol", resume=gol_run.run_dir, epochs=5, out=make_other_run(tmp_path))
     plain = tmp_path / "plain.safetensors"
     gol_run.model.save(plain)
     with pytest.raises(CheckpointError, match="no training state"):

@@ -327,7 +327,9 @@ class _StopOnInterrupt:
 
     def __exit__(self, *exc: object) -> None:
         if self._installed:
-            signal.signal(signal.SIGINT, self._previous)
+            # None: the previous handler was not set from Python; fall back to the default.
+            previous = signal.default_int_handler if self._previous is None else self._previous
+            signal.signal(signal.SIGINT, previous)
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         if self.requested:
@@ -428,6 +430,11 @@ def train(
         if lr is not None and lr != model.spec.lr:
             model = _with_lr(model, lr)
         run_dir = Path(out) if out is not None else ckpt.parent
+        if run_dir.resolve() != ckpt.parent.resolve() and (run_dir / CHECKPOINT_NAME).exists():
+            raise ValueError(
+                f"{run_dir} already holds another run ({CHECKPOINT_NAME}); choose another "
+                "output directory for the resumed run"
+            )
     else:
         assert given is not None
         p = given
