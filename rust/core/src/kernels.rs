@@ -160,74 +160,76 @@ fn forward_impl<A: MulAdd>(instrs: &[Instr], coefs: &[[f32; 4]], act: &mut [f32]
 /// Lanes summed in one SIMD register's worth.
 const LANES: usize = 16;
 
+/// Sum of 16 lanes by halving: a fixed order, and a short dependency chain.
 #[inline(always)]
-fn write<const STORE: bool>(dst: &mut Row, src: &Row) {
-    if STORE {
-        *dst = *src;
-    } else {
-        for i in 0..CHUNK {
-            dst[i] += src[i];
+fn tree_sum(mut v: [f32; LANES]) -> f32 {
+    let mut n = LANES;
+    while n > 1 {
+        n /= 2;
+        for i in 0..n {
+            v[i] += v[i + n];
         }
     }
+    v[0]
 }
 
-/// Backward through one gate: input gradients, and the four sums
-/// `Σgy, Σgy·a, Σgy·b, Σgy·a·b` that give the coefficient gradient.
+/// Backward through one gate whose input rows differ: input gradients (stored or
+/// added), and the four sums `Σgy, Σgy·a, Σgy·b, Σgy·a·b` of its coefficient gradient.
 #[inline(always)]
-fn backward_gate<A: MulAdd>(ins: &Instr, c: [f32; 4], act: Rows, grad: Rows, acc: &mut [f64]) {
+fn backward_gate<A: MulAdd, const STORE_A: bool, const STORE_B: bool>(
+    c: [f32; 4],
+    (a, b, gy): (&Row, &Row, &Row),
+    (ga, gb): (&mut Row, &mut Row),
+    acc: &mut [f64],
+) {
     let [_, c1, c2, c3] = c;
-    // SAFETY: see `Rows`; grad and act are different buffers of the same shape.
-    let (a, b, gy) = unsafe { (act.get(ins.a), act.get(ins.b), grad.get(ins.out)) };
-    let mut ga = [0f32; CHUNK];
-    let mut gb = [0f32; CHUNK];
     let mut sums = [[0f32; LANES]; 4];
     for blk in 0..CHUNK / LANES {
         for l in 0..LANES {
             let i = blk * LANES + l;
             let (g, av, bv) = (gy[i], a[i], b[i]);
-            ga[i] = g * A::mul_add(c3, bv, c1);
-            gb[i] = g * A::mul_add(c3, av, c2);
-            let ga_ = g * av;
+            let da = g * A::mul_add(c3, bv, c1);
+            let db = g * A::mul_add(c3, av, c2);
+            ga[i] = if STORE_A { da } else { ga[i] + da };
+            gb[i] = if STORE_B { db } else { gb[i] + db };
+            let g_a = g * av;
             sums[0][l] += g;
-            sums[1][l] += ga_;
+            sums[1][l] += g_a;
             sums[2][l] += g * bv;
-            sums[3][l] = A::mul_add(ga_, bv, sums[3][l]);
+            sums[3][l] = A::mul_add(g_a, bv, sums[3][l]);
         }
     }
-    unsafe {
-        if ins.a == ins.b {
-            for i in 0..CHUNK {
-                ga[i] += gb[i];
-            }
-            if ins.store_a {
-                write::<true>(grad.get_mut(ins.a), &ga)
-            } else {
-                write::<false>(grad.get_mut(ins.a), &ga)
-            }
-        } else {
-            match (ins.store_a, ins.store_b) {
-                (true, true) => {
-                    write::<true>(grad.get_mut(ins.a), &ga);
-                    write::<true>(grad.get_mut(ins.b), &gb);
-                }
-                (true, false) => {
-                    write::<true>(grad.get_mut(ins.a), &ga);
-                    write::<false>(grad.get_mut(ins.b), &gb);
-                }
-                (false, true) => {
-                    write::<false>(grad.get_mut(ins.a), &ga);
-                    write::<true>(grad.get_mut(ins.b), &gb);
-                }
-                (false, false) => {
-                    write::<false>(grad.get_mut(ins.a), &ga);
-                    write::<false>(grad.get_mut(ins.b), &gb);
-                }
-            }
+    for (r, s) in sums.into_iter().enumerate() {
+        acc[r] += tree_sum(s) as f64;
+    }
+}
+
+/// The same for a gate reading one row twice (possible with `random` wiring).
+#[inline(always)]
+fn backward_gate_same_input<A: MulAdd>(
+    ins: &Instr,
+    c: [f32; 4],
+    (a, gy): (&Row, &Row),
+    ga: &mut Row,
+    acc: &mut [f64],
+) {
+    let [_, c1, c2, c3] = c;
+    let mut sums = [[0f32; LANES]; 4];
+    for blk in 0..CHUNK / LANES {
+        for l in 0..LANES {
+            let i = blk * LANES + l;
+            let (g, av) = (gy[i], a[i]);
+            let d = g * (A::mul_add(c3, av, c1) + A::mul_add(c3, av, c2));
+            ga[i] = if ins.store_a { d } else { ga[i] + d };
+            let g_a = g * av;
+            sums[0][l] += g;
+            sums[1][l] += g_a;
+            sums[2][l] += g_a;
+            sums[3][l] = A::mul_add(g_a, av, sums[3][l]);
         }
     }
-    let at = ins.coef as usize * 4;
-    for (r, s) in sums.iter().enumerate() {
-        acc[at + r] += s.iter().map(|&v| v as f64).sum::<f64>();
+    for (r, s) in sums.into_iter().enumerate() {
+        acc[r] += tree_sum(s) as f64;
     }
 }
 
@@ -242,7 +244,25 @@ fn backward_impl<A: MulAdd>(
     let act = Rows(act.as_ptr() as *mut f32);
     let grad = Rows(grad.as_mut_ptr());
     for ins in instrs.iter().rev() {
-        backward_gate::<A>(ins, coefs[ins.coef as usize], act, grad, acc);
+        let c = coefs[ins.coef as usize];
+        let acc = &mut acc[ins.coef as usize * 4..][..4];
+        // SAFETY: see `Rows`; `act` and `grad` are different buffers, and the gradient
+        // rows a, b (distinct in this branch) differ from the output row.
+        unsafe {
+            let (a, gy) = (act.get(ins.a), grad.get(ins.out));
+            if ins.a == ins.b {
+                backward_gate_same_input::<A>(ins, c, (a, gy), grad.get_mut(ins.a), acc);
+                continue;
+            }
+            let rows = (a, act.get(ins.b), gy);
+            let g = (grad.get_mut(ins.a), grad.get_mut(ins.b));
+            match (ins.store_a, ins.store_b) {
+                (true, true) => backward_gate::<A, true, true>(c, rows, g, acc),
+                (true, false) => backward_gate::<A, true, false>(c, rows, g, acc),
+                (false, true) => backward_gate::<A, false, true>(c, rows, g, acc),
+                (false, false) => backward_gate::<A, false, false>(c, rows, g, acc),
+            }
+        }
     }
 }
 

@@ -1,0 +1,122 @@
+"""`python -m logicars bench`: time whole training epochs of the presets.
+
+Each epoch is one `Model.train_step` (soft rollout, back-propagation through every
+step, hard rollout, AdamW), exactly what training runs. The figure is the median over
+repeated epochs after a warm-up, on one fixed batch of the preset's own data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import time
+from typing import Any
+
+from .cli import register
+
+# FMA-equivalent vector operations per gate-cell in one epoch: 3 multiply-adds in each
+# of the three forward passes (soft, soft recomputed during BPTT, hard) and about 10 in
+# the backward pass (input gradients and the four coefficient sums).
+OPS_PER_GATE_CELL = 3 * 3 + 10
+
+
+def cpu_peak_fma_per_s(threads: int) -> tuple[float, str]:
+    """Peak FMA lane-operations per second, computed (not measured) from the detected
+    clock, the SIMD width in use and 2 FMA units per core."""
+    from . import build_info
+
+    lanes = {"avx512+fma": 16, "avx2+fma": 8}.get(build_info()["simd_level"], 4)
+    mhz = 0.0
+    try:
+        with open("/proc/cpuinfo") as f:
+            mhz = max(float(line.split(":")[1]) for line in f if line.startswith("cpu MHz"))
+    except (OSError, ValueError):
+        mhz = 0.0
+    if mhz == 0.0:
+        return 0.0, "unknown clock"
+    how = f"computed: {mhz:.0f} MHz x {lanes} f32 lanes x 2 FMA units x {threads} cores"
+    return mhz * 1e6 * lanes * 2 * threads, how
+
+
+def bench_preset(name: str, threads: int, epochs: int, warmup: int) -> dict[str, Any]:
+    import numpy as np
+
+    from . import Model, get_preset, set_num_threads
+    from .datasets import make_dataset
+
+    set_num_threads(threads)
+    preset = get_preset(name)
+    model = Model(preset.spec, seed=23)
+    x, y = make_dataset(preset).sample(np.random.default_rng(23))
+    for _ in range(warmup):
+        model.train_step(x, y)
+    times = []
+    for _ in range(epochs):
+        t0 = time.perf_counter()
+        model.train_step(x, y)
+        times.append(time.perf_counter() - t0)
+    ms = statistics.median(times) * 1e3
+    gce = preset.gate_cell_evals_per_epoch()
+    peak, how = cpu_peak_fma_per_s(threads)
+    achieved = gce * OPS_PER_GATE_CELL / (ms / 1e3)
+    return {
+        "preset": name,
+        "threads": threads,
+        "ms_per_epoch": round(ms, 3),
+        "ms_min": round(min(times) * 1e3, 3),
+        "epochs_timed": epochs,
+        "gate_cell_evals_per_epoch": gce,
+        "gce_per_s": round(gce / (ms / 1e3)),
+        "fma_fraction_of_peak": round(achieved / peak, 4) if peak else None,
+        "peak_basis": how,
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+
+
+def _arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("presets", nargs="*", help="presets to time (default: all)")
+    p.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
+    p.add_argument("--epochs", type=int, default=30, help="timed epochs per run (default 30)")
+    p.add_argument("--warmup", type=int, default=5, help="untimed epochs first (default 5)")
+    p.add_argument("--json", action="store_true", help="one JSON object per line")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from .cli import UsageError
+    from .presets import PRESETS
+
+    names = args.presets or list(PRESETS)
+    unknown = [n for n in names if n not in PRESETS]
+    if unknown:
+        raise UsageError(f"unknown preset(s) {unknown}; valid: {', '.join(PRESETS)}")
+    try:
+        threads = [int(t) for t in args.threads.split(",")]
+    except ValueError:
+        raise UsageError(f"--threads: expected e.g. 1,2, got {args.threads!r}") from None
+    if any(t < 1 for t in threads) or args.epochs < 1 or args.warmup < 0:
+        raise UsageError("--threads and --epochs must be >= 1, --warmup >= 0")
+    if not args.json:
+        print(
+            f"{'preset':<20}{'threads':>8}{'ms/epoch':>10}{'G gce/s':>9}{'FMA peak':>10}{'RSS MB':>8}"
+        )
+    for name in names:
+        for t in threads:
+            r = bench_preset(name, t, args.epochs, args.warmup)
+            if args.json:
+                print(json.dumps(r), flush=True)
+            else:
+                frac = r["fma_fraction_of_peak"]
+                print(
+                    f"{name:<20}{t:>8}{r['ms_per_epoch']:>10.2f}{r['gce_per_s'] / 1e9:>9.2f}"
+                    f"{'' if frac is None else f'{100 * frac:.1f}%':>10}{r['peak_rss_mb']:>8.0f}",
+                    flush=True,
+                )
+    if not args.json:
+        print(f"(FMA peak {cpu_peak_fma_per_s(threads[-1])[1]}; {os.cpu_count()} CPUs)")
+    return 0
+
+
+register("bench", "time whole training epochs of the presets", _arguments, _run)
