@@ -84,15 +84,13 @@ impl Program {
         let n_rows = update_base + u_layers[1..].iter().sum::<usize>();
 
         let mut instrs = Vec::new();
-        let mut emit = |a: usize, b: usize, out: usize, coef: usize| {
-            instrs.push(Instr {
-                a: a as u32,
-                b: b as u32,
-                out: out as u32,
-                coef: coef as u32,
-                store_a: false,
-                store_b: false,
-            })
+        let gate = |a: usize, b: usize, out: usize, coef: usize| Instr {
+            a: a as u32,
+            b: b as u32,
+            out: out as u32,
+            coef: coef as u32,
+            store_a: false,
+            store_b: false,
         };
 
         let n_p = perceive.len();
@@ -113,12 +111,8 @@ impl Program {
                         } else {
                             hidden_at + j
                         };
-                        emit(
-                            row_in(w.a[j]),
-                            row_in(w.b[j]),
-                            out,
-                            p_off[l] + k * out_w + j,
-                        );
+                        let coef = p_off[l] + k * out_w + j;
+                        instrs.push(gate(row_in(w.a[j]), row_in(w.b[j]), out, coef));
                     }
                     in_base = Some(hidden_at);
                     hidden_at += out_w;
@@ -137,9 +131,19 @@ impl Program {
                     Some(base) => base + i,
                 }
             };
+            let first = instrs.len();
             for j in 0..w.len() {
-                emit(row_in(w.a[j]), row_in(w.b[j]), layer_base + j, u_off[l] + j);
+                instrs.push(gate(
+                    row_in(w.a[j]),
+                    row_in(w.b[j]),
+                    layer_base + j,
+                    u_off[l] + j,
+                ));
             }
+            // Gates of a layer are independent: visit them in input-row order, so reads
+            // stream through the previous layer instead of jumping around (randomly
+            // permuted wires would miss L1 on wide layers).
+            instrs[first..].sort_by_key(|i| (i.a.min(i.b), i.a.max(i.b)));
             in_base = Some(layer_base);
             layer_base += w.len();
         }
