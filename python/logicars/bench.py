@@ -99,9 +99,8 @@ def _run(args: argparse.Namespace) -> int:
     if any(t < 1 for t in threads) or args.epochs < 1 or args.warmup < 0:
         raise UsageError("--threads and --epochs must be >= 1, --warmup >= 0")
     if not args.json:
-        print(
-            f"{'preset':<20}{'threads':>8}{'ms/epoch':>10}{'G gce/s':>9}{'FMA peak':>10}{'RSS MB':>8}"
-        )
+        head = ("preset", "threads", "ms/epoch", "G gce/s", "FMA peak", "RSS MB")
+        print(f"{head[0]:<20}" + "".join(f"{h:>10}" for h in head[1:]))
     for name in names:
         for t in threads:
             r = bench_preset(name, t, args.epochs, args.warmup)
@@ -110,8 +109,8 @@ def _run(args: argparse.Namespace) -> int:
             else:
                 frac = r["fma_fraction_of_peak"]
                 print(
-                    f"{name:<20}{t:>8}{r['ms_per_epoch']:>10.2f}{r['gce_per_s'] / 1e9:>9.2f}"
-                    f"{'' if frac is None else f'{100 * frac:.1f}%':>10}{r['peak_rss_mb']:>8.0f}",
+                    f"{name:<20}{t:>10}{r['ms_per_epoch']:>10.2f}{r['gce_per_s'] / 1e9:>10.2f}"
+                    f"{'' if frac is None else f'{100 * frac:.1f}%':>10}{r['peak_rss_mb']:>10.0f}",
                     flush=True,
                 )
     if not args.json:
