@@ -22,9 +22,9 @@
 //! neighbours are one-bit shifts with the carry taken from the adjacent word (or the
 //! wrapped / zero column at the grid edge). No per-bit gathers.
 //!
-//! **Step.** Words are processed in blocks of `L` consecutive words (`L = 8`, 512 cells,
-//! by default; see [`DEFAULT_WORDS`]); a slot of the arena is `[u64; L]`, so every gate
-//! is one branch-free bitwise operation on 512 bits that LLVM turns into SIMD
+//! **Step.** Words are processed in blocks of `L` consecutive words (up to `L = 16`,
+//! 1024 cells; see [`auto_words`]); a slot of the arena is `[u64; L]`, so every gate is
+//! one branch-free bitwise operation on up to 1024 bits that LLVM turns into SIMD
 //! instructions. Blocks run in parallel on the crate's rayon pool with one arena per
 //! thread, allocated once per [`Simulator`]. The result never depends on the thread
 //! count: blocks are independent and async masks come from one stream per row and step.
@@ -45,11 +45,26 @@ use crate::program::Program;
 use crate::threads;
 
 /// Words per block (and per arena slot) unless [`SimOptions::words`] says otherwise.
-/// 8 words = 512 cells: one AVX-512 register, two AVX2 registers per gate.
-pub const DEFAULT_WORDS: usize = 8;
+/// Arena bytes per thread the automatic block width aims for: well inside a 48 KiB L1
+/// data cache, next to the state rows a block reads.
+const ARENA_BUDGET: usize = 32 << 10;
 
 /// Block widths (in 64-bit words) the engine is compiled for.
-pub const SUPPORTED_WORDS: [usize; 5] = [1, 2, 4, 8, 16];
+pub const SUPPORTED_WORDS: [usize; 6] = [1, 2, 4, 8, 16, 32];
+
+/// The block width used when none is asked for: the widest whose arena fits
+/// `ARENA_BUDGET` (16 words = 1024 cells for circuits of up to 256 slots). Wider blocks
+/// spread each gate's fixed cost (reading the instruction, the loop) over more cells;
+/// an arena that leaves L1 costs more than that saves (see `benches/hard.rs`).
+pub fn auto_words(circuit: &Circuit) -> usize {
+    let slot_bytes = circuit.n_slots.max(1) * 8;
+    SUPPORTED_WORDS
+        .iter()
+        .rev()
+        .copied()
+        .find(|&w| w * slot_bytes <= ARENA_BUDGET)
+        .unwrap_or(1)
+}
 
 /// Default cap on the memory of one simulation; `LOGICARS_MAX_MEMORY_MB` overrides it.
 const DEFAULT_MAX_MEMORY_MB: usize = 8192;
@@ -535,11 +550,11 @@ impl Geo {
         }
     }
 
-    /// Grid rows (`b·H + r`) above, at and below `row`; `None` outside a zero grid.
+    /// Grid rows (`b·H + r`) above, at and below `row` (row `r` of its board); `None`
+    /// outside a zero grid.
     #[inline(always)]
-    fn neighbour_rows(&self, row: usize) -> [Option<usize>; 3] {
+    fn neighbour_rows(&self, row: usize, r: usize) -> [Option<usize>; 3] {
         let h = self.height;
-        let r = row % h;
         let up = if r > 0 {
             Some(row - 1)
         } else if self.periodic {
@@ -557,33 +572,57 @@ impl Geo {
         [up, Some(row), down]
     }
 
-    /// Word `i` of grid row `row`, channel `c`, seen from column offset `dc - 1`:
-    /// bit `k` holds the cell at column `64·i + k + dc - 1`.
+    /// Words `i0 .. i0 + dst.len()` (all in grid row `row`) of channel `c`, seen from
+    /// column offset `dc - 1`: bit `k` of word `i` holds the cell at column
+    /// `64·i + k + dc - 1`, wrapped or 0 past the edges.
     #[inline(always)]
-    fn shifted_word(&self, state: &[u64], row: usize, i: usize, c: usize, dc: usize) -> u64 {
-        let at = |k: usize| state[(row * self.nw + k) * self.channels + c];
-        let s = at(i);
+    fn shifted_segment(
+        &self,
+        state: &[u64],
+        row: usize,
+        i0: usize,
+        c: usize,
+        dc: usize,
+        dst: &mut [u64],
+    ) {
+        let (nw, cn, len) = (self.nw, self.channels, dst.len());
+        let words = &state[row * nw * cn..(row + 1) * nw * cn];
+        let at = |k: usize| words[k * cn + c];
         match dc {
-            1 => s,
+            1 => {
+                for (j, d) in dst.iter_mut().enumerate() {
+                    *d = at(i0 + j);
+                }
+            }
             0 => {
-                let carry = if i > 0 {
-                    at(i - 1) >> 63
+                // Bit k takes bit k - 1: the carry comes from the word before.
+                let mut carry = if i0 > 0 {
+                    at(i0 - 1) >> 63
                 } else if self.periodic {
-                    (at(self.nw - 1) >> self.wrap_bit) & 1
+                    (at(nw - 1) >> self.wrap_bit) & 1
                 } else {
                     0
                 };
-                (s << 1) | carry
+                for (j, d) in dst.iter_mut().enumerate() {
+                    let s = at(i0 + j);
+                    *d = (s << 1) | carry;
+                    carry = s >> 63;
+                }
             }
             _ => {
-                let carry = if i + 1 < self.nw {
-                    at(i + 1) << 63
+                // Bit k takes bit k + 1: the carry comes from the word after.
+                let end = i0 + len;
+                let last = if end < nw {
+                    at(end) << 63
                 } else if self.periodic {
                     (at(0) & 1) << self.wrap_bit
                 } else {
                     0
                 };
-                (s >> 1) | carry
+                for (j, d) in dst[..len - 1].iter_mut().enumerate() {
+                    *d = (at(i0 + j) >> 1) | (at(i0 + j + 1) << 63);
+                }
+                dst[len - 1] = (at(end - 1) >> 1) | last;
             }
         }
     }
@@ -591,7 +630,6 @@ impl Geo {
 
 /// Writes the patch words of words `base .. base + L` into their arena slots.
 #[inline(always)]
-#[allow(clippy::needless_range_loop)] // `j` indexes the lane of every slot
 fn fill_block<const L: usize>(
     circuit: &Circuit,
     geo: &Geo,
@@ -599,21 +637,31 @@ fn fill_block<const L: usize>(
     base: usize,
     arena: &mut [[u64; L]],
 ) {
-    for j in 0..L {
-        let n = base + j;
-        if n >= geo.n_words {
-            for f in &circuit.fills {
-                arena[f.slot as usize][j] = 0;
-            }
-            continue;
-        }
-        let (row, i) = (n / geo.nw, n % geo.nw);
-        let rows = geo.neighbour_rows(row);
+    let nw = geo.nw;
+    let end = (base + L).min(geo.n_words);
+    let (mut row, mut i) = (base / nw, base % nw);
+    let mut r = row % geo.height;
+    let mut n = base;
+    // One segment per grid row the block touches: shift whole runs of words.
+    while n < end {
+        let len = (nw - i).min(end - n);
+        let lanes = n - base..n - base + len;
+        let rows = geo.neighbour_rows(row, r);
         for f in &circuit.fills {
-            arena[f.slot as usize][j] = match rows[f.dr] {
-                Some(src) => geo.shifted_word(state, src, i, f.channel, f.dc),
-                None => 0,
-            };
+            let dst = &mut arena[f.slot as usize][lanes.clone()];
+            match rows[f.dr] {
+                Some(src) => geo.shifted_segment(state, src, i, f.channel, f.dc, dst),
+                None => dst.fill(0),
+            }
+        }
+        n += len;
+        row += 1;
+        r = if r + 1 == geo.height { 0 } else { r + 1 };
+        i = 0;
+    }
+    if end - base < L {
+        for f in &circuit.fills {
+            arena[f.slot as usize][end - base..].fill(0);
         }
     }
 }
@@ -796,14 +844,18 @@ pub struct Simulator<'c> {
 
 impl<'c> Simulator<'c> {
     /// Buffers for `shape` grids; `words` = 64-bit words per block (one of
-    /// [`SUPPORTED_WORDS`], 0 for [`DEFAULT_WORDS`]). The state starts all 0.
+    /// [`SUPPORTED_WORDS`], 0 for [`auto_words`]). The state starts all 0.
     pub fn new(
         circuit: &'c Circuit,
         shape: GridShape,
         periodic: bool,
         words: usize,
     ) -> Result<Simulator<'c>> {
-        let words = if words == 0 { DEFAULT_WORDS } else { words };
+        let words = if words == 0 {
+            auto_words(circuit)
+        } else {
+            words
+        };
         if !SUPPORTED_WORDS.contains(&words) {
             return value_err!("words must be one of {SUPPORTED_WORDS:?} (or 0), got {words}");
         }
@@ -837,12 +889,17 @@ impl<'c> Simulator<'c> {
         let threads = threads::num_threads().max(1);
         n_words
             .saturating_mul(2 * circuit.channels + 2)
-            .saturating_add(threads * circuit.n_slots * words.max(DEFAULT_WORDS))
+            .saturating_add(threads * circuit.n_slots * words.max(16))
             .saturating_mul(8)
     }
 
     fn cells(&self) -> usize {
         self.batch * self.geo.height * self.geo.width
+    }
+
+    /// 64-bit words per block.
+    pub fn words(&self) -> usize {
+        self.words
     }
 
     /// Sets the state from a `B × H × W × C` grid of 0/1 bytes.
@@ -982,6 +1039,7 @@ impl<'c> Simulator<'c> {
             4 => self.step_blocks::<4>(masked, damaged),
             8 => self.step_blocks::<8>(masked, damaged),
             16 => self.step_blocks::<16>(masked, damaged),
+            32 => self.step_blocks::<32>(masked, damaged),
             w => unreachable!("words = {w} was validated"),
         }
         std::mem::swap(&mut self.cur, &mut self.next);
@@ -1055,7 +1113,7 @@ pub struct SimOptions<'a> {
     /// 0: return only the final grid; `k`: return the grids after steps 0, k, 2k, …
     /// and always the final one (see [`frame_steps`]).
     pub record_every: usize,
-    /// 64-bit words per block, 0 for [`DEFAULT_WORDS`].
+    /// 64-bit words per block, 0 for [`auto_words`].
     pub words: usize,
 }
 
@@ -1297,7 +1355,7 @@ mod tests {
             .unwrap();
         let circuit = Circuit::from_model(model);
         eprintln!("{shape:?} C={c} masked={masked}: {:?}", circuit.stats());
-        for words in [1, 2, 8, 16] {
+        for words in [1, 2, 4, 8, 16, 32] {
             let mut opts = SimOptions::new(steps, model.spec().periodic);
             opts.record_every = 1;
             opts.words = words;
