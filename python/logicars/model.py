@@ -174,6 +174,115 @@ class Model:
         ya = as_float_array("y", y)
         return self._engine.train_step(xa, ya, _as_masks(masks, xa, self._spec.num_steps))
 
+    def simulate(
+        self,
+        x: Any,
+        steps: int | None = None,
+        *,
+        fire_rate: float | None = None,
+        seed: int = 0,
+        masks: Any = None,
+        damage: Any = None,
+        damage_steps: tuple[int, int] | None = None,
+        record: bool | int = False,
+        periodic: bool | None = None,
+    ) -> np.ndarray:
+        """Runs the hard circuit on `x` with the bit-sliced engine (64 cells per word).
+
+        Gives exactly `rollout(x, steps, hard=True, masks=...)`, much faster, on grids of
+        any size. Gates are folded first: constants, pass-throughs and NOTs cost nothing.
+
+        Args:
+            x: `(B, H, W, C)` grid of 0/1 (bool, integer or float dtype).
+            steps: CA steps to run (default: the spec's `num_steps`).
+            fire_rate: probability that a cell updates in a step. `None` (default): the
+                spec's fire rate for an async model, else every cell updates; `1.0`
+                forces synchronous updates. Masks are drawn from `seed` (one ChaCha8
+                stream per step and row: reproducible, independent of the thread count;
+                `logicars._core.draw_masks` returns them).
+            seed: seed of the async masks.
+            masks: explicit update masks `(B, steps, H, W[, 1])` of 0/1 instead of
+                `fire_rate` (1 = the cell updates in that step).
+            damage: `(H, W)` (every board) or `(B, H, W)` mask of 0/1: those cells are set
+                to 0 in every channel after each damaged step (a dead region).
+            damage_steps: `(start, end)`: steps `t` (0-based, `start <= t < end`) after
+                which damage applies; default all steps. E.g. `(0, steps // 2)` lifts the
+                damage half-way (self-healing).
+            record: `False` returns the final grid `(B, H, W, C)`; `True` every grid from
+                `x` on, `(steps + 1, B, H, W, C)`; an integer `k` the grids after steps
+                0, k, 2k, ... and always the last, `(frames, B, H, W, C)`. Recording big
+                grids over many steps is large; the engine refuses more than
+                `LOGICARS_MAX_MEMORY_MB` (default 8192) with `MemoryLimitError`.
+            periodic: boundary override (default: the spec's).
+
+        Returns:
+            uint8 array of 0/1.
+        """
+        steps = self._spec.num_steps if steps is None else _non_negative_int("steps", steps)
+        xa = _as_binary("x", x)
+        if xa.ndim != 4 or xa.shape[3] != self._spec.channels:
+            raise ShapeError(
+                f"x: expected shape (B, H, W, C={self._spec.channels}), got {xa.shape}"
+            )
+        b, h, w = xa.shape[:3]
+        ma = None
+        if masks is not None:
+            if fire_rate is not None:
+                raise ValueError("give either masks or fire_rate, not both")
+            ma = _as_binary("masks", masks)
+            if ma.ndim == 5 and ma.shape[-1] == 1:
+                ma = ma[..., 0]
+            if ma.shape != (b, steps, h, w):
+                raise ShapeError(
+                    f"masks: expected shape (B, steps, H, W[, 1]) = {(b, steps, h, w)}, "
+                    f"got {ma.shape}"
+                )
+            ma = np.ascontiguousarray(ma)
+        elif fire_rate is None:
+            fire_rate = self._spec.fire_rate if self._spec.is_async else None
+        if fire_rate is not None:
+            fire_rate = float(fire_rate)
+            if not 0.0 < fire_rate <= 1.0:
+                raise ValueError(f"fire_rate must be in (0, 1], got {fire_rate}")
+            if fire_rate == 1.0:
+                fire_rate = None
+        da = None
+        if damage is not None:
+            da = _as_binary("damage", damage)
+            if da.shape not in ((h, w), (b, h, w)):
+                raise ShapeError(
+                    f"damage: expected shape (H, W) = {(h, w)} or (B, H, W), got {da.shape}"
+                )
+        if damage_steps is None:
+            d_from, d_until = 0, steps
+        else:
+            d_from, d_until = (int(v) for v in damage_steps)
+            if not 0 <= d_from <= d_until:
+                raise ValueError(f"damage_steps: expected 0 <= start <= end, got {damage_steps}")
+        if isinstance(record, bool):
+            every = 1 if record else 0
+        else:
+            every = _non_negative_int("record", record)
+        return self._engine.simulate(
+            xa,
+            steps,
+            fire_rate=fire_rate,
+            seed=_non_negative_int("seed", seed),
+            masks=ma,
+            damage=da,
+            damage_from=d_from,
+            damage_until=d_until,
+            record_every=every,
+            periodic=None if periodic is None else bool(periodic),
+        )
+
+    def hard_circuit_stats(self) -> dict[str, int]:
+        """Gate counts of the circuit `simulate` runs: `program_gates` (live gates of the
+        step, perception counted per channel), `active_gates` (after folding constants,
+        pass-throughs and NOTs, merging duplicates and dropping dead gates), by kernel
+        (`and`, `and_not`, `or`, `xor`), arena `slots`, `patch_inputs` and `depth`."""
+        return dict(self._engine.hard_circuit_stats())
+
     # ---- files ------------------------------------------------------------------
     @classmethod
     def from_npz(cls, path: PathLike) -> Model:
@@ -232,6 +341,29 @@ def _positive_int(name: str, v: Any) -> int:
     if v < 1:
         raise ValueError(f"{name} must be >= 1, got {v}")
     return int(v)
+
+
+def _non_negative_int(name: str, v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {type(v).__name__}")
+    if v < 0:
+        raise ValueError(f"{name} must be >= 0, got {v}")
+    return int(v)
+
+
+def _as_binary(name: str, a: Any) -> np.ndarray:
+    """`a` as a C-contiguous uint8 array of 0/1; rejects other values with ValueError."""
+    arr = np.asarray(a)
+    if arr.dtype.kind not in _NUMERIC_KINDS:
+        raise TypeError(f"{name}: expected a numeric array, got dtype {arr.dtype}")
+    if arr.dtype != np.bool_:
+        bad = (arr != 0) & (arr != 1)
+        if bad.any():
+            i = int(np.flatnonzero(bad.ravel())[0])
+            raise ValueError(
+                f"{name}: values must be 0 or 1, found {arr.ravel()[i]} at flat index {i}"
+            )
+    return np.ascontiguousarray(arr, dtype=np.uint8)
 
 
 def _unflatten(info: list[tuple[str, list[int], int]], flat: np.ndarray) -> dict[str, np.ndarray]:

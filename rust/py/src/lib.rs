@@ -3,6 +3,7 @@
 //! Arrays cross as numpy float32/int32 without copies on the way in; the GIL is
 //! released while Rust works; engine errors become `logicars.errors` exceptions.
 
+use logicars_core::bitsliced::{self, Circuit, Masks, SimOptions};
 use logicars_core::{self as core, Decoding, GridShape, Model, Spec, Wires};
 use numpy::{
     PyArray1, PyArrayDyn, PyArrayMethods, PyReadonlyArray1, PyReadonlyArrayDyn,
@@ -288,6 +289,122 @@ impl Engine {
         py.detach(|| model.train_step(xs, ys, shape, ms))
             .map_err(to_py)
     }
+    /// Runs the hard circuit with the bit-sliced engine; returns uint8 grids.
+    ///
+    /// `x`: `(B, H, W, C)` of 0/1 (uint8, bool or float32). Update masks: `masks`
+    /// `(B, steps, H, W)` of 0/1, or `fire_rate` in (0, 1] with `seed`, or neither
+    /// (synchronous). `damage` `(H, W)` or `(B, H, W)` of 0/1: those cells are set to
+    /// 0 after every step `t` (0-based) with `damage_from <= t < damage_until`
+    /// (default: to the end). `record_every` 0 returns the final grid `(B, H, W, C)`,
+    /// `k` the grids after steps 0, k, 2k, … and the last, `(frames, B, H, W, C)`.
+    /// `periodic` overrides the model's boundary. `words`: 64-bit words per block
+    /// (0 = default).
+    #[pyo3(signature = (
+        x, steps, fire_rate=None, seed=0, masks=None, damage=None, damage_from=0,
+        damage_until=None, record_every=0, periodic=None, words=0
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn simulate<'py>(
+        &self,
+        py: Python<'py>,
+        x: &Bound<'py, PyAny>,
+        steps: usize,
+        fire_rate: Option<f64>,
+        seed: u64,
+        masks: Option<&Bound<'py, PyAny>>,
+        damage: Option<&Bound<'py, PyAny>>,
+        damage_from: usize,
+        damage_until: Option<usize>,
+        record_every: usize,
+        periodic: Option<bool>,
+        words: usize,
+    ) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
+        let c = self.model.spec().channels;
+        let x = Binary::extract("x", x)?;
+        let xs = x.shape();
+        if xs.len() != 4 || xs[3] != c {
+            return Err(ShapeError::new_err(format!(
+                "x: expected a 4-d array (B, H, W, C={c}), got shape {xs:?}"
+            )));
+        }
+        let shape = GridShape {
+            batch: xs[0],
+            height: xs[1],
+            width: xs[2],
+        };
+        let masks = masks.map(|m| Binary::extract("masks", m)).transpose()?;
+        if let Some(m) = &masks {
+            let want = [shape.batch, steps, shape.height, shape.width];
+            if m.shape() != want {
+                return Err(ShapeError::new_err(format!(
+                    "masks: expected shape (B, steps, H, W) = {want:?}, got {:?}",
+                    m.shape()
+                )));
+            }
+            if fire_rate.is_some() {
+                return Err(InvalidValueError::new_err(
+                    "give either masks or fire_rate, not both",
+                ));
+            }
+        }
+        let damage = damage.map(|d| Binary::extract("damage", d)).transpose()?;
+        if let Some(d) = &damage {
+            let ds = d.shape();
+            let hw = [shape.height, shape.width];
+            if !(ds == hw || ds == [shape.batch, shape.height, shape.width]) {
+                return Err(ShapeError::new_err(format!(
+                    "damage: expected shape (H, W) = {hw:?} or (B, H, W), got {ds:?}"
+                )));
+            }
+        }
+        let damage_until = damage_until.unwrap_or(steps).min(steps);
+        if damage_from > damage_until {
+            return Err(InvalidValueError::new_err(format!(
+                "damage_from ({damage_from}) must not exceed damage_until ({damage_until})"
+            )));
+        }
+        let mut opts = SimOptions::new(steps, periodic.unwrap_or(self.model.spec().periodic));
+        opts.record_every = record_every;
+        opts.words = words;
+        opts.damage_steps = damage_from..damage_until;
+        let circuit = Circuit::from_model(&self.model);
+        let out = {
+            let x = x.data()?;
+            let m = masks.as_ref().map(|m| m.data()).transpose()?;
+            let d = damage.as_ref().map(|d| d.data()).transpose()?;
+            opts.masks = match (m, fire_rate) {
+                (Some(m), _) => Masks::Given(m),
+                (None, Some(fire_rate)) => Masks::Random { fire_rate, seed },
+                (None, None) => Masks::Sync,
+            };
+            opts.damage = d;
+            py.detach(|| bitsliced::simulate(&circuit, x, shape, &opts))
+                .map_err(to_py)?
+        };
+        let mut dims = vec![shape.batch, shape.height, shape.width, c];
+        if record_every > 0 {
+            dims.insert(0, bitsliced::n_frames(steps, record_every));
+        }
+        PyArray1::from_vec(py, out).reshape(dims)
+    }
+
+    /// Gate counts of the hard circuit the bit-sliced engine runs (after folding
+    /// constants, pass-throughs and NOTs, merging duplicates, dropping dead gates).
+    fn hard_circuit_stats(&self) -> Vec<(&'static str, usize)> {
+        let circuit = Circuit::from_model(&self.model);
+        let s = circuit.stats();
+        let mut v = vec![
+            ("program_gates", s.program_gates),
+            ("active_gates", s.active_gates),
+            ("slots", s.slots),
+            ("patch_inputs", s.patch_inputs),
+            ("depth", s.depth),
+        ];
+        for (k, n) in bitsliced::Kind::ALL.iter().zip(s.by_kind) {
+            v.push((k.name(), n));
+        }
+        v
+    }
 }
 
 impl Engine {
@@ -308,6 +425,90 @@ impl Engine {
         }
         Ok((shape, slice("x", x)?, slice("y", y)?))
     }
+}
+
+/// A 0/1 array given as uint8 (no copy), bool or float32 (copied, checked).
+enum Binary<'py> {
+    Bytes(PyReadonlyArrayDyn<'py, u8>),
+    Owned(Vec<usize>, Vec<u8>),
+}
+
+impl<'py> Binary<'py> {
+    fn extract(name: &str, obj: &Bound<'py, PyAny>) -> PyResult<Binary<'py>> {
+        if let Ok(a) = obj.extract::<PyReadonlyArrayDyn<'py, u8>>() {
+            return Ok(Binary::Bytes(a));
+        }
+        if let Ok(a) = obj.extract::<PyReadonlyArrayDyn<'py, bool>>() {
+            let v = a.as_array().iter().map(|&b| b as u8).collect();
+            return Ok(Binary::Owned(a.shape().to_vec(), v));
+        }
+        if let Ok(a) = obj.extract::<PyReadonlyArrayDyn<'py, f32>>() {
+            let mut v = Vec::with_capacity(a.len());
+            for (i, &f) in a.as_array().iter().enumerate() {
+                if f != 0.0 && f != 1.0 {
+                    return Err(InvalidValueError::new_err(format!(
+                        "{name}: values must be 0 or 1, found {f} at flat index {i}"
+                    )));
+                }
+                v.push(f as u8);
+            }
+            return Ok(Binary::Owned(a.shape().to_vec(), v));
+        }
+        Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "{name}: expected a numpy array of uint8, bool or float32"
+        )))
+    }
+
+    fn shape(&self) -> Vec<usize> {
+        match self {
+            Binary::Bytes(a) => a.shape().to_vec(),
+            Binary::Owned(s, _) => s.clone(),
+        }
+    }
+
+    fn data(&self) -> PyResult<&[u8]> {
+        match self {
+            Binary::Bytes(a) => a.as_slice().map_err(|_| {
+                ShapeError::new_err("array must be C-contiguous (use np.ascontiguousarray)")
+            }),
+            Binary::Owned(_, v) => Ok(v),
+        }
+    }
+}
+
+/// The steps whose grids `Engine.simulate(..., record_every)` returns.
+#[pyfunction]
+fn frame_steps(steps: usize, record_every: usize) -> Vec<usize> {
+    bitsliced::frame_steps(steps, record_every)
+}
+
+/// The update masks `Engine.simulate` draws for `fire_rate` and `seed`, as uint8
+/// `(B, steps, H, W)`: replayable in `rollout(masks=...)`.
+#[pyfunction]
+fn draw_masks<'py>(
+    py: Python<'py>,
+    batch: usize,
+    height: usize,
+    width: usize,
+    steps: usize,
+    fire_rate: f64,
+    seed: u64,
+) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
+    let shape = GridShape {
+        batch,
+        height,
+        width,
+    };
+    let bytes = shape.cells().saturating_mul(steps);
+    if bytes > (8usize << 30) {
+        return Err(MemoryLimitError::new_err(format!(
+            "draw_masks: {bytes} bytes of masks is more than 8 GiB"
+        )));
+    }
+    let m = py
+        .detach(|| bitsliced::draw_masks(shape, steps, fire_rate, seed))
+        .map_err(to_py)?;
+    PyArray1::from_vec(py, m).reshape(vec![batch, steps, height, width])
 }
 
 /// The notebook's `unique` wiring of `in_width -> out` before its permutation.
@@ -365,6 +566,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(build_info, m)?)?;
+    m.add_function(wrap_pyfunction!(frame_steps, m)?)?;
+    m.add_function(wrap_pyfunction!(draw_masks, m)?)?;
     m.add("InvalidValueError", m.py().get_type::<InvalidValueError>())?;
     m.add("ShapeError", m.py().get_type::<ShapeError>())?;
     m.add("MemoryLimitError", m.py().get_type::<MemoryLimitError>())?;
