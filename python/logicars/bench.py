@@ -18,9 +18,10 @@ from typing import Any
 from .cli import register
 
 # FMA-equivalent vector operations per gate-cell in one epoch: 3 multiply-adds in each
-# of the three forward passes (soft, soft recomputed during BPTT, hard) and about 10 in
+# of the two float forward passes (soft, and soft again during BPTT; the hard pass runs
+# bit-sliced, 64 cells per word, and is not counted) and about 10 in
 # the backward pass (input gradients and the four coefficient sums).
-OPS_PER_GATE_CELL = 3 * 3 + 10
+OPS_PER_GATE_CELL = 3 * 2 + 10
 
 
 def cpu_peak_fma_per_s(threads: int) -> tuple[float, str]:

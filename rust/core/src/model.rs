@@ -4,6 +4,7 @@
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use crate::bitsliced::{self, Circuit, Masks, SimOptions};
 use crate::engine::{GridShape, Workspace};
 use crate::error::{shape_err, value_err, Result};
 use crate::gates::{self, N_OPS, PASS_A};
@@ -422,6 +423,43 @@ impl Model {
         Ok((loss, grad))
     }
 
+    /// Hard loss after `spec.num_steps` steps. Binary grids and masks (the usual case)
+    /// run on the bit-sliced engine, 64 cells per word; anything else on the float path.
+    fn hard_loss(
+        &mut self,
+        x: &[f32],
+        y: &[f32],
+        per_cell: usize,
+        shape: GridShape,
+        masks: Option<&[f32]>,
+    ) -> Result<f64> {
+        let steps = self.spec.num_steps;
+        let binary = |v: &[f32]| v.iter().all(|&b| b == 0.0 || b == 1.0);
+        if !(binary(x) && masks.is_none_or(binary)) {
+            self.forward(x, shape, steps, Decoding::Hard, masks)?;
+            return Ok(self.loss(y, per_cell, steps, None));
+        }
+        self.check_grid("x", x, shape, self.spec.channels)?;
+        let bits: Vec<u8> = x.iter().map(|&v| v as u8).collect();
+        let mask_bits: Option<Vec<u8>> = masks.map(|m| m.iter().map(|&v| v as u8).collect());
+        let mut opts = SimOptions::new(steps, self.spec.periodic);
+        if let Some(m) = &mask_bits {
+            opts.masks = Masks::Given(m);
+        }
+        let circuit = Circuit::compile(&self.program, &self.logits);
+        let out = bitsliced::simulate(&circuit, &bits, shape, &opts)?;
+        let c = self.spec.channels;
+        let mut loss = 0f64;
+        for n in 0..shape.cells() {
+            for (i, &ch) in self.spec.loss_channels.iter().enumerate() {
+                let col = if per_cell == c { ch } else { i };
+                let diff = out[n * c + ch] as f64 - y[n * per_cell + col] as f64;
+                loss += diff * diff;
+            }
+        }
+        Ok(loss)
+    }
+
     /// One training step: soft loss and gradient, hard loss (same masks), then clip
     /// and AdamW with the spec's learning rate. Returns both losses at the logits
     /// before the update.
@@ -435,8 +473,7 @@ impl Model {
         let steps = self.spec.num_steps;
         let per_cell = self.check_target(y, shape)?;
         let masks = self.resolve_masks(masks, shape, steps)?;
-        self.forward(x, shape, steps, Decoding::Hard, masks.as_deref())?;
-        let hard = self.loss(y, per_cell, steps, None);
+        let hard = self.hard_loss(x, y, per_cell, shape, masks.as_deref())?;
         let (soft, grad) = self.soft_loss_and_grad(x, y, per_cell, shape, masks.as_deref())?;
         let lr = self.spec.lr;
         self.optimizer.step(&mut self.logits, &grad, lr);
