@@ -3,6 +3,9 @@
 //! sets and the best one the CPU has is chosen once at run time, so a portable wheel
 //! still gets AVX2/AVX-512 with FMA.
 
+// The kernels index several rows by one lane counter on purpose: it is what vectorises.
+#![allow(clippy::needless_range_loop)]
+
 use std::sync::OnceLock;
 
 use crate::program::{Instr, Program};
