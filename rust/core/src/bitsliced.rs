@@ -66,9 +66,6 @@ pub fn auto_words(circuit: &Circuit) -> usize {
         .unwrap_or(1)
 }
 
-/// Default cap on the memory of one simulation; `LOGICARS_MAX_MEMORY_MB` overrides it.
-const DEFAULT_MAX_MEMORY_MB: usize = 8192;
-
 // ---------------------------------------------------------------------------------
 // Truth tables: bit `a + 2·b` of a 4-bit table is the gate's output on (a, b).
 
@@ -1199,10 +1196,7 @@ pub fn simulate(
     let frame_len = shape.cells().saturating_mul(circuit.channels);
     let out_bytes = frame_len.saturating_mul(frames);
     let bytes = out_bytes.saturating_add(Simulator::estimate_bytes(circuit, shape, opts.words));
-    let cap_mb = std::env::var("LOGICARS_MAX_MEMORY_MB")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-        .unwrap_or(DEFAULT_MAX_MEMORY_MB);
+    let cap_mb = crate::engine::memory_cap_mb();
     if bytes > cap_mb << 20 {
         return Err(Error::Memory(format!(
             "simulating {}x{}x{} cells x {} channels and returning {} grid(s) needs about {} MB, \

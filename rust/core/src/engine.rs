@@ -146,8 +146,16 @@ pub(crate) struct Workspace {
     n_rows: usize,
 }
 
-/// Default cap on the memory of one workspace; `LOGICARS_MAX_MEMORY_MB` overrides it.
+/// Default cap on the memory of one workspace or simulation.
 const DEFAULT_MAX_MEMORY_MB: usize = 8192;
+
+/// The memory cap in MB: `LOGICARS_MAX_MEMORY_MB`, else 8192.
+pub(crate) fn memory_cap_mb() -> usize {
+    std::env::var("LOGICARS_MAX_MEMORY_MB")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(DEFAULT_MAX_MEMORY_MB)
+}
 
 impl Workspace {
     /// Bytes a workspace for this shape would take.
@@ -177,10 +185,7 @@ impl Workspace {
     ) -> Result<Workspace> {
         let threads = threads::num_threads();
         let bytes = Self::estimate_bytes(program, shape, steps, threads);
-        let cap_mb = std::env::var("LOGICARS_MAX_MEMORY_MB")
-            .ok()
-            .and_then(|v| v.parse::<usize>().ok())
-            .unwrap_or(DEFAULT_MAX_MEMORY_MB);
+        let cap_mb = memory_cap_mb();
         if bytes > cap_mb << 20 {
             return Err(Error::Memory(format!(
                 "a grid of {}x{}x{} cells over {steps} steps needs about {} MB of buffers, \
