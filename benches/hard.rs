@@ -187,7 +187,7 @@ fn bench_hard(c: &mut Criterion) {
             group.bench_with_input(
                 BenchmarkId::new(
                     format!("{name}_{}gates", s.active_gates),
-                    format!("{w}words"),
+                    format!("{}words", sim.words()),
                 ),
                 &w,
                 |b, _| b.iter(|| black_box(&mut sim).step(StepMask::All, false).unwrap()),
