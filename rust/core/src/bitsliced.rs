@@ -18,16 +18,21 @@
 //! **Layout.** One bit per cell. The state is `B·H` grid rows, each `C` channel rows
 //! of `nw = ⌈W/64⌉` words: channel `c` of word `i` of grid row `row = b·H + r` is
 //! `state[(row·C + c)·nw + i]`; bit `k` of word `i` is column `64·i + k`, bits past `W`
-//! are kept 0. Cells are numbered by word `n = row·nw + i` (masks use this order). Vertical neighbours are the words of the rows above and below; horizontal
-//! neighbours are one-bit shifts with the carry taken from the adjacent word (or the
+//! are kept 0. Cells are numbered by word `n = row·nw + i` (masks use this order).
+//! Vertical neighbours are the rows above and below; horizontal neighbours are one-bit
+//! shifts of whole row segments with the carry taken from the adjacent word (or the
 //! wrapped / zero column at the grid edge). No per-bit gathers.
 //!
-//! **Step.** Words are processed in blocks of `L` consecutive words (up to `L = 16`,
-//! 1024 cells; see [`auto_words`]); a slot of the arena is `[u64; L]`, so every gate is
-//! one branch-free bitwise operation on up to 1024 bits that LLVM turns into SIMD
-//! instructions. Blocks run in parallel on the crate's rayon pool with one arena per
-//! thread, allocated once per [`Simulator`]. The result never depends on the thread
-//! count: blocks are independent and async masks come from one stream per row and step.
+//! **Step.** Words are processed in blocks of `L` consecutive words (1 to 64; see
+//! [`auto_words`]: the widest whose arena stays in L1, 64 words = 4096 cells for a
+//! trained GoL circuit); a slot of the arena is `[u64; L]`, so every gate is one
+//! branch-free bitwise operation on `64·L` bits: explicit AVX-512 instructions where the
+//! CPU has them, else what LLVM vectorises. Per block: shift the patch words in, run the
+//! gates kernel by kernel, write the outputs (blended with the old state under the
+//! update mask, damaged cells cleared). Tasks of whole grid rows run in parallel on the
+//! crate's rayon pool with one arena per thread, allocated once per [`Simulator`]; the
+//! step loop allocates nothing. The result never depends on the thread count: blocks
+//! are independent and async masks come from one random stream per grid row and step.
 
 use std::ops::Range;
 use std::sync::Mutex;
@@ -545,7 +550,7 @@ fn eval<const L: usize>(circuit: &Circuit, arena: &mut [[u64; L]], level: SimdLe
         // SAFETY: `simd_level` only reports levels the CPU supports; `Circuit::compile`
         // numbers slots below `n_slots`, checked against the arena above.
         #[cfg(target_arch = "x86_64")]
-        SimdLevel::Avx512 if L % 8 == 0 => unsafe { zmm::eval::<L>(ops, runs, arena) },
+        SimdLevel::Avx512 if L.is_multiple_of(8) => unsafe { zmm::eval::<L>(ops, runs, arena) },
         #[cfg(target_arch = "x86_64")]
         SimdLevel::Avx512 | SimdLevel::Avx2 => unsafe { eval_avx2::<L>(ops, runs, arena) },
         _ => eval_impl::<L>(ops, runs, arena),
@@ -1678,12 +1683,11 @@ mod tests {
             seed: 1234,
         };
         let a = simulate(&circuit, &x, sh, &opts).unwrap();
-        let pool_1 = rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .build()
-            .unwrap();
-        let b = pool_1.install(|| simulate(&circuit, &x, sh, &opts).unwrap());
-        assert_eq!(a, b);
+        for n in [1, 3, 0] {
+            // The crate's pool; other tests running meanwhile are thread-independent too.
+            threads::set_num_threads(n).unwrap();
+            assert_eq!(a, simulate(&circuit, &x, sh, &opts).unwrap(), "{n} threads");
+        }
         for words in [1, 4, 16] {
             opts.words = words;
             assert_eq!(
