@@ -322,13 +322,24 @@ impl Circuit {
             }
         }
 
-        // 3. Schedule live gates by depth, then kernel, then inputs.
+        // 3. Schedule live gates by channel group, depth, kernel, inputs. A gate whose
+        //    inputs all come from one channel's patch (perception) belongs to that
+        //    channel, any other gate to group C, last. Every gate's inputs are in its own
+        //    group at a lower depth, or earlier groups, so the order is topological; it
+        //    runs channel by channel (few live values with many channels) and groups
+        //    each depth's gates by kernel (long branch-free runs).
         let mut depth = vec![0usize; n_nodes];
+        let mut group: Vec<usize> = (0..n_nodes).map(|v| (v / 9).min(c_n)).collect();
         for (g, &(_, x, y)) in nodes.iter().enumerate() {
-            depth[n_patch + g] = 1 + depth[x as usize].max(depth[y as usize]);
+            let (x, y) = (x as usize, y as usize);
+            depth[n_patch + g] = 1 + depth[x].max(depth[y]);
+            group[n_patch + g] = if group[x] == group[y] { group[x] } else { c_n };
         }
         let mut order: Vec<usize> = (0..nodes.len()).filter(|&g| live[n_patch + g]).collect();
-        order.sort_by_key(|&g| (depth[n_patch + g], nodes[g].0, nodes[g].1, nodes[g].2));
+        order.sort_by_key(|&g| {
+            let v = n_patch + g;
+            (group[v], depth[v], nodes[g].0, nodes[g].1, nodes[g].2)
+        });
 
         // 4. Slots by linear scan: a value's slot is freed after its last reader, and
         //    an op may write the slot one of its own inputs just freed (a gate reads
