@@ -49,7 +49,6 @@ use crate::model::Model;
 use crate::program::Program;
 use crate::threads;
 
-/// Words per block (and per arena slot) unless [`SimOptions::words`] says otherwise.
 /// Arena bytes per thread the automatic block width aims for: well inside a 48 KiB L1
 /// data cache, next to the state rows a block reads.
 const ARENA_BUDGET: usize = 40 << 10;
@@ -57,10 +56,11 @@ const ARENA_BUDGET: usize = 40 << 10;
 /// Block widths (in 64-bit words) the engine is compiled for.
 pub const SUPPORTED_WORDS: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
 
-/// The block width used when none is asked for: the widest whose arena fits
-/// `ARENA_BUDGET` (16 words = 1024 cells for circuits of up to 256 slots). Wider blocks
-/// spread each gate's fixed cost (reading the instruction, the loop) over more cells;
-/// an arena that leaves L1 costs more than that saves (see `benches/hard.rs`).
+/// The block width used when none is asked for: the widest whose arena fits in 40 KiB
+/// (64 words = 4096 cells for circuits of up to 80 slots, 16 words up to 320 slots).
+/// Wider blocks spread each gate's fixed cost (reading the instruction, the loop) over
+/// more cells; an arena that leaves L1 costs more than that saves (`benches/hard.rs`,
+/// `LOGICARS_BENCH_WORDS`).
 pub fn auto_words(circuit: &Circuit) -> usize {
     let slot_bytes = circuit.n_slots.max(1) * 8;
     SUPPORTED_WORDS
@@ -421,7 +421,7 @@ impl Circuit {
             by_kind,
             slots: n_slots as usize,
             patch_inputs: fills.len(),
-            depth: order.last().map_or(0, |&g| depth[n_patch + g]),
+            depth: order.iter().map(|&g| depth[n_patch + g]).max().unwrap_or(0),
         };
         Circuit {
             channels: c_n,
@@ -455,7 +455,7 @@ impl Circuit {
         for f in &self.fills {
             arena[f.slot as usize][0] = patch[f.channel * 9 + f.dr * 3 + f.dc] as u64;
         }
-        eval_impl::<1>(&self.ops, &self.runs, &mut arena);
+        eval::<1>(self, &mut arena, SimdLevel::Portable);
         self.outputs
             .iter()
             .map(|o| match *o {
@@ -475,8 +475,8 @@ fn run_ops<const L: usize>(ops: &[Op], arena: &mut [[u64; L]], f: impl Fn(u64, u
     let p = arena.as_mut_ptr();
     for op in ops {
         debug_assert!((op.x as usize) < n && (op.y as usize) < n && (op.out as usize) < n);
-        // SAFETY: `Circuit::compile` numbers slots below `n_slots`; `eval` and `eval_cell`
-        // checks the arena holds that many. Both inputs are read before the write.
+        // SAFETY: `Circuit::compile` numbers slots below `n_slots` and `eval`, the only
+        // caller, checks the arena holds that many. Both inputs are read before the write.
         unsafe {
             let x = *p.add(op.x as usize);
             let y = *p.add(op.y as usize);
@@ -607,7 +607,7 @@ struct Geo {
     periodic: bool,
     /// Words per grid row, `⌈W/64⌉`.
     nw: usize,
-    /// Words of one channel-interleaved state, `B·H·nw` (times `C` for the buffer).
+    /// Words of one channel of the state, `B·H·nw` (the buffer holds `C` times that).
     n_words: usize,
     /// Valid bits of a row's last word.
     last_mask: u64,
@@ -972,7 +972,7 @@ impl<'c> Simulator<'c> {
             level: kernels::simd_level(),
             cur: vec![0; geo.n_words * geo.channels],
             next: vec![0; geo.n_words * geo.channels],
-            mask: Vec::new(),
+            mask: vec![0; geo.n_words],
             damage: Vec::new(),
             arenas: (0..threads)
                 .map(|_| Mutex::new(Arena::new(circuit.n_slots, words)))
@@ -1106,7 +1106,6 @@ impl<'c> Simulator<'c> {
                         masks.len()
                     );
                 }
-                self.mask.resize(geo.n_words, 0);
                 let rows_per_board = geo.height;
                 self.mask
                     .par_chunks_mut(geo.nw)
@@ -1122,7 +1121,6 @@ impl<'c> Simulator<'c> {
                 if !(fire_rate > 0.0 && fire_rate <= 1.0) {
                     return value_err!("fire_rate must be in (0, 1], got {fire_rate}");
                 }
-                self.mask.resize(geo.n_words, 0);
                 random_mask(&geo, &mut self.mask, fire_rate, seed, t);
                 Ok(true)
             }
