@@ -16,6 +16,9 @@
 //! - `sparse`: random, but 45% pass-throughs (the training init) and the rest genuine
 //!   two-input gates: a dense circuit with ~900 active gates.
 //!
+//! `trained_async0.6` runs the trained circuit asynchronously: every step draws a fresh
+//! seeded update mask (fire rate 0.6) and blends.
+//!
 //! The active gate count of each circuit is printed before its benchmark. Set
 //! `LOGICARS_BENCH_WORDS=4,8,16` to compare block widths (default: automatic).
 
@@ -187,13 +190,35 @@ fn bench_hard(c: &mut Criterion) {
             group.bench_with_input(
                 BenchmarkId::new(
                     format!("{name}_{}gates", s.active_gates),
-                    format!("{w}words"),
+                    format!("{}words", sim.words()),
                 ),
                 &w,
                 |b, _| b.iter(|| black_box(&mut sim).step(StepMask::All, false).unwrap()),
             );
         }
     }
+    // The trained circuit with seeded async masks (fire rate 0.6), drawn every step.
+    let (_, trained) = &circuits[0];
+    let mut sim = Simulator::new(trained, shape, true, 0).expect("simulator");
+    sim.load(&x).expect("grid");
+    let mut t = 0;
+    group.bench_function(
+        BenchmarkId::new(
+            format!("trained_async0.6_{}gates", trained.stats().active_gates),
+            format!("{}words", sim.words()),
+        ),
+        |b| {
+            b.iter(|| {
+                t += 1;
+                let mask = StepMask::Random {
+                    fire_rate: 0.6,
+                    seed: 1,
+                    t,
+                };
+                black_box(&mut sim).step(mask, false).unwrap()
+            })
+        },
+    );
     group.finish();
 }
 

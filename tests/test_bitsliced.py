@@ -270,3 +270,19 @@ def test_gol_preset_circuit_runs_on_a_big_grid() -> None:
     np.testing.assert_array_equal(
         model.simulate(x, 2), model.rollout(x, 2, hard=True).astype(np.uint8)
     )
+
+
+def test_compiled_circuit_follows_the_logits() -> None:
+    spec = make_spec(2, 2, [9, 8, 4, 2], [16, 8], True)
+    model = random_model(spec, seed=5)
+    x = random_grid(np.random.default_rng(4), (1, 12, 12, 2))
+    first = model.simulate(x, 3)
+    circuit = model._engine.hard_circuit()
+    np.testing.assert_array_equal(circuit.simulate(x, 3), first)
+    assert dict(circuit.stats()) == model.hard_circuit_stats()
+    # New logits: simulate recompiles; the old snapshot keeps the old gates.
+    model.set_params(random_model(spec, seed=6).params())
+    second = model.simulate(x, 3)
+    assert not np.array_equal(second, first)
+    np.testing.assert_array_equal(second, model.rollout(x, 3, hard=True).astype(np.uint8))
+    np.testing.assert_array_equal(circuit.simulate(x, 3), first)

@@ -263,7 +263,7 @@ class Model:
             every = 1 if record else 0
         else:
             every = _non_negative_int("record", record)
-        return self._engine.simulate(
+        return self._hard_circuit().simulate(
             xa,
             steps,
             fire_rate=fire_rate,
@@ -281,7 +281,17 @@ class Model:
         step, perception counted per channel), `active_gates` (after folding constants,
         pass-throughs and NOTs, merging duplicates and dropping dead gates), by kernel
         (`and`, `and_not`, `or`, `xor`), arena `slots`, `patch_inputs` and `depth`."""
-        return dict(self._engine.hard_circuit_stats())
+        return dict(self._hard_circuit().stats())
+
+    def _hard_circuit(self) -> _core.HardCircuit:
+        """The compiled hard circuit, cached until the logits change (so that calling
+        `simulate` step by step does not recompile)."""
+        logits = self._engine.logits()
+        cached = getattr(self, "_hard_cache", None)
+        if cached is None or not np.array_equal(cached[0], logits):
+            cached = (logits, self._engine.hard_circuit())
+            self._hard_cache = cached
+        return cached[1]
 
     # ---- files ------------------------------------------------------------------
     @classmethod

@@ -15,19 +15,24 @@
 //!   depth and grouped by kernel, and their outputs are assigned to a small set of
 //!   reusable slots (linear scan), so a block's whole working set stays in L1.
 //!
-//! **Layout.** One bit per cell. The state is `B·H` grid rows of `nw = ⌈W/64⌉` words,
-//! word-major with the `C` channels innermost: word `n = (b·H + r)·nw + i`, channel `c`
-//! at `state[n·C + c]`; bit `k` of word `i` is column `64·i + k`, bits past `W` are
-//! kept 0. Vertical neighbours are the words of the rows above and below; horizontal
-//! neighbours are one-bit shifts with the carry taken from the adjacent word (or the
+//! **Layout.** One bit per cell. The state is `B·H` grid rows, each `C` channel rows
+//! of `nw = ⌈W/64⌉` words: channel `c` of word `i` of grid row `row = b·H + r` is
+//! `state[(row·C + c)·nw + i]`; bit `k` of word `i` is column `64·i + k`, bits past `W`
+//! are kept 0. Cells are numbered by word `n = row·nw + i` (masks use this order).
+//! Vertical neighbours are the rows above and below; horizontal neighbours are one-bit
+//! shifts of whole row segments with the carry taken from the adjacent word (or the
 //! wrapped / zero column at the grid edge). No per-bit gathers.
 //!
-//! **Step.** Words are processed in blocks of `L` consecutive words (up to `L = 16`,
-//! 1024 cells; see [`auto_words`]); a slot of the arena is `[u64; L]`, so every gate is
-//! one branch-free bitwise operation on up to 1024 bits that LLVM turns into SIMD
-//! instructions. Blocks run in parallel on the crate's rayon pool with one arena per
-//! thread, allocated once per [`Simulator`]. The result never depends on the thread
-//! count: blocks are independent and async masks come from one stream per row and step.
+//! **Step.** Words are processed in blocks of `L` consecutive words (1 to 64; see
+//! [`auto_words`]: the widest whose arena stays in L1, 64 words = 4096 cells for a
+//! trained GoL circuit); a slot of the arena is `[u64; L]`, so every gate is one
+//! branch-free bitwise operation on `64·L` bits: explicit AVX-512 instructions where the
+//! CPU has them, else what LLVM vectorises. Per block: shift the patch words in, run the
+//! gates kernel by kernel, write the outputs (blended with the old state under the
+//! update mask, damaged cells cleared). Tasks of whole grid rows run in parallel on the
+//! crate's rayon pool with one arena per thread, allocated once per [`Simulator`]; the
+//! step loop allocates nothing. The result never depends on the thread count: blocks
+//! are independent and async masks come from one random stream per grid row and step.
 
 use std::ops::Range;
 use std::sync::Mutex;
@@ -44,18 +49,18 @@ use crate::model::Model;
 use crate::program::Program;
 use crate::threads;
 
-/// Words per block (and per arena slot) unless [`SimOptions::words`] says otherwise.
 /// Arena bytes per thread the automatic block width aims for: well inside a 48 KiB L1
 /// data cache, next to the state rows a block reads.
-const ARENA_BUDGET: usize = 32 << 10;
+const ARENA_BUDGET: usize = 40 << 10;
 
 /// Block widths (in 64-bit words) the engine is compiled for.
-pub const SUPPORTED_WORDS: [usize; 6] = [1, 2, 4, 8, 16, 32];
+pub const SUPPORTED_WORDS: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
 
-/// The block width used when none is asked for: the widest whose arena fits
-/// `ARENA_BUDGET` (16 words = 1024 cells for circuits of up to 256 slots). Wider blocks
-/// spread each gate's fixed cost (reading the instruction, the loop) over more cells;
-/// an arena that leaves L1 costs more than that saves (see `benches/hard.rs`).
+/// The block width used when none is asked for: the widest whose arena fits in 40 KiB
+/// (64 words = 4096 cells for circuits of up to 80 slots, 16 words up to 320 slots).
+/// Wider blocks spread each gate's fixed cost (reading the instruction, the loop) over
+/// more cells; an arena that leaves L1 costs more than that saves (`benches/hard.rs`,
+/// `LOGICARS_BENCH_WORDS`).
 pub fn auto_words(circuit: &Circuit) -> usize {
     let slot_bytes = circuit.n_slots.max(1) * 8;
     SUPPORTED_WORDS
@@ -314,13 +319,24 @@ impl Circuit {
             }
         }
 
-        // 3. Schedule live gates by depth, then kernel, then inputs.
+        // 3. Schedule live gates by channel group, depth, kernel, inputs. A gate whose
+        //    inputs all come from one channel's patch (perception) belongs to that
+        //    channel, any other gate to group C, last. Every gate's inputs are in its own
+        //    group at a lower depth, or earlier groups, so the order is topological; it
+        //    runs channel by channel (few live values with many channels) and groups
+        //    each depth's gates by kernel (long branch-free runs).
         let mut depth = vec![0usize; n_nodes];
+        let mut group: Vec<usize> = (0..n_nodes).map(|v| (v / 9).min(c_n)).collect();
         for (g, &(_, x, y)) in nodes.iter().enumerate() {
-            depth[n_patch + g] = 1 + depth[x as usize].max(depth[y as usize]);
+            let (x, y) = (x as usize, y as usize);
+            depth[n_patch + g] = 1 + depth[x].max(depth[y]);
+            group[n_patch + g] = if group[x] == group[y] { group[x] } else { c_n };
         }
         let mut order: Vec<usize> = (0..nodes.len()).filter(|&g| live[n_patch + g]).collect();
-        order.sort_by_key(|&g| (depth[n_patch + g], nodes[g].0, nodes[g].1, nodes[g].2));
+        order.sort_by_key(|&g| {
+            let v = n_patch + g;
+            (group[v], depth[v], nodes[g].0, nodes[g].1, nodes[g].2)
+        });
 
         // 4. Slots by linear scan: a value's slot is freed after its last reader, and
         //    an op may write the slot one of its own inputs just freed (a gate reads
@@ -402,7 +418,7 @@ impl Circuit {
             by_kind,
             slots: n_slots as usize,
             patch_inputs: fills.len(),
-            depth: order.last().map_or(0, |&g| depth[n_patch + g]),
+            depth: order.iter().map(|&g| depth[n_patch + g]).max().unwrap_or(0),
         };
         Circuit {
             channels: c_n,
@@ -436,7 +452,7 @@ impl Circuit {
         for f in &self.fills {
             arena[f.slot as usize][0] = patch[f.channel * 9 + f.dr * 3 + f.dc] as u64;
         }
-        eval_impl::<1>(&self.ops, &self.runs, &mut arena);
+        eval::<1>(self, &mut arena, SimdLevel::Portable);
         self.outputs
             .iter()
             .map(|o| match *o {
@@ -456,8 +472,8 @@ fn run_ops<const L: usize>(ops: &[Op], arena: &mut [[u64; L]], f: impl Fn(u64, u
     let p = arena.as_mut_ptr();
     for op in ops {
         debug_assert!((op.x as usize) < n && (op.y as usize) < n && (op.out as usize) < n);
-        // SAFETY: `Circuit::compile` numbers slots below `n_slots`; `eval` and `eval_cell`
-        // checks the arena holds that many. Both inputs are read before the write.
+        // SAFETY: `Circuit::compile` numbers slots below `n_slots` and `eval`, the only
+        // caller, checks the arena holds that many. Both inputs are read before the write.
         unsafe {
             let x = *p.add(op.x as usize);
             let y = *p.add(op.y as usize);
@@ -483,10 +499,47 @@ fn eval_impl<const L: usize>(ops: &[Op], runs: &[Run], arena: &mut [[u64; L]]) {
     }
 }
 
+/// AVX-512 kernels: one 512-bit register per 8 words, explicit because LLVM prefers
+/// 256-bit vectors on many AVX-512 CPUs, and the 512-bit loads and stores are what
+/// bound this loop (about 1.5x the throughput of the 256-bit code here).
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-fn eval_avx512<const L: usize>(ops: &[Op], runs: &[Run], arena: &mut [[u64; L]]) {
-    eval_impl::<L>(ops, runs, arena)
+mod zmm {
+    use super::{Kind, Op, Run};
+    use std::arch::x86_64::*;
+
+    macro_rules! run {
+        ($ops:expr, $p:expr, $L:expr, |$x:ident, $y:ident| $e:expr) => {
+            for op in $ops {
+                let (xp, yp) = ($p.add(op.x as usize * $L), $p.add(op.y as usize * $L));
+                let out = $p.add(op.out as usize * $L);
+                for k in 0..$L / 8 {
+                    let $x = _mm512_loadu_si512(xp.add(8 * k).cast());
+                    let $y = _mm512_loadu_si512(yp.add(8 * k).cast());
+                    _mm512_storeu_si512(out.add(8 * k).cast(), $e);
+                }
+            }
+        };
+    }
+
+    /// # Safety
+    /// The CPU has AVX-512F, `L` is a multiple of 8 and every slot of `ops` is below
+    /// `arena.len()`.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn eval<const L: usize>(ops: &[Op], runs: &[Run], arena: &mut [[u64; L]]) {
+        let p = arena.as_mut_ptr().cast::<u64>();
+        for r in runs {
+            let ops = &ops[r.start..r.end];
+            // SAFETY: the caller's contract; both inputs are loaded before the store.
+            unsafe {
+                match r.kind {
+                    Kind::And => run!(ops, p, L, |x, y| _mm512_and_si512(x, y)),
+                    Kind::AndNot => run!(ops, p, L, |x, y| _mm512_andnot_si512(y, x)),
+                    Kind::Or => run!(ops, p, L, |x, y| _mm512_or_si512(x, y)),
+                    Kind::Xor => run!(ops, p, L, |x, y| _mm512_xor_si512(x, y)),
+                }
+            }
+        }
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -502,12 +555,40 @@ fn eval<const L: usize>(circuit: &Circuit, arena: &mut [[u64; L]], level: SimdLe
     );
     let (ops, runs) = (&circuit.ops[..], &circuit.runs[..]);
     match level {
-        // SAFETY: `simd_level` only reports levels the CPU supports.
+        // SAFETY: `simd_level` only reports levels the CPU supports; `Circuit::compile`
+        // numbers slots below `n_slots`, checked against the arena above.
         #[cfg(target_arch = "x86_64")]
-        SimdLevel::Avx512 => unsafe { eval_avx512::<L>(ops, runs, arena) },
+        SimdLevel::Avx512 if L.is_multiple_of(8) => unsafe { zmm::eval::<L>(ops, runs, arena) },
         #[cfg(target_arch = "x86_64")]
-        SimdLevel::Avx2 => unsafe { eval_avx2::<L>(ops, runs, arena) },
+        SimdLevel::Avx512 | SimdLevel::Avx2 => unsafe { eval_avx2::<L>(ops, runs, arena) },
         _ => eval_impl::<L>(ops, runs, arena),
+    }
+}
+
+/// 64 bytes: the alignment of every arena (a cache line, one AVX-512 register).
+#[repr(C, align(64))]
+#[derive(Clone, Copy)]
+struct Line([u64; 8]);
+
+/// The scratch slots of one thread, 64-byte aligned.
+struct Arena {
+    lines: Vec<Line>,
+}
+
+impl Arena {
+    fn new(n_slots: usize, words: usize) -> Arena {
+        Arena {
+            lines: vec![Line([0; 8]); (n_slots.max(1) * words).div_ceil(8)],
+        }
+    }
+
+    /// The arena as slots of `L` words.
+    fn slots<const L: usize>(&mut self) -> &mut [[u64; L]] {
+        let n = self.lines.len() * 8 / L;
+        // SAFETY: `Line` is 8 `u64`s with no padding, so the buffer holds
+        // `lines.len() * 8` initialised, suitably aligned `u64`s, of which the `n`
+        // slots of `L` take no more; the borrow of `self` keeps it exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.lines.as_mut_ptr().cast::<[u64; L]>(), n) }
     }
 }
 
@@ -523,7 +604,7 @@ struct Geo {
     periodic: bool,
     /// Words per grid row, `⌈W/64⌉`.
     nw: usize,
-    /// Words of one channel-interleaved state, `B·H·nw` (times `C` for the buffer).
+    /// Words of one channel of the state, `B·H·nw` (the buffer holds `C` times that).
     n_words: usize,
     /// Valid bits of a row's last word.
     last_mask: u64,
@@ -582,60 +663,56 @@ impl Geo {
         dc: usize,
         dst: &mut [u64],
     ) {
-        let (nw, cn, len) = (self.nw, self.channels, dst.len());
-        let words = &state[row * nw * cn..(row + 1) * nw * cn];
-        let at = |k: usize| words[k * cn + c];
+        let (nw, len) = (self.nw, dst.len());
+        let words = &state[(row * self.channels + c) * nw..][..nw];
+        let src = &words[i0..i0 + len];
         match dc {
-            1 => {
-                for (j, d) in dst.iter_mut().enumerate() {
-                    *d = at(i0 + j);
-                }
-            }
+            1 => dst.copy_from_slice(src),
             0 => {
                 // Bit k takes bit k - 1: the carry comes from the word before.
-                let mut carry = if i0 > 0 {
-                    at(i0 - 1) >> 63
+                let carry = if i0 > 0 {
+                    words[i0 - 1] >> 63
                 } else if self.periodic {
-                    (at(nw - 1) >> self.wrap_bit) & 1
+                    (words[nw - 1] >> self.wrap_bit) & 1
                 } else {
                     0
                 };
-                for (j, d) in dst.iter_mut().enumerate() {
-                    let s = at(i0 + j);
-                    *d = (s << 1) | carry;
-                    carry = s >> 63;
+                dst[0] = (src[0] << 1) | carry;
+                for (d, w) in dst[1..].iter_mut().zip(src.windows(2)) {
+                    *d = (w[1] << 1) | (w[0] >> 63);
                 }
             }
             _ => {
                 // Bit k takes bit k + 1: the carry comes from the word after.
                 let end = i0 + len;
-                let last = if end < nw {
-                    at(end) << 63
+                let carry = if end < nw {
+                    words[end] << 63
                 } else if self.periodic {
-                    (at(0) & 1) << self.wrap_bit
+                    (words[0] & 1) << self.wrap_bit
                 } else {
                     0
                 };
-                for (j, d) in dst[..len - 1].iter_mut().enumerate() {
-                    *d = (at(i0 + j) >> 1) | (at(i0 + j + 1) << 63);
+                for (d, w) in dst.iter_mut().zip(src.windows(2)) {
+                    *d = (w[0] >> 1) | (w[1] << 63);
                 }
-                dst[len - 1] = (at(end - 1) >> 1) | last;
+                dst[len - 1] = (src[len - 1] >> 1) | carry;
             }
         }
     }
 }
 
-/// Writes the patch words of words `base .. base + L` into their arena slots.
+/// Writes the patch words of words `base .. end` (at most `L`) into their arena slots;
+/// lanes past `end` get 0.
 #[inline(always)]
 fn fill_block<const L: usize>(
     circuit: &Circuit,
     geo: &Geo,
     state: &[u64],
     base: usize,
+    end: usize,
     arena: &mut [[u64; L]],
 ) {
     let nw = geo.nw;
-    let end = (base + L).min(geo.n_words);
     let (mut row, mut i) = (base / nw, base % nw);
     let mut r = row % geo.height;
     let mut n = base;
@@ -663,42 +740,65 @@ fn fill_block<const L: usize>(
     }
 }
 
-/// Writes the next state of the block's words (`out`: `words × C`), blending with the
-/// old state under the update mask, clearing damaged cells and the padding columns.
+/// Writes the next state of words `base .. end` into `out`, the rows from `row0` on of
+/// the next state, blending with the old state under the update mask and clearing
+/// damaged cells and the padding columns (`damage` holds whole grid rows: `H` or
+/// `B·H` of them).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn write_block<const L: usize>(
     circuit: &Circuit,
     geo: &Geo,
     state: &[u64],
-    base: usize,
+    (base, end): (usize, usize),
     arena: &[[u64; L]],
     mask: Option<&[u64]>,
     damage: Option<&[u64]>,
     out: &mut [u64],
+    row0: usize,
 ) {
-    let c_n = geo.channels;
-    for (j, out) in out.chunks_exact_mut(c_n).enumerate() {
-        let n = base + j;
-        let valid = if n % geo.nw == geo.nw - 1 {
-            geo.last_mask
-        } else {
-            !0
-        };
-        let m = mask.map(|m| m[n]);
-        let dead = damage.map_or(0, |d| d[n % d.len()]);
-        for (c, (o, src)) in out.iter_mut().zip(&circuit.outputs).enumerate() {
-            let mut v = match *src {
-                Output::Const(b) => 0u64.wrapping_sub(b as u64),
+    let (nw, c_n) = (geo.nw, geo.channels);
+    let (mut row, mut i) = (base / nw, base % nw);
+    let mut n = base;
+    // One segment per grid row, as in `fill_block`.
+    while n < end {
+        let len = (nw - i).min(end - n);
+        let lanes = n - base..n - base + len;
+        let (at, local) = (row * c_n * nw + i, (row - row0) * c_n * nw + i);
+        let m = mask.map(|m| &m[n..n + len]);
+        let dead = damage.map(|d| {
+            let k = n % d.len(); // d holds whole rows, so the segment is contiguous
+            &d[k..k + len]
+        });
+        for (c, src) in circuit.outputs.iter().enumerate() {
+            let dst = &mut out[local + c * nw..][..len];
+            match *src {
+                Output::Const(b) => dst.fill(0u64.wrapping_sub(b as u64)),
                 Output::Slot { slot, neg } => {
-                    arena[slot as usize][j] ^ 0u64.wrapping_sub(neg as u64)
+                    let flip = 0u64.wrapping_sub(neg as u64);
+                    for (d, &v) in dst.iter_mut().zip(&arena[slot as usize][lanes.clone()]) {
+                        *d = v ^ flip;
+                    }
                 }
-            };
-            if let Some(m) = m {
-                v = (state[n * c_n + c] & !m) | (v & m);
             }
-            *o = v & !dead & valid;
+            if let Some(m) = m {
+                let old = &state[at + c * nw..][..len];
+                for ((d, &m), &o) in dst.iter_mut().zip(m).zip(old) {
+                    *d = (o & !m) | (*d & m);
+                }
+            }
+            if let Some(dead) = dead {
+                for (d, &k) in dst.iter_mut().zip(dead) {
+                    *d &= !k;
+                }
+            }
+            if i + len == nw {
+                dst[len - 1] &= geo.last_mask;
+            }
         }
+        n += len;
+        row += 1;
+        i = 0;
     }
 }
 
@@ -836,7 +936,7 @@ pub struct Simulator<'c> {
     next: Vec<u64>,
     mask: Vec<u64>,
     damage: Vec<u64>,
-    arenas: Vec<Mutex<Vec<u64>>>,
+    arenas: Vec<Mutex<Arena>>,
 }
 
 impl<'c> Simulator<'c> {
@@ -869,10 +969,10 @@ impl<'c> Simulator<'c> {
             level: kernels::simd_level(),
             cur: vec![0; geo.n_words * geo.channels],
             next: vec![0; geo.n_words * geo.channels],
-            mask: Vec::new(),
+            mask: vec![0; geo.n_words],
             damage: Vec::new(),
             arenas: (0..threads)
-                .map(|_| Mutex::new(vec![0u64; circuit.n_slots.max(1) * words]))
+                .map(|_| Mutex::new(Arena::new(circuit.n_slots, words)))
                 .collect(),
         })
     }
@@ -886,7 +986,7 @@ impl<'c> Simulator<'c> {
         let threads = threads::num_threads().max(1);
         n_words
             .saturating_mul(2 * circuit.channels + 2)
-            .saturating_add(threads * circuit.n_slots * words.max(16))
+            .saturating_add(threads * circuit.n_slots * words.max(64))
             .saturating_mul(8)
     }
 
@@ -925,7 +1025,7 @@ impl<'c> Simulator<'c> {
                             for (k, col) in (64 * i..end).enumerate() {
                                 v |= ((cells[col * c_n + c] != 0) as u64) << k;
                             }
-                            words[i * c_n + c] = v;
+                            words[c * nw + i] = v;
                         }
                     }
                 })
@@ -975,7 +1075,7 @@ impl<'c> Simulator<'c> {
                     for (col, cell) in cells.chunks_exact_mut(c_n).enumerate() {
                         let (i, k) = (col / 64, col % 64);
                         for (c, v) in cell.iter_mut().enumerate() {
-                            *v = ((words[i * c_n + c] >> k) & 1) as u8;
+                            *v = ((words[c * nw + i] >> k) & 1) as u8;
                         }
                     }
                 })
@@ -1003,7 +1103,6 @@ impl<'c> Simulator<'c> {
                         masks.len()
                     );
                 }
-                self.mask.resize(geo.n_words, 0);
                 let rows_per_board = geo.height;
                 self.mask
                     .par_chunks_mut(geo.nw)
@@ -1019,7 +1118,6 @@ impl<'c> Simulator<'c> {
                 if !(fire_rate > 0.0 && fire_rate <= 1.0) {
                     return value_err!("fire_rate must be in (0, 1], got {fire_rate}");
                 }
-                self.mask.resize(geo.n_words, 0);
                 random_mask(&geo, &mut self.mask, fire_rate, seed, t);
                 Ok(true)
             }
@@ -1037,6 +1135,7 @@ impl<'c> Simulator<'c> {
             8 => self.step_blocks::<8>(masked, damaged),
             16 => self.step_blocks::<16>(masked, damaged),
             32 => self.step_blocks::<32>(masked, damaged),
+            64 => self.step_blocks::<64>(masked, damaged),
             w => unreachable!("words = {w} was validated"),
         }
         std::mem::swap(&mut self.cur, &mut self.next);
@@ -1057,26 +1156,41 @@ impl<'c> Simulator<'c> {
             ..
         } = self;
         let (circuit, geo, level) = (*circuit, *geo, *level);
-        let c_n = geo.channels;
-        let n_blocks = geo.n_words.div_ceil(L);
-        // A few tasks per thread for balance; results do not depend on the split.
+        let (nw, c_n) = (geo.nw, geo.channels);
+        let total_rows = geo.n_words / nw;
+        // Tasks of whole grid rows, a few per thread for balance, each at least a block;
+        // results do not depend on the split.
         let tasks = 4 * pool.current_num_threads().max(1);
-        let blocks_per_task = n_blocks.div_ceil(tasks).max(1);
+        let rows_per_task = L.div_ceil(nw).max(total_rows.div_ceil(tasks));
         let mask = masked.then_some(&mask[..]);
         let damage = (damaged && !damage.is_empty()).then_some(&damage[..]);
         let cur: &[u64] = cur;
         pool.install(|| {
-            next.par_chunks_mut(blocks_per_task * L * c_n)
+            next.par_chunks_mut(rows_per_task * nw * c_n)
                 .enumerate()
                 .for_each(|(task, out)| {
                     let i = rayon::current_thread_index().unwrap_or(0) % arenas.len();
                     let mut guard = arenas[i].lock().unwrap_or_else(|e| e.into_inner());
-                    let (arena, _) = guard.as_chunks_mut::<L>();
-                    for (k, out) in out.chunks_mut(L * c_n).enumerate() {
-                        let base = (task * blocks_per_task + k) * L;
-                        fill_block::<L>(circuit, &geo, cur, base, arena);
+                    let arena = guard.slots::<L>();
+                    let row0 = task * rows_per_task;
+                    let stop = (row0 + out.len() / (nw * c_n)) * nw;
+                    let mut base = row0 * nw;
+                    while base < stop {
+                        let end = (base + L).min(stop);
+                        fill_block::<L>(circuit, &geo, cur, base, end, arena);
                         eval::<L>(circuit, arena, level);
-                        write_block::<L>(circuit, &geo, cur, base, arena, mask, damage, out);
+                        write_block::<L>(
+                            circuit,
+                            &geo,
+                            cur,
+                            (base, end),
+                            arena,
+                            mask,
+                            damage,
+                            out,
+                            row0,
+                        );
+                        base = end;
                     }
                 });
         });
@@ -1349,7 +1463,7 @@ mod tests {
             .unwrap();
         let circuit = Circuit::from_model(model);
         eprintln!("{shape:?} C={c} masked={masked}: {:?}", circuit.stats());
-        for words in [1, 2, 4, 8, 16, 32] {
+        for words in [1, 2, 4, 8, 16, 32, 64] {
             let mut opts = SimOptions::new(steps, model.spec().periodic);
             opts.record_every = 1;
             opts.words = words;
@@ -1572,12 +1686,11 @@ mod tests {
             seed: 1234,
         };
         let a = simulate(&circuit, &x, sh, &opts).unwrap();
-        let pool_1 = rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .build()
-            .unwrap();
-        let b = pool_1.install(|| simulate(&circuit, &x, sh, &opts).unwrap());
-        assert_eq!(a, b);
+        for n in [1, 3, 0] {
+            // The crate's pool; other tests running meanwhile are thread-independent too.
+            threads::set_num_threads(n).unwrap();
+            assert_eq!(a, simulate(&circuit, &x, sh, &opts).unwrap(), "{n} threads");
+        }
         for words in [1, 4, 16] {
             opts.words = words;
             assert_eq!(

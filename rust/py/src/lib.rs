@@ -289,16 +289,9 @@ impl Engine {
         py.detach(|| model.train_step(xs, ys, shape, ms))
             .map_err(to_py)
     }
-    /// Runs the hard circuit with the bit-sliced engine; returns uint8 grids.
-    ///
-    /// `x`: `(B, H, W, C)` of 0/1 (uint8, bool or float32). Update masks: `masks`
-    /// `(B, steps, H, W)` of 0/1, or `fire_rate` in (0, 1] with `seed`, or neither
-    /// (synchronous). `damage` `(H, W)` or `(B, H, W)` of 0/1: those cells are set to
-    /// 0 after every step `t` (0-based) with `damage_from <= t < damage_until`
-    /// (default: to the end). `record_every` 0 returns the final grid `(B, H, W, C)`,
-    /// `k` the grids after steps 0, k, 2k, … and the last, `(frames, B, H, W, C)`.
-    /// `periodic` overrides the model's boundary. `words`: 64-bit words per block
-    /// (0 = default).
+
+    /// Runs the hard circuit with the bit-sliced engine; returns uint8 grids. Compiles
+    /// the circuit from the current logits, then as `HardCircuit.simulate`.
     #[pyo3(signature = (
         x, steps, fire_rate=None, seed=0, masks=None, damage=None, damage_from=0,
         damage_until=None, record_every=0, periodic=None, words=0
@@ -319,7 +312,78 @@ impl Engine {
         periodic: Option<bool>,
         words: usize,
     ) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
-        let c = self.model.spec().channels;
+        self.hard_circuit().simulate(
+            py,
+            x,
+            steps,
+            fire_rate,
+            seed,
+            masks,
+            damage,
+            damage_from,
+            damage_until,
+            record_every,
+            periodic,
+            words,
+        )
+    }
+
+    /// The hard circuit of the current logits, compiled for the bit-sliced engine.
+    fn hard_circuit(&self) -> HardCircuit {
+        HardCircuit {
+            circuit: Circuit::from_model(&self.model),
+            periodic: self.model.spec().periodic,
+        }
+    }
+
+    /// Gate counts of the hard circuit (see `HardCircuit.stats`).
+    fn hard_circuit_stats(&self) -> Vec<(&'static str, usize)> {
+        self.hard_circuit().stats()
+    }
+}
+
+/// A hard circuit compiled for the bit-sliced engine: a snapshot of a model's hard
+/// gates (later changes to the model's logits do not reach it).
+#[pyclass(module = "logicars._core", frozen)]
+struct HardCircuit {
+    circuit: Circuit,
+    /// The model's boundary, the default of `simulate`.
+    periodic: bool,
+}
+
+#[pymethods]
+impl HardCircuit {
+    /// Runs the circuit; returns uint8 grids.
+    ///
+    /// `x`: `(B, H, W, C)` of 0/1 (uint8, bool or float32). Update masks: `masks`
+    /// `(B, steps, H, W)` of 0/1, or `fire_rate` in (0, 1] with `seed`, or neither
+    /// (synchronous). `damage` `(H, W)` or `(B, H, W)` of 0/1: those cells are set to
+    /// 0 after every step `t` (0-based) with `damage_from <= t < damage_until`
+    /// (default: to the end). `record_every` 0 returns the final grid `(B, H, W, C)`,
+    /// `k` the grids after steps 0, k, 2k, … and the last, `(frames, B, H, W, C)`.
+    /// `periodic` overrides the model's boundary. `words`: 64-bit words per block
+    /// (0 = automatic).
+    #[pyo3(signature = (
+        x, steps, fire_rate=None, seed=0, masks=None, damage=None, damage_from=0,
+        damage_until=None, record_every=0, periodic=None, words=0
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn simulate<'py>(
+        &self,
+        py: Python<'py>,
+        x: &Bound<'py, PyAny>,
+        steps: usize,
+        fire_rate: Option<f64>,
+        seed: u64,
+        masks: Option<&Bound<'py, PyAny>>,
+        damage: Option<&Bound<'py, PyAny>>,
+        damage_from: usize,
+        damage_until: Option<usize>,
+        record_every: usize,
+        periodic: Option<bool>,
+        words: usize,
+    ) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
+        let c = self.circuit.channels();
         let x = Binary::extract("x", x)?;
         let xs = x.shape();
         if xs.len() != 4 || xs[3] != c {
@@ -363,11 +427,11 @@ impl Engine {
                 "damage_from ({damage_from}) must not exceed damage_until ({damage_until})"
             )));
         }
-        let mut opts = SimOptions::new(steps, periodic.unwrap_or(self.model.spec().periodic));
+        let mut opts = SimOptions::new(steps, periodic.unwrap_or(self.periodic));
         opts.record_every = record_every;
         opts.words = words;
         opts.damage_steps = damage_from..damage_until;
-        let circuit = Circuit::from_model(&self.model);
+        let circuit = &self.circuit;
         let out = {
             let x = x.data()?;
             let m = masks.as_ref().map(|m| m.data()).transpose()?;
@@ -378,7 +442,7 @@ impl Engine {
                 (None, None) => Masks::Sync,
             };
             opts.damage = d;
-            py.detach(|| bitsliced::simulate(&circuit, x, shape, &opts))
+            py.detach(|| bitsliced::simulate(circuit, x, shape, &opts))
                 .map_err(to_py)?
         };
         let mut dims = vec![shape.batch, shape.height, shape.width, c];
@@ -388,11 +452,12 @@ impl Engine {
         PyArray1::from_vec(py, out).reshape(dims)
     }
 
-    /// Gate counts of the hard circuit the bit-sliced engine runs (after folding
-    /// constants, pass-throughs and NOTs, merging duplicates, dropping dead gates).
-    fn hard_circuit_stats(&self) -> Vec<(&'static str, usize)> {
-        let circuit = Circuit::from_model(&self.model);
-        let s = circuit.stats();
+    /// Gate counts: `program_gates` (live gates of the float program, perception
+    /// counted per channel), `active_gates` (after folding constants, pass-throughs and
+    /// NOTs, merging duplicates, dropping dead gates), per kernel (`and`, `and_not`,
+    /// `or`, `xor`), arena `slots`, `patch_inputs`, `depth`.
+    fn stats(&self) -> Vec<(&'static str, usize)> {
+        let s = self.circuit.stats();
         let mut v = vec![
             ("program_gates", s.program_gates),
             ("active_gates", s.active_gates),
@@ -404,6 +469,10 @@ impl Engine {
             v.push((k.name(), n));
         }
         v
+    }
+
+    fn channels(&self) -> usize {
+        self.circuit.channels()
     }
 }
 
@@ -562,6 +631,7 @@ fn build_info() -> Vec<(&'static str, String)> {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Engine>()?;
+    m.add_class::<HardCircuit>()?;
     m.add_function(wrap_pyfunction!(unique_pairs, m)?)?;
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(num_threads, m)?)?;
