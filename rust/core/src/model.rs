@@ -362,20 +362,36 @@ impl Model {
             g.clear();
             g.resize(ws.layout.state_len(), 0.0);
         }
+        let cells = ws.layout.shape.cells();
+        let value = |n: usize, ch: usize| state[ws.layout.addr(n, ch)];
+        self.squared_error(y, y_per_cell, cells, value, |n, ch, diff| {
+            if let Some(g) = grad.as_deref_mut() {
+                g[ws.layout.addr(n, ch)] = 2.0 * diff;
+            }
+        })
+    }
+
+    /// `Σ (out − y)²` over cells and loss channels, `out(n, ch)` giving the final state;
+    /// `on_diff(n, ch, out − y)` sees every difference (for the gradient).
+    fn squared_error(
+        &self,
+        y: &[f32],
+        y_per_cell: usize,
+        cells: usize,
+        out: impl Fn(usize, usize) -> f32,
+        mut on_diff: impl FnMut(usize, usize, f32),
+    ) -> f64 {
         let mut loss = 0f64;
-        for n in 0..ws.layout.shape.cells() {
+        for n in 0..cells {
             for (i, &ch) in self.spec.loss_channels.iter().enumerate() {
                 let col = if y_per_cell == self.spec.channels {
                     ch
                 } else {
                     i
                 };
-                let at = ws.layout.addr(n, ch);
-                let diff = state[at] - y[n * y_per_cell + col];
+                let diff = out(n, ch) - y[n * y_per_cell + col];
                 loss += (diff as f64) * (diff as f64);
-                if let Some(g) = grad.as_deref_mut() {
-                    g[at] = 2.0 * diff;
-                }
+                on_diff(n, ch, diff);
             }
         }
         loss
@@ -449,15 +465,8 @@ impl Model {
         let circuit = Circuit::compile(&self.program, &self.logits);
         let out = bitsliced::simulate(&circuit, &bits, shape, &opts)?;
         let c = self.spec.channels;
-        let mut loss = 0f64;
-        for n in 0..shape.cells() {
-            for (i, &ch) in self.spec.loss_channels.iter().enumerate() {
-                let col = if per_cell == c { ch } else { i };
-                let diff = out[n * c + ch] as f64 - y[n * per_cell + col] as f64;
-                loss += diff * diff;
-            }
-        }
-        Ok(loss)
+        let value = |n: usize, ch: usize| out[n * c + ch] as f32;
+        Ok(self.squared_error(y, per_cell, shape.cells(), value, |_, _, _| {}))
     }
 
     /// One training step: soft loss and gradient, hard loss (same masks), then clip
