@@ -205,7 +205,7 @@ impl Workspace {
         let layout = Layout::new(shape, program.channels, periodic);
         let state_len = layout.state_len();
         let n_chunks = layout.n_chunks;
-        Ok(Workspace {
+        let mut ws = Workspace {
             states: vec![0.0; (steps + 1) * state_len],
             masks: Vec::new(),
             grad_next: vec![0.0; state_len],
@@ -216,11 +216,9 @@ impl Workspace {
             n_rows: program.n_rows,
             layout,
             steps,
-        })
-        .map(|mut ws| {
-            ws.ensure_arenas(threads);
-            ws
-        })
+        };
+        ws.ensure_arenas(threads);
+        Ok(ws)
     }
 
     /// Whether this workspace serves `shape` over `steps` steps.
