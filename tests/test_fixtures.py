@@ -116,3 +116,27 @@ def test_unique_wiring_matches_the_notebook() -> None:
         a, b = logicars._core.unique_pairs(n_in, n_out)
         np.testing.assert_array_equal(a, z[f"a_{n_in}_{n_out}"], err_msg=f"a {n_in}->{n_out}")
         np.testing.assert_array_equal(b, z[f"b_{n_in}_{n_out}"], err_msg=f"b {n_in}->{n_out}")
+
+
+def test_portable_kernels_match_the_fixtures_too() -> None:
+    """`LOGICARS_SIMD=portable` (no FMA, build baseline) passes the same checks."""
+    import os
+    import subprocess
+    import sys
+
+    script = f"""
+import numpy as np, logicars
+assert logicars.build_info()["simd_level"] == "portable"
+f = np.load({str(FIXTURES / "checkerboard_full.npz")!r})
+m = logicars.Model.from_npz({str(FIXTURES / "checkerboard_full.npz")!r})
+np.testing.assert_array_equal(m.rollout(f["x"], hard=True), f["hard_out"])
+np.testing.assert_allclose(m.rollout(f["x"]), f["soft_out"], atol={GRID_ATOL})
+loss, grads = m.loss_and_grad(f["x"], f["y"])
+assert abs(loss - float(f["soft_loss"])) <= {LOSS_RTOL} * float(f["soft_loss"])
+for k, g in grads.items():
+    ref = f["grad_" + k.replace("_logits", "")]
+    np.testing.assert_allclose(g, ref, atol={GRAD_ATOL}, rtol={GRAD_RTOL})
+"""
+    env = dict(os.environ, LOGICARS_SIMD="portable")
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
