@@ -1542,6 +1542,8 @@ mod tests {
             (6, true, shape(1, 2, 129), 3),
             (8, false, shape(1, 64, 64), 2),
             (8, true, shape(2, 11, 13), 3),
+            (7, true, shape(2, 5, 128), 3),
+            (7, false, shape(1, 3, 192), 3),
         ];
         for (i, &(c, periodic, sh, steps)) in cases.iter().enumerate() {
             let sp = spec(c, 2, &[9, 8, 4, 2], &[24, 16], periodic);
