@@ -128,7 +128,7 @@ def test_input_dtypes_agree() -> None:
     for xa in (x.astype(np.uint8), x.astype(bool), x.astype(np.float64), x.astype(np.int64)):
         np.testing.assert_array_equal(model.simulate(xa, 3), want)
     # the engine's own entry point takes uint8, bool and float32 directly
-    np.testing.assert_array_equal(model._engine.simulate(x.astype(bool), 3), want)
+    np.testing.assert_array_equal(model._engine.hard_circuit().simulate(x.astype(bool), 3), want)
 
 
 def _damage_box(h: int, w: int) -> np.ndarray:
@@ -246,9 +246,9 @@ def test_bad_inputs_raise() -> None:
     with pytest.raises(TypeError):
         model.simulate(x, 2.5)  # type: ignore[arg-type]
     with pytest.raises(_core.InvalidValueError):
-        model._engine.simulate(np.full((1, 8, 8, 2), 2, dtype=np.uint8), 2)
+        model._engine.hard_circuit().simulate(np.full((1, 8, 8, 2), 2, dtype=np.uint8), 2)
     with pytest.raises(_core.InvalidValueError):
-        model._engine.simulate(x, 2, words=3)
+        model._engine.hard_circuit().simulate(x, 2, words=3)
 
 
 def test_recording_too_much_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -53,20 +53,6 @@ class Engine:
         y: npt.NDArray[np.float32],
         masks: npt.NDArray[np.float32] | None = None,
     ) -> tuple[float, float]: ...
-    def simulate(
-        self,
-        x: npt.ArrayLike,
-        steps: int,
-        fire_rate: float | None = None,
-        seed: int = 0,
-        masks: npt.ArrayLike | None = None,
-        damage: npt.ArrayLike | None = None,
-        damage_from: int = 0,
-        damage_until: int | None = None,
-        record_every: int = 0,
-        periodic: bool | None = None,
-        words: int = 0,
-    ) -> npt.NDArray[np.uint8]: ...
     def hard_circuit(self) -> HardCircuit: ...
     def hard_circuit_stats(self) -> list[tuple[str, int]]: ...
 

@@ -290,44 +290,6 @@ impl Engine {
             .map_err(to_py)
     }
 
-    /// Runs the hard circuit with the bit-sliced engine; returns uint8 grids. Compiles
-    /// the circuit from the current logits, then as `HardCircuit.simulate`.
-    #[pyo3(signature = (
-        x, steps, fire_rate=None, seed=0, masks=None, damage=None, damage_from=0,
-        damage_until=None, record_every=0, periodic=None, words=0
-    ))]
-    #[allow(clippy::too_many_arguments)]
-    fn simulate<'py>(
-        &self,
-        py: Python<'py>,
-        x: &Bound<'py, PyAny>,
-        steps: usize,
-        fire_rate: Option<f64>,
-        seed: u64,
-        masks: Option<&Bound<'py, PyAny>>,
-        damage: Option<&Bound<'py, PyAny>>,
-        damage_from: usize,
-        damage_until: Option<usize>,
-        record_every: usize,
-        periodic: Option<bool>,
-        words: usize,
-    ) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
-        self.hard_circuit().simulate(
-            py,
-            x,
-            steps,
-            fire_rate,
-            seed,
-            masks,
-            damage,
-            damage_from,
-            damage_until,
-            record_every,
-            periodic,
-            words,
-        )
-    }
-
     /// The hard circuit of the current logits, compiled for the bit-sliced engine.
     fn hard_circuit(&self) -> HardCircuit {
         HardCircuit {
@@ -545,13 +507,13 @@ impl<'py> Binary<'py> {
     }
 }
 
-/// The steps whose grids `Engine.simulate(..., record_every)` returns.
+/// The steps whose grids `HardCircuit.simulate(..., record_every)` returns.
 #[pyfunction]
 fn frame_steps(steps: usize, record_every: usize) -> Vec<usize> {
     bitsliced::frame_steps(steps, record_every)
 }
 
-/// The update masks `Engine.simulate` draws for `fire_rate` and `seed`, as uint8
+/// The update masks `HardCircuit.simulate` draws for `fire_rate` and `seed`, as uint8
 /// `(B, steps, H, W)`: replayable in `rollout(masks=...)`.
 #[pyfunction]
 fn draw_masks<'py>(
