@@ -78,7 +78,11 @@ pub fn softmax(logits: &[f32]) -> [f64; N_OPS] {
 
 /// Soft coefficients `M·softmax(w)` of one gate.
 pub fn soft_coefficients(logits: &[f32]) -> [f32; 4] {
-    let p = softmax(logits);
+    fold(&softmax(logits))
+}
+
+/// Coefficients `M·p` of a gate with probabilities `p`.
+pub fn fold(p: &[f64; N_OPS]) -> [f32; 4] {
     let mut c = [0f64; 4];
     for (pi, row) in p.iter().zip(M.iter()) {
         for r in 0..4 {
@@ -93,16 +97,15 @@ pub fn hard_coefficients(logits: &[f32]) -> [f32; 4] {
     M[argmax(logits)]
 }
 
-/// Chain rule from the coefficient gradient `gc = dL/dc` to the logits:
-/// `gp = Mᵀ·gc`, then through the softmax `gw = p ⊙ (gp − p·gp)`.
-pub fn logits_grad(logits: &[f32], gc: &[f64; 4], out: &mut [f32]) {
-    let p = softmax(logits);
+/// Chain rule from the coefficient gradient `gc = dL/dc` to the logits of a gate with
+/// probabilities `p`: `gp = Mᵀ·gc`, then through the softmax `gw = p ⊙ (gp − p·gp)`.
+pub fn logits_grad(p: &[f64; N_OPS], gc: &[f64; 4], out: &mut [f32]) {
     let mut gp = [0f64; N_OPS];
     for (g, row) in gp.iter_mut().zip(M.iter()) {
         *g = (0..4).map(|r| row[r] as f64 * gc[r]).sum();
     }
     let dot: f64 = p.iter().zip(&gp).map(|(a, b)| a * b).sum();
-    for ((o, pi), g) in out.iter_mut().zip(&p).zip(&gp) {
+    for ((o, pi), g) in out.iter_mut().zip(p).zip(&gp) {
         *o = (pi * (g - dot)) as f32;
     }
 }

@@ -280,7 +280,7 @@ impl Model {
         x: &[f32],
         shape: GridShape,
         steps: usize,
-        decoding: Decoding,
+        coefs: &[[f32; 4]],
         masks: Option<&[f32]>,
     ) -> Result<&mut Workspace> {
         let c = self.spec.channels;
@@ -294,7 +294,6 @@ impl Model {
         if steps == 0 {
             return value_err!("steps must be >= 1, got 0");
         }
-        let coefs = self.coefficients(decoding);
         if !self
             .workspace
             .as_ref()
@@ -323,7 +322,7 @@ impl Model {
                 }
             }
         }
-        ws.forward(&self.program, &coefs, steps, masks.is_some());
+        ws.forward(&self.program, coefs, steps, masks.is_some());
         Ok(ws)
     }
 
@@ -339,7 +338,8 @@ impl Model {
         record: bool,
     ) -> Result<Vec<f32>> {
         let masks = self.resolve_masks(masks, shape, steps)?;
-        let ws = self.forward(x, shape, steps, decoding, masks.as_deref())?;
+        let coefs = self.coefficients(decoding);
+        let ws = self.forward(x, shape, steps, &coefs, masks.as_deref())?;
         let first = if record { 0 } else { steps };
         let mut out = Vec::new();
         for t in first..=steps {
@@ -421,20 +421,17 @@ impl Model {
         masks: Option<&[f32]>,
     ) -> Result<(f64, Vec<f32>)> {
         let steps = self.spec.num_steps;
-        self.forward(x, shape, steps, Decoding::Soft, masks)?;
+        // One softmax per gate serves the forward, the backward and the logit gradient.
+        let probs: Vec<[f64; N_OPS]> = self.logits.chunks(N_OPS).map(gates::softmax).collect();
+        let coefs: Vec<[f32; 4]> = probs.iter().map(gates::fold).collect();
+        self.forward(x, shape, steps, &coefs, masks)?;
         let mut seed = Vec::new();
         let loss = self.loss(y, per_cell, steps, Some(&mut seed));
-        let coefs = self.coefficients(Decoding::Soft);
         let ws = self.workspace.as_mut().unwrap();
         let gc = ws.backward(&self.program, &coefs, steps, masks.is_some(), &seed);
         let mut grad = vec![0f32; self.logits.len()];
-        for ((w, g), gc) in self
-            .logits
-            .chunks(N_OPS)
-            .zip(grad.chunks_mut(N_OPS))
-            .zip(gc.chunks(4))
-        {
-            gates::logits_grad(w, &[gc[0], gc[1], gc[2], gc[3]], g);
+        for ((p, g), gc) in probs.iter().zip(grad.chunks_mut(N_OPS)).zip(gc.chunks(4)) {
+            gates::logits_grad(p, &[gc[0], gc[1], gc[2], gc[3]], g);
         }
         Ok((loss, grad))
     }
@@ -452,7 +449,8 @@ impl Model {
         let steps = self.spec.num_steps;
         let binary = |v: &[f32]| v.iter().all(|&b| b == 0.0 || b == 1.0);
         if !(binary(x) && masks.is_none_or(binary)) {
-            self.forward(x, shape, steps, Decoding::Hard, masks)?;
+            let coefs = self.coefficients(Decoding::Hard);
+            self.forward(x, shape, steps, &coefs, masks)?;
             return Ok(self.loss(y, per_cell, steps, None));
         }
         self.check_grid("x", x, shape, self.spec.channels)?;
