@@ -148,7 +148,7 @@ class Model:
         update masks from their seeded stream unless `masks` `(B, steps, H, W[, 1])`
         is given. Returns the final grid, or with `record` all `steps + 1` grids.
         """
-        steps = self._spec.num_steps if steps is None else _positive_int("steps", steps)
+        steps = self._spec.num_steps if steps is None else check_int("steps", steps, 1)
         xa = as_float_array("x", x)
         return self._engine.rollout(
             xa, steps, bool(hard), _as_masks(masks, xa, steps), bool(record)
@@ -218,7 +218,7 @@ class Model:
         Returns:
             uint8 array of 0/1.
         """
-        steps = self._spec.num_steps if steps is None else _non_negative_int("steps", steps)
+        steps = self._spec.num_steps if steps is None else check_int("steps", steps, 0)
         xa = _as_binary("x", x)
         if xa.ndim != 4 or xa.shape[3] != self._spec.channels:
             raise ShapeError(
@@ -262,12 +262,12 @@ class Model:
         if isinstance(record, bool):
             every = 1 if record else 0
         else:
-            every = _non_negative_int("record", record)
+            every = check_int("record", record, 0)
         return self._hard_circuit().simulate(
             xa,
             steps,
             fire_rate=fire_rate,
-            seed=_non_negative_int("seed", seed),
+            seed=check_int("seed", seed, 0),
             masks=ma,
             damage=da,
             damage_from=d_from,
@@ -345,19 +345,13 @@ class Model:
         )
 
 
-def _positive_int(name: str, v: Any) -> int:
+def check_int(name: str, v: Any, lo: int, hi: int | None = None) -> int:
+    """`v` as an int in `[lo, hi]`; TypeError for non-integers (bool included)."""
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
         raise TypeError(f"{name} must be an integer, got {type(v).__name__}")
-    if v < 1:
-        raise ValueError(f"{name} must be >= 1, got {v}")
-    return int(v)
-
-
-def _non_negative_int(name: str, v: Any) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer, got {type(v).__name__}")
-    if v < 0:
-        raise ValueError(f"{name} must be >= 0, got {v}")
+    if v < lo or (hi is not None and v > hi):
+        bound = f">= {lo}" if hi is None else f"between {lo} and {hi}"
+        raise ValueError(f"{name} must be {bound}, got {v}")
     return int(v)
 
 

@@ -43,7 +43,7 @@ from . import _core
 from .checkpoint import load_checkpoint, save_checkpoint
 from .datasets import make_dataset
 from .errors import CheckpointError
-from .model import Model
+from .model import Model, check_int
 from .presets import Preset, get_preset
 from .spec import ModelSpec
 
@@ -105,15 +105,6 @@ def active_gates(model: Model) -> int:
 
 
 # ---- argument checks ------------------------------------------------------------------
-
-
-def _check_int(name: str, v: Any, lo: int, hi: int | None = None) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer, got {v!r}")
-    if v < lo or (hi is not None and v > hi):
-        bound = f">= {lo}" if hi is None else f"between {lo} and {hi}"
-        raise ValueError(f"{name} must be {bound}, got {v}")
-    return int(v)
 
 
 def _check_lr(lr: Any) -> float:
@@ -382,17 +373,17 @@ def train(
     """
     # Everything the user can get wrong is checked before any work starts.
     if epochs is not None:
-        epochs = _check_int("epochs", epochs, 1)
+        epochs = check_int("epochs", epochs, 1)
     if seed is not None:
-        seed = _check_int("seed", seed, 0, 2**64 - 1)
+        seed = check_int("seed", seed, 0, 2**64 - 1)
     if lr is not None:
         lr = _check_lr(lr)
     if threads is not None:
-        threads = _check_int("threads", threads, 0, 1024)
+        threads = check_int("threads", threads, 0, 1024)
     if early_stop is not None:
-        early_stop = _check_int("early_stop", early_stop, 1)
+        early_stop = check_int("early_stop", early_stop, 1)
     if checkpoint_every is not None:
-        checkpoint_every = _check_int("checkpoint_every", checkpoint_every, 1)
+        checkpoint_every = check_int("checkpoint_every", checkpoint_every, 1)
     if preset is None and resume is None:
         raise ValueError("a preset is required unless resuming a run")
     given = None if preset is None else _resolve_preset(preset)
