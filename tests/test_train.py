@@ -20,6 +20,7 @@ import logicars
 from logicars.checkpoint import load_checkpoint
 from logicars.datasets import checkerboard_target, gol_boards, gol_step, random_bits
 from logicars.errors import CheckpointError
+from logicars.evaluate import evaluate
 from logicars.train import (
     EpochMetrics,
     RunResult,
@@ -90,7 +91,9 @@ def test_run_directory(gol_run: RunResult) -> None:
     summary = json.loads((d / "summary.json").read_text())
     assert SUMMARY_KEYS <= set(summary)
     assert summary == gol_run.summary
-    assert (summary["preset"], summary["seed"], summary["epochs"]) == ("gol", 23, 3)
+    seed = logicars.get_preset("gol").seed  # the preset's default seed
+    assert (summary["preset"], summary["seed"], summary["epochs"]) == ("gol", seed, 3)
+    assert summary["hard_eval"] == evaluate(gol_run.model, logicars.get_preset("gol"))
     assert summary["final_hard_loss"] == gol_run.metrics[-1].hard_loss
     assert summary["final_soft_loss"] == gol_run.metrics[-1].soft_loss
     assert summary["threads"] == logicars.num_threads()
@@ -125,8 +128,8 @@ def test_metrics_match_engine_losses(gol_run: RunResult) -> None:
     from logicars.datasets import make_dataset
 
     preset = logicars.get_preset("gol")
-    model = logicars.Model(preset.spec, 23)
-    rng = np.random.default_rng(23)
+    model = logicars.Model(preset.spec, preset.seed)
+    rng = np.random.default_rng(preset.seed)
     data = make_dataset(preset)
     replay = [model.train_step(*data.sample(rng)) for _ in range(3)]
     assert replay == [(m.soft_loss, m.hard_loss) for m in gol_run.metrics]
@@ -301,8 +304,9 @@ def test_resume_into_another_directory(tmp_path: Path, gol_run: RunResult) -> No
 def test_resume_errors(tmp_path: Path, gol_run: RunResult) -> None:
     with pytest.raises(ValueError, match="is a run of preset 'gol', not 'checkerboard'"):
         train("checkerboard", resume=gol_run.run_dir)
-    with pytest.raises(ValueError, match="differs from the resumed run's seed 23"):
-        train("gol", resume=gol_run.run_dir, seed=1, epochs=9)
+    seed = gol_run.summary["seed"]
+    with pytest.raises(ValueError, match=f"differs from the resumed run's seed {seed}"):
+        train("gol", resume=gol_run.run_dir, seed=seed + 1, epochs=9)
     with pytest.raises(ValueError, match="already trained 3 of 3 epochs"):
         train("gol", resume=gol_run.run_dir)
     with pytest.raises(CheckpointError, match="no such checkpoint"):

@@ -98,7 +98,9 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--epochs", type=_int_at_least(1), help="total epochs (default: the preset's)")
     p.add_argument(
-        "--seed", type=_int_at_least(0), help="fixes wiring, data and async masks (default 23)"
+        "--seed",
+        type=_int_at_least(0),
+        help="fixes wiring, data and async masks (default: the preset's)",
     )
     p.add_argument("--lr", type=_positive_float, help="learning rate (default: the preset's)")
     p.add_argument("--out", metavar="DIR", help="run directory (default runs/<preset>-<time>)")
@@ -142,10 +144,12 @@ def _run_train(args: argparse.Namespace) -> int:
     s = result.summary
     zero = s["first_epoch_hard_zero"]
     first = f"first 0 at epoch {zero}" if zero is not None else "never 0"
+    ev = s["hard_eval"]
     print(
         f"{s['preset']}: {s['epochs']} epochs in {s['wall_seconds']:.1f} s, "
         f"final soft loss {s['final_soft_loss']:.4g}, hard loss {s['final_hard_loss']:g} "
-        f"({first}), {s['active_gates']} active gates -> {result.run_dir}"
+        f"({first}), {s['active_gates']} active gates; the hard circuit solves "
+        f"{ev['solved']}/{ev['samples']} held-out inputs -> {result.run_dir}"
     )
     if result.interrupted:
         print(f"interrupted; continue with: {PROG} train --resume {result.run_dir}")

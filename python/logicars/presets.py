@@ -10,6 +10,13 @@ Wiring: perceive layer 0 is `first_kernel` (centre against each of the 8 neighbo
 every other layer is `unique`. Every `unique` layer below satisfies what the notebook's
 `get_unique_connections` needs (`2 * out >= in` and `in * (in - 1) / 2 >= out` distinct
 pairs), so no preset falls back to `random`.
+
+Seeds: the notebook trains every experiment with seed 23 of JAX's random streams. This
+engine draws wiring, data and masks from its own generators (ChaCha8, NumPy's PCG64), so
+a seed here is a different run from the notebook's, and whether a run reaches hard loss
+0 depends on it (docs/results.md has the success rate over seeds). Each preset's default
+`seed` is the lowest seed from 0 up whose run reaches hard loss 0 and solves the task
+(`logicars.evaluate`) within the preset's epochs; `scripts/seed_sweep.py` measures that.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ class Preset:
     width: int
     epochs: int
     description: str
+    seed: int = 0
 
     def gates(self) -> int:
         """Number of gates with their own logits (perceive weights are shared by channels)."""
@@ -102,6 +110,7 @@ PRESETS: dict[str, Preset] = {
             height=3,
             width=3,
             epochs=3000,
+            seed=2,
             description="Game of Life: one step of Conway's rule on 3x3 periodic boards",
         ),
         Preset(
@@ -120,6 +129,7 @@ PRESETS: dict[str, Preset] = {
             height=16,
             width=16,
             epochs=500,
+            seed=4,
             description=_CHECKERBOARD_DESC + ", synchronous, 20 steps on 16x16",
         ),
         Preset(
@@ -139,6 +149,7 @@ PRESETS: dict[str, Preset] = {
             height=14,
             width=14,
             epochs=800,
+            seed=0,
             description=_CHECKERBOARD_DESC + ", asynchronous (fire rate 0.6), 50 steps on 14x14",
         ),
         Preset(
@@ -157,6 +168,7 @@ PRESETS: dict[str, Preset] = {
             height=20,
             width=20,
             epochs=3500,
+            seed=0,
             description="Grow the 20x20 lizard silhouette on channel 0 from a single seed cell",
         ),
         Preset(
@@ -175,6 +187,7 @@ PRESETS: dict[str, Preset] = {
             height=16,
             width=16,
             epochs=3000,
+            seed=0,
             description="Grow the 16x16 coloured Google 'G' on channels 0-2 (R, G, B) from zeros",
         ),
     )

@@ -43,6 +43,7 @@ from . import _core
 from .checkpoint import load_checkpoint, save_checkpoint
 from .datasets import make_dataset
 from .errors import CheckpointError
+from .evaluate import evaluate
 from .model import Model, check_int
 from .presets import Preset, get_preset
 from .spec import ModelSpec
@@ -51,7 +52,6 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 CHECKPOINT_NAME = "model.safetensors"
 TRAIN_STATE_KIND = "logicars-train"
-DEFAULT_SEED = 23
 DEFAULT_CHECKPOINT_EVERY = 50
 PASS_THROUGH_OPS = (3, 5)  # A and B: wires, not logic
 _GIF_SIZE = 256  # the rollout GIF's longer side in pixels, about
@@ -207,6 +207,7 @@ class _State:
                 "width": p.width,
                 "epochs": p.epochs,
                 "description": p.description,
+                "seed": p.seed,
             },
             "seed": self.seed,
             "target_epochs": self.target_epochs,
@@ -236,6 +237,7 @@ class _State:
                 width=int(p["width"]),
                 epochs=int(p["epochs"]),
                 description=str(p["description"]),
+                seed=int(p.get("seed", extra["seed"])),
             )
             state = extra["rng_state"]
             if state.get("bit_generator") != "PCG64":
@@ -356,8 +358,8 @@ def train(
 
     - `epochs`: total epochs of the run (default: the preset's); on resume, the total to
       reach, counting the epochs already done.
-    - `seed`: fixes wiring, data and async masks (default 23, the notebook's; a resumed
-      run keeps its own seed).
+    - `seed`: fixes wiring, data and async masks (default: the preset's `seed`, see
+      `logicars.presets`; a resumed run keeps its own seed).
     - `lr`: overrides the preset's learning rate.
     - `out`: run directory (default `runs/<preset>-<timestamp>`; on resume, the resumed
       directory).
@@ -433,10 +435,10 @@ def train(
             p = dataclasses.replace(p, spec=p.spec.replace(lr=lr))
         state = _State(
             preset=p,
-            seed=DEFAULT_SEED if seed is None else seed,
+            seed=p.seed if seed is None else seed,
             target_epochs=p.epochs if epochs is None else epochs,
             early_stop=early_stop,
-            rng=np.random.default_rng(DEFAULT_SEED if seed is None else seed),
+            rng=np.random.default_rng(p.seed if seed is None else seed),
             metrics=[],
         )
         model = None
@@ -550,6 +552,9 @@ def _summary(model: Model, state: _State, interrupted: bool, early_stopped: bool
         "first_epoch_hard_zero": state.first_zero,
         "wall_seconds": round(state.elapsed, 3),
         "active_gates": active_gates(model),
+        # Held-out check of the discrete circuit (all 512 boards for gol, fresh starts
+        # for the checkerboards, the target image for the growth presets).
+        "hard_eval": evaluate(model, p),
         "gates": p.gates(),
         "early_stop": state.early_stop,
         "early_stopped": early_stopped,
