@@ -95,13 +95,13 @@ def test_presets_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0 and err == ""
     lines = out.strip().splitlines()
     header = lines[0].split()
-    assert header == ["name", "channels", "grid", "batch", "steps", "epochs", "gates",
+    assert header == ["name", "channels", "grid", "batch", "steps", "epochs", "seed", "gates",
                       "gate-cells/epoch"]  # fmt: skip
     assert [line.split()[0] for line in lines[1:]] == list(PRESETS)
     row = dict(zip(header, lines[2].split()))  # checkerboard
     p = PRESETS["checkerboard"]
     assert row["grid"] == "16x16" and row["channels"] == "8" and row["batch"] == "2"
-    assert row["steps"] == "20" and row["epochs"] == "500"
+    assert row["steps"] == "20" and row["epochs"] == "500" and row["seed"] == str(p.seed)
     assert row["gates"] == f"{p.gates():,}"
     assert row["gate-cells/epoch"] == f"{p.gate_cell_evals_per_epoch():,}"
     assert "async" in lines[3]

@@ -167,7 +167,9 @@ def presets_table() -> str:
     """The presets as an aligned text table (what `logicars presets` prints)."""
     from .presets import PRESETS
 
-    header = ("name", "channels", "grid", "batch", "steps", "epochs", "gates", "gate-cells/epoch")
+    header = (
+        "name", "channels", "grid", "batch", "steps", "epochs", "seed", "gates", "gate-cells/epoch",
+    )  # fmt: skip
     rows = [header]
     for p in PRESETS.values():
         steps = f"{p.spec.num_steps}" + (" async" if p.spec.is_async else "")
@@ -179,6 +181,7 @@ def presets_table() -> str:
                 str(p.batch),
                 steps,
                 str(p.epochs),
+                str(p.seed),
                 f"{p.gates():,}",
                 f"{p.gate_cell_evals_per_epoch():,}",
             )
