@@ -166,7 +166,7 @@ def _compile_c(source: str, tmp_path: Path, name: str) -> Path:
     cc = require_tool("cc")
     src, exe = tmp_path / f"{name}.c", tmp_path / name
     src.write_text(source)
-    cmd = [cc, "-std=c99", "-O1", "-Wall", "-Wextra", "-Werror", "-DLOGICARS_MAIN"]
+    cmd = [cc, "-std=c99", "-O0", "-Wall", "-Wextra", "-Werror", "-DLOGICARS_MAIN"]
     subprocess.run([*cmd, "-o", str(exe), str(src)], check=True, capture_output=True)
     return exe
 
@@ -244,7 +244,7 @@ def _simulate_verilog(source: str, patches: np.ndarray, c: int, tmp_path: Path) 
         f'    $readmemb("vectors.txt", vectors);\n'
         f"    for (i = 0; i < {n}; i = i + 1) begin\n"
         f"      patch = vectors[i];\n"
-        f"      #1 $display(\"%b\", next);\n"
+        f'      #1 $display("%b", next);\n'
         f"    end\n"
         f"    $finish;\n"
         f"  end\n"
@@ -378,7 +378,10 @@ def test_cli_export_every_format(
     assert (trained_gol / "circuit.v").read_text() == model.export("verilog")
     for fmt, name in (("c", "x.c"), ("digitaljs", "x.json"), ("dot", "x.dot")):
         target = tmp_path / name
-        assert logicars.cli.main(["export", str(trained_gol), "--format", fmt, "--out", str(target)]) == 0
+        assert (
+            logicars.cli.main(["export", str(trained_gol), "--format", fmt, "--out", str(target)])
+            == 0
+        )
         assert target.read_text() == model.export(fmt)
     # A fixture .npz works too; its circuit file goes beside it unless --out is given.
     npz = FIXTURES / "sync_small.npz"
@@ -447,9 +450,7 @@ def test_cli_simulate_async_and_damage(
     damage = np.zeros((32, 32), np.uint8)
     damage[13:19, 13:19] = 1
     x = start_grid(None, 1, 32, 1, 9)
-    np.testing.assert_array_equal(
-        final, model.simulate(x, 5, fire_rate=0.5, seed=9, damage=damage)
-    )
+    np.testing.assert_array_equal(final, model.simulate(x, 5, fire_rate=0.5, seed=9, damage=damage))
 
 
 def test_start_grid_of_grow_presets_is_centred() -> None:
@@ -460,3 +461,29 @@ def test_start_grid_of_grow_presets_is_centred() -> None:
     assert x.shape == (1, 9, 9, 128) and x.sum() == 128 and x[0, 4, 4].all()
     x = start_grid(lizard, lizard.spec.channels, 40, 2, 0)
     assert x.shape == (2, 40, 40, 128) and x[:, 20, 20].all() and x.sum() == 2 * 128
+
+
+def test_simulate_targets() -> None:
+    from logicars.datasets import checkerboard_target
+    from logicars.simulate import target_grid
+
+    board = logicars.get_preset("checkerboard")
+    x = np.zeros((2, 12, 20, 8), np.uint8)
+    y = target_grid(board, x, 80)
+    assert y is not None and y.shape == (2, 12, 20, 1)
+    np.testing.assert_array_equal(y[1, ..., 0], checkerboard_target(12, 20))
+    lizard = logicars.get_preset("lizard")
+    assert target_grid(lizard, np.zeros((1, 20, 20, 128), np.uint8), 12) is not None
+    assert target_grid(lizard, np.zeros((1, 32, 32, 128), np.uint8), 12) is None  # other size
+    assert target_grid(None, x, 3) is None
+
+
+def test_cli_simulate_fixture_npz(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    npz, npy = FIXTURES / "sync_small.npz", tmp_path / "x.npy"
+    argv = ["simulate", str(npz), "--size", "16", "--steps", "4", "--out", str(npy)]
+    assert logicars.cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("model: 1 x 16x16, 4 steps (sync)") and "target" not in out
+    model = logicars.Model.from_npz(npz)
+    x = np.random.default_rng(0).integers(0, 2, size=(1, 16, 16, 8), dtype=np.uint8)
+    np.testing.assert_array_equal(np.load(npy), model.simulate(x, 4))

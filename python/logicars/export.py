@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -48,7 +48,7 @@ class Netlist:
     channels: int
     inputs: list[tuple[int, int, int]]
     gates: list[tuple[str, int, int]]
-    outputs: list[tuple[Optional[int], bool]]
+    outputs: list[tuple[int | None, bool]]
 
     def evaluate(self, patches: Any) -> np.ndarray:
         """Next states of cells from their patches: `(N, 9*C)` bits with patch bit
@@ -68,7 +68,9 @@ class Netlist:
         """One synchronous step of `(B, H, W, C)` grids by evaluating every cell's patch."""
         g = np.asarray(grid).astype(np.uint8)
         b, h, w, c = g.shape
-        padded = np.pad(g, ((0, 0), (1, 1), (1, 1), (0, 0)), mode="wrap" if periodic else "constant")
+        padded = np.pad(
+            g, ((0, 0), (1, 1), (1, 1), (0, 0)), mode="wrap" if periodic else "constant"
+        )
         # (B, H, W, C, 9) neighbourhoods, entry (dr+1)*3 + (dc+1).
         views = [padded[:, r : r + h, q : q + w] for r in range(3) for q in range(3)]
         patches = np.stack(views, axis=-1).reshape(b * h * w, c * 9)
@@ -150,7 +152,8 @@ def _export_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--out",
         metavar="FILE",
-        help="output file (default: circuit.<ext> in the run directory, or beside the model)",
+        help="output file (default: circuit.<ext> in the run directory, or the model file's "
+        "name with the format's extension)",
     )
 
 
@@ -159,11 +162,18 @@ def _run_export(args: argparse.Namespace) -> int:
 
     run = load_run(args.model)
     text = export_text(run.model, args.format)
-    out = Path(args.out) if args.out else run.directory / f"circuit{SUFFIXES[args.format]}"
+    source = Path(args.model)
+    base = source / "circuit" if source.is_dir() else source.with_suffix("")
+    out = Path(args.out) if args.out else Path(f"{base}{SUFFIXES[args.format]}")
     out.write_text(text)
     print(format_prune_report(prune_report(run.model)))
     print(f"wrote {args.format} to {out}")
     return 0
 
 
-register("export", "export a trained circuit as C, Verilog, DigitalJS or DOT", _export_arguments, _run_export)
+register(
+    "export",
+    "export a trained circuit as C, Verilog, DigitalJS or DOT",
+    _export_arguments,
+    _run_export,
+)

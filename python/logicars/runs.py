@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 from .model import Model, PathLike
 from .presets import PRESETS, Preset
@@ -18,7 +17,7 @@ class LoadedRun:
     checkpoints) and the directory outputs go to by default."""
 
     model: Model
-    preset: Optional[Preset]
+    preset: Preset | None
     directory: Path
 
 

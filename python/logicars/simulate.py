@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Optional
 
 import numpy as np
 
@@ -29,7 +28,7 @@ from .presets import Preset
 _GIF_FRAMES = 100
 
 
-def _grow_dataset(preset: Optional[Preset]) -> Optional[GrowDataset]:
+def _grow_dataset(preset: Preset | None) -> GrowDataset | None:
     """The preset's dataset when it grows a pattern from a fixed start grid."""
     if preset is None:
         return None
@@ -38,7 +37,7 @@ def _grow_dataset(preset: Optional[Preset]) -> Optional[GrowDataset]:
 
 
 def start_grid(
-    preset: Optional[Preset], channels: int, size: int, batch: int, seed: int
+    preset: Preset | None, channels: int, size: int, batch: int, seed: int
 ) -> np.ndarray:
     """The start state `(batch, size, size, C)` uint8 for a run of `preset`."""
     rng = np.random.default_rng(seed)
@@ -64,7 +63,7 @@ def _centred(x: np.ndarray, size: int) -> np.ndarray:
     return out
 
 
-def target_grid(preset: Optional[Preset], x: np.ndarray, steps: int) -> Optional[np.ndarray]:
+def target_grid(preset: Preset | None, x: np.ndarray, steps: int) -> np.ndarray | None:
     """The grid a run of `preset` should reach from `x` after `steps` steps, on the loss
     channels `(B, H, W, len(loss_channels))`, or None when there is no fixed target."""
     if preset is None:
@@ -80,7 +79,9 @@ def target_grid(preset: Optional[Preset], x: np.ndarray, steps: int) -> Optional
         return np.broadcast_to(checkerboard_target(h, w)[None, ..., None], (b, h, w, 1))
     if isinstance(dataset, GrowDataset) and (h, w) == (preset.height, preset.width):
         y = dataset.sample(np.random.default_rng(0))[1][:1]
-        return np.broadcast_to(y[..., preset.spec.loss_channels], (b, h, w, len(preset.spec.loss_channels)))
+        return np.broadcast_to(
+            y[..., preset.spec.loss_channels], (b, h, w, len(preset.spec.loss_channels))
+        )
     return None
 
 
@@ -124,7 +125,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
     model, preset, spec = run.model, run.preset, run.model.spec
     size = args.size or (preset.height if preset and _grow_dataset(preset) else 64)
     steps = spec.num_steps if args.steps is None else args.steps
-    fire_rate: Optional[float] = None
+    fire_rate: float | None = None
     if args.fire_rate is not None:
         if not 0.0 < args.fire_rate <= 1.0:
             raise UsageError(f"--fire-rate must be in (0, 1], got {args.fire_rate}")
@@ -143,9 +144,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
 
     x = start_grid(preset, spec.channels, size, args.batch, args.seed)
     every = max(1, -(-steps // _GIF_FRAMES)) if args.gif else 0
-    out = model.simulate(
-        x, steps, fire_rate=fire_rate, seed=args.seed, damage=damage, record=every
-    )
+    out = model.simulate(x, steps, fire_rate=fire_rate, seed=args.seed, damage=damage, record=every)
     final = out[-1] if every else out
     if args.gif:
         write_frames_gif(out[:, 0], spec.loss_channels, args.gif)
@@ -171,4 +170,9 @@ def _run_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
-register("simulate", "run a trained circuit on a grid (bit-sliced engine)", _simulate_arguments, _run_simulate)
+register(
+    "simulate",
+    "run a trained circuit on a grid (bit-sliced engine)",
+    _simulate_arguments,
+    _run_simulate,
+)

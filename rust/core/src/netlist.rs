@@ -521,6 +521,9 @@ mod tests {
             let circuit = Circuit::from_model(&random_model(channels, seed));
             let net = Netlist::from_circuit(&circuit);
             assert!(!net.gates.is_empty());
+            let s = circuit.stats();
+            assert!(s.program_gates >= s.folded_gates && s.folded_gates >= s.merged_gates);
+            assert!(s.merged_gates >= s.active_gates);
             assert_eq!(net.gates.len(), circuit.stats().active_gates);
             assert_eq!(net.inputs.len(), circuit.stats().patch_inputs);
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
