@@ -129,7 +129,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
     if args.fire_rate is not None:
         if not 0.0 < args.fire_rate <= 1.0:
             raise UsageError(f"--fire-rate must be in (0, 1], got {args.fire_rate}")
-        fire_rate = args.fire_rate
+        fire_rate = None if args.fire_rate == 1.0 else args.fire_rate  # every cell fires
     elif args.use_async:
         fire_rate = spec.fire_rate or 0.6
     elif spec.is_async:
