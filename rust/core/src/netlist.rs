@@ -129,6 +129,12 @@ impl Netlist {
         }
     }
 
+    /// A node, negated with `~` when `negated` (C and Verilog).
+    fn literal(&self, n: u32, negated: bool, patch: &str) -> String {
+        let not = if negated { "~" } else { "" };
+        format!("{not}{}", self.operand(n, patch))
+    }
+
     /// A node as a device id: `in{i}` or `g{i}` (DigitalJS, DOT).
     fn device_id(&self, n: u32) -> String {
         match self.node(n) {
@@ -220,13 +226,7 @@ impl Netlist {
         for (ch, o) in self.outputs.iter().enumerate() {
             let expr = match *o {
                 NetOutput::Const(v) => (if v { "~(uint64_t)0" } else { "0" }).to_string(),
-                NetOutput::Node { node, negated } => {
-                    format!(
-                        "{}{}",
-                        if negated { "~" } else { "" },
-                        self.operand(node, "in")
-                    )
-                }
+                NetOutput::Node { node, negated } => self.literal(node, negated, "in"),
             };
             let _ = writeln!(s, "    out[{ch}] = {expr};");
         }
@@ -258,13 +258,7 @@ impl Netlist {
         for (ch, o) in self.outputs.iter().enumerate() {
             let expr = match *o {
                 NetOutput::Const(v) => format!("1'b{}", v as u8),
-                NetOutput::Node { node, negated } => {
-                    format!(
-                        "{}{}",
-                        if negated { "~" } else { "" },
-                        self.operand(node, "patch")
-                    )
-                }
+                NetOutput::Node { node, negated } => self.literal(node, negated, "patch"),
             };
             let _ = writeln!(s, "    assign next[{ch}] = {expr};");
         }
@@ -286,7 +280,6 @@ impl Netlist {
                  \"to\": {{\"id\": \"{to}\", \"port\": \"{port}\"}}}}"
             ));
         };
-        let node_id = |n: u32| self.device_id(n);
         for (i, inp) in self.inputs.iter().enumerate() {
             let label = input_label(inp);
             devices.push(format!(
@@ -297,7 +290,7 @@ impl Netlist {
         // One shared inverter per node that some and_not gate negates.
         let mut inverted = vec![false; self.n_nodes()];
         for (g, gate) in self.gates.iter().enumerate() {
-            let (a, b) = (node_id(gate.a), node_id(gate.b));
+            let (a, b) = (self.device_id(gate.a), self.device_id(gate.b));
             let id = format!("g{g}");
             let kind = match gate.kind {
                 Kind::And | Kind::AndNot => "And",
@@ -337,14 +330,14 @@ impl Netlist {
                 NetOutput::Node {
                     node,
                     negated: false,
-                } => connect(&mut connectors, &node_id(node), &out_id, "in"),
+                } => connect(&mut connectors, &self.device_id(node), &out_id, "in"),
                 NetOutput::Node {
                     node,
                     negated: true,
                 } => {
                     let id = format!("not_out{ch}");
                     devices.push(format!("\"{id}\": {{\"type\": \"Not\", \"bits\": 1}}"));
-                    connect(&mut connectors, &node_id(node), &id, "in");
+                    connect(&mut connectors, &self.device_id(node), &id, "in");
                     connect(&mut connectors, &id, &out_id, "in");
                 }
             }
@@ -364,19 +357,18 @@ impl Netlist {
         let mut s = String::from(
             "digraph logicars {\n  rankdir=LR;\n  node [fontname=\"Helvetica\", fontsize=10];\n",
         );
-        let node_id = |n: u32| self.device_id(n);
         for (i, inp) in self.inputs.iter().enumerate() {
             let _ = writeln!(s, "  in{i} [shape=box, label=\"{}\"];", input_label(inp));
         }
         for (g, gate) in self.gates.iter().enumerate() {
             let _ = writeln!(s, "  g{g} [shape=ellipse, label=\"{}\"];", gate.kind.name());
-            let _ = writeln!(s, "  {} -> g{g};", node_id(gate.a));
+            let _ = writeln!(s, "  {} -> g{g};", self.device_id(gate.a));
             let style = if gate.kind == Kind::AndNot {
                 " [style=dashed]"
             } else {
                 ""
             };
-            let _ = writeln!(s, "  {} -> g{g}{style};", node_id(gate.b));
+            let _ = writeln!(s, "  {} -> g{g}{style};", self.device_id(gate.b));
         }
         for (ch, o) in self.outputs.iter().enumerate() {
             let _ = writeln!(s, "  out{ch} [shape=doublecircle, label=\"next c{ch}\"];");
@@ -387,7 +379,7 @@ impl Netlist {
                 }
                 NetOutput::Node { node, negated } => {
                     let label = if negated { " [label=\"¬\"]" } else { "" };
-                    let _ = writeln!(s, "  {} -> out{ch}{label};", node_id(node));
+                    let _ = writeln!(s, "  {} -> out{ch}{label};", self.device_id(node));
                 }
             }
         }
