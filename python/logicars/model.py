@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 
 from . import _core
 from .errors import ShapeError
 from .spec import ModelSpec
+
+if TYPE_CHECKING:
+    from .export import Netlist
 
 PathLike = Union[str, "os.PathLike[str]"]
 SpecLike = Union[ModelSpec, dict, str]
@@ -282,6 +285,26 @@ class Model:
         pass-throughs and NOTs, merging duplicates and dropping dead gates), by kernel
         (`and`, `and_not`, `or`, `xor`), arena `slots`, `patch_inputs` and `depth`."""
         return dict(self._hard_circuit().stats())
+
+    def netlist(self) -> Netlist:
+        """The pruned hard circuit as inputs, gates and outputs (`logicars.export.Netlist`)."""
+        from .export import netlist
+
+        return netlist(self)
+
+    def prune_report(self) -> dict[str, int]:
+        """Gate counts before and after each pruning stage (`logicars.export.prune_report`)."""
+        from .export import prune_report
+
+        return prune_report(self)
+
+    def export(self, format: str) -> str:
+        """The pruned hard circuit as source text: `c` (one cell and a whole-grid step with
+        the spec's boundary), `verilog` (one cell's combinational update), `digitaljs`
+        (DigitalJS circuit JSON) or `dot` (Graphviz)."""
+        from .export import export_text
+
+        return export_text(self, format)
 
     def _hard_circuit(self) -> _core.HardCircuit:
         """The compiled hard circuit, cached until the logits change (so that calling

@@ -624,8 +624,6 @@ def write_rollout_gif(model: Model, preset: Preset, path: PathLike, seed: int = 
     as uint8 `(steps + 1, H, W)` or `(steps + 1, H, W, 3)` (GIF writers merge identical
     consecutive frames, so the file may hold fewer).
     """
-    from PIL import Image
-
     rng = np.random.default_rng([seed, 1])
     x, _ = make_dataset(preset).sample(rng)
     mask_state = model.mask_state
@@ -633,11 +631,19 @@ def write_rollout_gif(model: Model, preset: Preset, path: PathLike, seed: int = 
         frames = model.rollout(x[:1], hard=True, record=True)[:, 0]  # (steps + 1, H, W, C)
     finally:
         model.mask_state = mask_state
-    chans = model.spec.loss_channels
-    if len(chans) == 3:
-        pixels = frames[..., chans]
+    return write_frames_gif(frames, model.spec.loss_channels, path)
+
+
+def write_frames_gif(frames: np.ndarray, channels: list[int], path: PathLike) -> np.ndarray:
+    """Writes grids `(T, H, W, C)` of 0/1 as an animated GIF: `channels[0]` as grayscale,
+    or three channels as RGB. Cells are scaled up with nearest-neighbour so small grids
+    are visible. Returns the frames as uint8 `(T, H, W)` or `(T, H, W, 3)`."""
+    from PIL import Image
+
+    if len(channels) == 3:
+        pixels = frames[..., channels]
     else:
-        pixels = frames[..., chans[0]]
+        pixels = frames[..., channels[0]]
     pixels = (np.clip(pixels, 0, 1) * 255).astype(np.uint8)
     h, w = pixels.shape[1], pixels.shape[2]
     scale = max(1, _GIF_SIZE // max(h, w))

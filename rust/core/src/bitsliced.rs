@@ -151,10 +151,10 @@ fn apply1(g0: bool, g1: bool, s: Sym) -> Sym {
 
 /// A gate of the compiled circuit: `out = kind(x, y)` on arena slots.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Op {
-    x: u32,
-    y: u32,
-    out: u32,
+pub(crate) struct Op {
+    pub(crate) x: u32,
+    pub(crate) y: u32,
+    pub(crate) out: u32,
 }
 
 /// Consecutive ops of one kind.
@@ -168,16 +168,16 @@ struct Run {
 /// How one patch word is built: channel, row offset index (0..3 for dr = -1, 0, 1),
 /// column offset index (0..3 for dc = -1, 0, 1), arena slot.
 #[derive(Debug, Clone, Copy)]
-struct Fill {
-    channel: usize,
-    dr: usize,
-    dc: usize,
-    slot: u32,
+pub(crate) struct Fill {
+    pub(crate) channel: usize,
+    pub(crate) dr: usize,
+    pub(crate) dc: usize,
+    pub(crate) slot: u32,
 }
 
 /// Where one channel of the next state comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Output {
+pub(crate) enum Output {
     Const(bool),
     Slot { slot: u32, neg: bool },
 }
@@ -188,6 +188,11 @@ pub struct CircuitStats {
     /// Gate evaluations per cell in the float program (dead gates already removed;
     /// perception gates count once per channel).
     pub program_gates: usize,
+    /// Program gates left after folding constants, pass-throughs and NOTs (each still
+    /// a genuine two-input gate), before duplicates are merged and dead gates dropped.
+    pub folded_gates: usize,
+    /// Distinct gates after merging duplicates, before dead gates are dropped.
+    pub merged_gates: usize,
     /// Gates left after folding constants, pass-throughs and negations, merging
     /// duplicates and dropping dead gates: the bitwise operations per cell and step.
     pub active_gates: usize,
@@ -205,11 +210,11 @@ pub struct CircuitStats {
 #[derive(Debug, Clone)]
 pub struct Circuit {
     channels: usize,
-    n_slots: usize,
-    fills: Vec<Fill>,
+    pub(crate) n_slots: usize,
+    pub(crate) fills: Vec<Fill>,
     ops: Vec<Op>,
     runs: Vec<Run>,
-    outputs: Vec<Output>,
+    pub(crate) outputs: Vec<Output>,
     stats: CircuitStats,
 }
 
@@ -244,6 +249,7 @@ impl Circuit {
         // Gate nodes: (kind, x node, y node); node id = n_patch + index.
         let mut nodes: Vec<(Kind, u32, u32)> = Vec::new();
         let mut seen = std::collections::HashMap::new();
+        let mut folded_gates = 0;
         for ins in &program.instrs {
             let op = gates::argmax(&logits[ins.coef as usize * N_OPS..][..N_OPS]);
             let (sa, sb) = (sym[ins.a as usize], sym[ins.b as usize]);
@@ -291,6 +297,7 @@ impl Circuit {
                         } else {
                             (x, y)
                         };
+                        folded_gates += 1;
                         let node = *seen.entry((kind, x, y)).or_insert_with(|| {
                             nodes.push((kind, x, y));
                             (n_patch + nodes.len() - 1) as u32
@@ -414,6 +421,8 @@ impl Circuit {
             .collect();
         let stats = CircuitStats {
             program_gates: program.instrs.len(),
+            folded_gates,
+            merged_gates: nodes.len(),
             active_gates: ops.len(),
             by_kind,
             slots: n_slots as usize,
@@ -437,6 +446,13 @@ impl Circuit {
 
     pub fn stats(&self) -> &CircuitStats {
         &self.stats
+    }
+
+    /// The ops in schedule order with their kernels (for `crate::netlist`).
+    pub(crate) fn scheduled_ops(&self) -> impl Iterator<Item = (Kind, &Op)> {
+        self.runs
+            .iter()
+            .flat_map(move |r| self.ops[r.start..r.end].iter().map(move |op| (r.kind, op)))
     }
 
     /// Evaluates the circuit on one cell's 3×3 neighbourhood, `patch[c·9 + e]`

@@ -12,6 +12,7 @@ pub mod error;
 pub mod gates;
 pub mod kernels;
 pub mod model;
+pub mod netlist;
 pub mod optim;
 pub mod program;
 pub mod spec;

@@ -4,6 +4,7 @@
 //! released while Rust works; engine errors become `logicars.errors` exceptions.
 
 use logicars_core::bitsliced::{self, Circuit, Masks, SimOptions};
+use logicars_core::netlist::{NetOutput, Netlist};
 use logicars_core::{self as core, Decoding, GridShape, Model, Spec, Wires};
 use numpy::{
     PyArray1, PyArrayDyn, PyArrayMethods, PyReadonlyArray1, PyReadonlyArrayDyn,
@@ -415,13 +416,16 @@ impl HardCircuit {
     }
 
     /// Gate counts: `program_gates` (live gates of the float program, perception
-    /// counted per channel), `active_gates` (after folding constants, pass-throughs and
-    /// NOTs, merging duplicates, dropping dead gates), per kernel (`and`, `and_not`,
+    /// counted per channel), `folded_gates` (left after folding constants, pass-throughs
+    /// and NOTs), `merged_gates` (after also merging duplicates), `active_gates` (after
+    /// also dropping dead gates), per kernel (`and`, `and_not`,
     /// `or`, `xor`), arena `slots`, `patch_inputs`, `depth`.
     fn stats(&self) -> Vec<(&'static str, usize)> {
         let s = self.circuit.stats();
         let mut v = vec![
             ("program_gates", s.program_gates),
+            ("folded_gates", s.folded_gates),
+            ("merged_gates", s.merged_gates),
             ("active_gates", s.active_gates),
             ("slots", s.slots),
             ("patch_inputs", s.patch_inputs),
@@ -436,7 +440,64 @@ impl HardCircuit {
     fn channels(&self) -> usize {
         self.circuit.channels()
     }
+
+    /// The circuit as a netlist `(inputs, gates, outputs)`: inputs `(channel, dr, dc)`
+    /// are nodes `0..len(inputs)`, gate `g` `(kind, a, b)` on nodes `a`, `b` is node
+    /// `len(inputs) + g`; output `c` is `(node, negated)` or `(None, value)`.
+    #[allow(clippy::type_complexity)]
+    fn netlist(
+        &self,
+    ) -> (
+        Vec<(usize, i8, i8)>,
+        Vec<(&'static str, u32, u32)>,
+        Vec<(Option<u32>, bool)>,
+    ) {
+        let net = Netlist::from_circuit(&self.circuit);
+        let inputs = net.inputs.iter().map(|i| (i.channel, i.dr, i.dc)).collect();
+        let gates = net
+            .gates
+            .iter()
+            .map(|g| (g.kind.name(), g.a, g.b))
+            .collect();
+        let outputs = net
+            .outputs
+            .iter()
+            .map(|o| match *o {
+                NetOutput::Const(v) => (None, v),
+                NetOutput::Node { node, negated } => (Some(node), negated),
+            })
+            .collect();
+        (inputs, gates, outputs)
+    }
+
+    /// The circuit as source text: `format` is `c` (one cell and a whole-grid step
+    /// with the model's boundary, or `periodic`), `verilog`, `digitaljs` or `dot`.
+    #[pyo3(signature = (format, periodic=None))]
+    fn export(&self, format: &str, periodic: Option<bool>) -> PyResult<String> {
+        let net = Netlist::from_circuit(&self.circuit);
+        Ok(match format {
+            "c" => net.to_c(periodic.unwrap_or(self.periodic)),
+            "verilog" => net.to_verilog(),
+            "digitaljs" => net.to_digitaljs(),
+            "dot" => net.to_dot(),
+            _ => {
+                return Err(InvalidValueError::new_err(format!(
+                    "unknown export format {format:?}; expected one of {}",
+                    EXPORT_FORMATS.join(", ")
+                )))
+            }
+        })
+    }
+
+    /// Whether the circuit's model has a periodic boundary.
+    #[getter]
+    fn periodic(&self) -> bool {
+        self.periodic
+    }
 }
+
+/// The formats `HardCircuit.export` writes.
+const EXPORT_FORMATS: [&str; 4] = ["c", "verilog", "digitaljs", "dot"];
 
 impl Engine {
     fn inputs<'a>(
@@ -604,5 +665,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ShapeError", m.py().get_type::<ShapeError>())?;
     m.add("MemoryLimitError", m.py().get_type::<MemoryLimitError>())?;
     m.add("CHUNK", core::kernels::CHUNK)?;
+    m.add("EXPORT_FORMATS", EXPORT_FORMATS.to_vec())?;
     Ok(())
 }
