@@ -28,7 +28,7 @@ from typing import Callable, NoReturn
 PROG = "logicars"
 
 # Modules that register further subcommands when imported (bench, simulate, ...).
-COMMAND_MODULES: list[str] = ["logicars.bench"]
+COMMAND_MODULES: list[str] = ["logicars.bench", "logicars.analyze"]
 
 
 @dataclass(frozen=True)
