@@ -98,7 +98,7 @@ def test_perfect_circuit_has_zero_error(tmp_path: Path) -> None:
     dead = an.centre_square(64, 64, 20)
     missing = checkerboard_target(64, 64)[dead].sum() / 64**2
     sh = ex["self_healing"]
-    assert sh["damage_steps"] == [0, 40]
+    assert sh["damage_steps"] == [0, 80] and sh["steps"] == ft["steps"] == 160
     assert sh["final_error"] == pytest.approx(missing) and missing == pytest.approx(200 / 4096)
     assert sh["error_curve"][0] == 0 and sh["error_curve"][1] == pytest.approx(missing, abs=1e-6)
     assert not sh["recovered"] and sh["steps_to_recover"] is None
