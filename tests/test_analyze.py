@@ -3,6 +3,7 @@ is known: the identity circuit, hand-set gate histograms, a fixture GoL-shaped m
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 
@@ -11,12 +12,12 @@ import pytest
 from conftest import FIXTURES
 
 import logicars
-from logicars import analyze as an
 from logicars.cli import main
 from logicars.datasets import checkerboard_target, gol_boards, gol_step
 from logicars.spec import ModelSpec, PerceiveSpec, UpdateSpec
 from logicars.train import active_gates
 
+an = importlib.import_module("logicars.analyze")  # `logicars.analyze` is the function
 C = 8
 OP_A = an.GATE_NAMES.index("A")
 
@@ -259,3 +260,10 @@ def test_trained_checkerboard_reproduces_the_paper(tmp_path: Path) -> None:
     report = an.analyze(tmp_path / "cb", quick=True, experiments=["generalisation", "self_healing"])
     assert report["experiments"]["generalisation"]["final_error"] == 0
     assert report["experiments"]["self_healing"]["recovered"]
+
+
+def test_package_level_function(tmp_path: Path) -> None:
+    run = _fake_run(tmp_path / "r")
+    report = logicars.analyze(run, experiments=["gates"])
+    assert report["preset"] == "checkerboard" and report["run"] == str(run)
+    assert (run / "gates.png").exists() and (run / "analysis.json").exists()
