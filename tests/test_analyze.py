@@ -106,6 +106,7 @@ def test_perfect_circuit_has_zero_error(tmp_path: Path) -> None:
     rob = ex["robustness"]
     assert rob["steps"] == 50 and len(rob["error_curve"]) == 50
     assert 0 < rob["final_error"] <= 50 * 100 / 4096
+    assert rob["single_reset"]["recovered"] == 0 and rob["single_reset"]["median_steps"] is None
     # The identity keeps every reset to zeros: the error never decreases.
     assert np.all(np.diff(rob["error_curve"]) >= 0)
     for name in an.EXPERIMENTS:

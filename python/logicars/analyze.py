@@ -74,6 +74,8 @@ ROBUSTNESS_FIRE_RATE = 0.6
 RESET_SIZE = 10
 RESET_MODES = ("random", "zeros")
 QUICK_ROBUSTNESS_STEPS = 400
+RECOVERY_TRIALS = 8  # single-reset recovery: one reset each, in one batch (4 with quick)
+RECOVERY_HORIZON = 200  # steps to watch each trial
 BOARDS = 4  # random starts per pattern experiment (2 with quick)
 _IMAGE_PX = 3.2  # inches per grid image
 
@@ -362,7 +364,8 @@ def robustness(
 
     The grid starts from the task's start state (random bits), run asynchronously without
     resets for 8x the training steps so that the pattern forms first (the error then is
-    `error_before_resets`); the curve shows how well it holds. The error at step t is
+    `error_before_resets`); the curve shows how well it holds. `single_reset`: from the
+    formed pattern, how many steps one reset square takes to heal. The error at step t is
     measured after the CA step and before that step's reset, i.e. it is the circuit's
     own output. A per-step random patch cannot be expressed as one `simulate` call
     (its damage mask is the same at every step), so the loop calls `simulate` one step
@@ -381,6 +384,7 @@ def robustness(
         seed=_seed(rng),
     )
     before = float(task.error(x[0], target))
+    single = _single_reset_recovery(model, task, x, target, rng, reset, quick)
     step_seeds = rng.integers(0, 2**63, size=steps)
     corners = rng.integers(0, h - RESET_SIZE + 1, size=(steps, 2))
     errors = np.empty(steps)
@@ -388,9 +392,7 @@ def robustness(
     for t in range(steps):
         x = model.simulate(x, 1, fire_rate=ROBUSTNESS_FIRE_RATE, seed=int(step_seeds[t]))
         errors[t] = task.error(x[0], target)
-        r, c = corners[t]
-        patch = x[:, r : r + RESET_SIZE, c : c + RESET_SIZE, :]
-        patch[...] = rng.integers(0, 2, size=patch.shape) if reset == "random" else 0
+        _reset_square(x, int(corners[t][0]), int(corners[t][1]), reset, rng)
     seconds = time.perf_counter() - t0
     tail = errors[steps // 2 :]
     return {
@@ -400,11 +402,53 @@ def robustness(
         "reset": f"{RESET_SIZE}x{RESET_SIZE} square to {reset} bits, every step",
         "warmup_steps": DAMAGE_SCALE * task.num_steps,
         "error_before_resets": before,
+        "single_reset": single,
         "final_error": float(errors[-1]),
         "mean_error_second_half": float(tail.mean()),
         "max_error_second_half": float(tail.max()),
         "ms_per_step": round(1000 * seconds / steps, 4),
         "error_curve": _curve(errors),
+    }
+
+
+def _reset_square(grid: np.ndarray, r: int, c: int, reset: str, rng: np.random.Generator) -> None:
+    patch = grid[..., r : r + RESET_SIZE, c : c + RESET_SIZE, :]
+    patch[...] = rng.integers(0, 2, size=patch.shape) if reset == "random" else 0
+
+
+def _single_reset_recovery(
+    model: Any,
+    task: Task,
+    formed: np.ndarray,
+    target: np.ndarray,
+    rng: np.random.Generator,
+    reset: str,
+    quick: bool,
+) -> dict[str, Any]:
+    """How long the formed pattern takes to heal one reset square: each trial resets one
+    random square, then runs asynchronous steps; steps until exact again (None: not
+    within the horizon). Only meaningful when the pattern had formed exactly."""
+    before = float(task.error(formed[0], target))
+    if before != 0:
+        return {"skipped": f"the pattern had not formed before the resets (error {before:.4g})"}
+    trials = RECOVERY_TRIALS // (2 if quick else 1)
+    boards = np.repeat(formed, trials, axis=0)
+    h, w = formed.shape[1:3]
+    for i in range(trials):
+        r, c = rng.integers(0, [h - RESET_SIZE + 1, w - RESET_SIZE + 1])
+        _reset_square(boards[i], int(r), int(c), reset, rng)
+    frames = model.simulate(
+        boards, RECOVERY_HORIZON, fire_rate=ROBUSTNESS_FIRE_RATE, seed=_seed(rng), record=True
+    )
+    errors = task.error(frames, target)  # (horizon + 1, trials)
+    steps = [_first_lasting_zero(errors[:, i]) for i in range(trials)]
+    healed = sorted(s for s in steps if s is not None)
+    return {
+        "trials": trials,
+        "horizon": RECOVERY_HORIZON,
+        "recovered": len(healed),
+        "median_steps": None if len(healed) * 2 <= trials else healed[trials // 2],
+        "steps": steps,
     }
 
 
@@ -687,7 +731,11 @@ def plot_robustness(curves: list[tuple[str, dict[str, Any]]], path: PathLike | N
     ax = fig.add_subplot()
     for label, res in curves:
         tail = res["mean_error_second_half"]
-        ax.plot(res["error_curve"], linewidth=0.8, label=f"{label} (mean, 2nd half: {tail:.4f})")
+        one = res["single_reset"]
+        heal = "" if "skipped" in one else f"; one reset heals in {one['median_steps']} steps"
+        ax.plot(
+            res["error_curve"], linewidth=0.8, label=f"{label} (mean, 2nd half: {tail:.4f}{heal})"
+        )
     first = curves[0][1]
     _error_axes(
         ax,
@@ -757,9 +805,16 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
                 + (f", exact {rec} steps after" if rec is not None else ", not recovered")
             )
         elif name == "robustness":
+            one = r["single_reset"]
             text = (
                 f"{r['steps']} steps: mean error {r['mean_error_second_half']:.4g} "
-                f"(2nd half), final {r['final_error']:.4g}"
+                f"(2nd half), final {r['final_error']:.4g}; one reset: "
+                + (
+                    one["skipped"]
+                    if "skipped" in one
+                    else f"{one['recovered']}/{one['trials']} healed, median "
+                    f"{one['median_steps']} steps"
+                )
             )
         else:
             text = (
