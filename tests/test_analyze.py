@@ -231,11 +231,17 @@ def test_cli_writes_plots_and_compares_runs(
     assert (tmp_path / "o" / "gates.png").exists()
 
 
+def _garbage_run(path: Path) -> Path:
+    (path / "model.safetensors").write_bytes(b"not a checkpoint")
+    return path
+
+
 @pytest.mark.parametrize(
     ("make", "needles"),
     [
         (lambda p: p / "missing", ["no such run directory"]),
         (lambda p: p, ["is not a run directory", "model.safetensors"]),
+        (_garbage_run, ["model.safetensors"]),
     ],
 )
 def test_cli_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path, make, needles) -> None:
@@ -251,6 +257,16 @@ def test_cli_rejects_unknown_experiment(capsys: pytest.CaptureFixture[str], tmp_
     assert main(["analyze", str(run), "--only", "gates,bogus"]) == 2
     assert "unknown experiments ['bogus']" in capsys.readouterr().err
     assert not (run / "analysis.json").exists()
+
+
+def test_cli_out_needs_distinct_run_names(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    a = _fake_run(tmp_path / "x" / "run")
+    b = _fake_run(tmp_path / "y" / "run")
+    assert main(["analyze", str(a), str(b), "--out", str(tmp_path / "o")]) == 2
+    assert "same directory name" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
 
 
 @pytest.mark.slow
