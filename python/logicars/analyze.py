@@ -241,7 +241,6 @@ def generalisation(model: Any, task: Task, rng: np.random.Generator, quick: bool
         "exact_from_step": _first_lasting_zero(errors.max(axis=1)),
         "error_curve": _curve(errors.mean(axis=1)),
         "_frames": frames[:, 0],
-        "_target": target,
     }
 
 
@@ -300,7 +299,6 @@ def fault_tolerance(model: Any, task: Task, rng: np.random.Generator, quick: boo
         "boards_exact_outside": int(np.count_nonzero(outside[-1] == 0)),
         "error_curve_outside": _curve(outside.mean(axis=1)),
         "_frames": frames[:, 0],
-        "_target": target,
         "_region": dead,
     }
 
@@ -346,7 +344,6 @@ def self_healing(model: Any, task: Task, rng: np.random.Generator, quick: bool) 
         "steps_to_recover": None if healed is None else healed - lifted_at,
         "error_curve": _curve(errors.mean(axis=1)),
         "_frames": frames[:, 0],
-        "_target": target,
         "_region": dead,
     }
 
