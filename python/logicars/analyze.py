@@ -241,6 +241,7 @@ def generalisation(model: Any, task: Task, rng: np.random.Generator, quick: bool
         "exact_from_step": _first_lasting_zero(errors.max(axis=1)),
         "error_curve": _curve(errors.mean(axis=1)),
         "_frames": frames[:, 0],
+        "_target": target,
     }
 
 
@@ -670,7 +671,12 @@ def _plot_generalisation(res: dict[str, Any], task: Task) -> Any:
         _show_grid(fig.add_subplot(1, 3, 3), res["_exact"][..., None], (0,), "exact rule")
         return fig
     h, w = res["grid"]
-    _show_grid(fig.add_subplot(1, 3, 1), frames[0], lc, f"start ({h}x{w})")
+    if task.kind == "grow":  # the start is a seed or zeros; the target says more
+        target = np.zeros(frames[0].shape, dtype=np.uint8)
+        target[..., list(lc)] = res["_target"]
+        _show_grid(fig.add_subplot(1, 3, 1), target, lc, f"target ({h}x{w})")
+    else:
+        _show_grid(fig.add_subplot(1, 3, 1), frames[0], lc, f"start ({h}x{w})")
     _show_grid(
         fig.add_subplot(1, 3, 2),
         frames[-1],
@@ -681,7 +687,7 @@ def _plot_generalisation(res: dict[str, Any], task: Task) -> Any:
     ax.plot(res["error_curve"], linewidth=1)
     ax.axvline(task.num_steps, color="gray", linestyle=":", label="training steps")
     ax.legend(fontsize=8)
-    _error_axes(ax, f"mean of {res['boards']} boards")
+    _error_axes(ax, f"mean of {res['boards']} boards" if res["boards"] > 1 else "one board")
     return fig
 
 
