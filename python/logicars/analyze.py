@@ -397,7 +397,9 @@ def robustness(
         "grid": [h, w],
         "steps": steps,
         "fire_rate": ROBUSTNESS_FIRE_RATE,
-        "reset": f"{RESET_SIZE}x{RESET_SIZE} square to {reset} bits, every step",
+        "reset": f"{RESET_SIZE}x{RESET_SIZE} square to "
+        + ("random bits" if reset == "random" else "zeros")
+        + ", every step",
         "warmup_steps": DAMAGE_SCALE * task.num_steps,
         "error_before_resets": before,
         "single_reset": single,
@@ -519,7 +521,7 @@ def analyze(
     preset: str | None = None,
     seed: int = 0,
     quick: bool = False,
-    experiments: tuple[str, ...] | list[str] = EXPERIMENTS,
+    experiments: str | tuple[str, ...] | list[str] = EXPERIMENTS,
     reset: str = "random",
     robustness_steps: int | None = None,
     task: Task | None = None,
@@ -536,6 +538,8 @@ def analyze(
     from .model import Model, check_int
 
     seed = check_int("seed", seed, 0)
+    if isinstance(experiments, str):
+        experiments = (experiments,)
     unknown = sorted(set(experiments) - set(EXPERIMENTS))
     if unknown:
         raise ValueError(f"unknown experiments {unknown}; known: {', '.join(EXPERIMENTS)}")
