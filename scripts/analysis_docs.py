@@ -76,7 +76,8 @@ skipped with the reason.
 
 The robustness loop calls `simulate` one step at a time (a per-step random patch is not
 a fixed damage mask); the compiled circuit is cached, and the measured cost is given
-below (`ms_per_step`).
+below (`ms_per_step`, wall-clock per step of 64x64 including the reset and the error,
+on a busy 2-core machine: 4000 steps take a few seconds).
 """
 
 
