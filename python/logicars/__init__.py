@@ -12,6 +12,7 @@ from . import errors
 from ._core import build_info as _build_info
 from ._core import num_threads
 from ._core import set_num_threads as _set_num_threads
+from .analyze import analyze  # the function shadows the submodule attribute
 from .model import Model
 from .presets import PRESETS, Preset, get_preset
 from .spec import ModelSpec, PerceiveSpec, UpdateSpec
@@ -41,6 +42,7 @@ __all__ = [
     "Preset",
     "RunResult",
     "UpdateSpec",
+    "analyze",
     "build_info",
     "errors",
     "get_preset",

@@ -28,7 +28,12 @@ from typing import Callable, NoReturn
 PROG = "logicars"
 
 # Modules that register further subcommands when imported (bench, simulate, ...).
-COMMAND_MODULES: list[str] = ["logicars.bench", "logicars.simulate", "logicars.export"]
+COMMAND_MODULES: list[str] = [
+    "logicars.bench",
+    "logicars.simulate",
+    "logicars.export",
+    "logicars.analyze",
+]
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,896 @@
+"""The paper's analysis of a trained circuit: `python -m logicars analyze RUN [RUN2 ...]`.
+
+`analyze(run)` runs the experiments of Miotti et al. 2025 on the hard circuit (the
+bit-sliced `Model.simulate`, exact) and returns the measured numbers; with an output
+directory it also writes one PNG per experiment and `analysis.json`.
+
+- generalisation: the circuit on a grid 4x larger per side, run 4x the training steps;
+  fraction of wrong cells against the target at every step.
+- fault tolerance: a permanently dead square (20x20 on 64x64) in the centre, 8x the
+  training steps; error outside it.
+- self-healing: the same square dead for the first half of the steps, then lifted;
+  error curve and whether the pattern comes back exactly.
+- robustness: 64x64; once the pattern has formed, 4000 asynchronous steps (fire rate
+  0.6) with a random 10x10 square reset (to random bits by default) after every step;
+  error curve. Several runs given to the CLI (sync- and async-trained) share one plot.
+- gates: how often each of the 16 ops is the argmax, for perception and update, and the
+  active-gate count (ops other than pass-through A or B).
+
+The error of a grid is the fraction of cells whose loss channels differ from the target
+anywhere (for the checkerboard: the fraction of wrong cells of channel 0, in the better
+of its two phases, see `Task`; generalisation also reports the error against
+`datasets.checkerboard_target` itself). The checkerboard target exists for any grid
+size; the lizard and the coloured G are fixed images, so their "generalisation" runs
+longer on the training grid; the Game of Life circuit is compared with the exact rule
+instead of a pattern. Experiments that do not
+apply to a preset are reported as skipped, with the reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Union
+
+import numpy as np
+
+from .cli import UsageError, register
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+# Op names in index order (the notebook's order, as in rust/core/src/gates.rs).
+GATE_NAMES = (
+    "FALSE",
+    "AND",
+    "A_AND_NOT_B",
+    "A",
+    "NOT_A_AND_B",
+    "B",
+    "XOR",
+    "OR",
+    "NOR",
+    "XNOR",
+    "NOT_B",
+    "A_OR_NOT_B",
+    "NOT_A",
+    "NOT_A_OR_B",
+    "NAND",
+    "TRUE",
+)
+EXPERIMENTS = ("generalisation", "fault_tolerance", "self_healing", "robustness", "gates")
+SCALE = 4  # generalisation: grid side and steps, times the training ones
+DAMAGE_FRACTION = 20 / 64  # the paper's 20x20 dead square on a 64x64 grid
+# Damage runs last twice the generalisation run: on 64x64 the checkerboard takes about
+# 60 of the 80 steps to form, so half of 160 steps forms it around the dead square and
+# the other half shows the recovery.
+DAMAGE_SCALE = 2 * SCALE
+ROBUSTNESS_SIZE = 64
+ROBUSTNESS_STEPS = 4000
+ROBUSTNESS_FIRE_RATE = 0.6
+RESET_SIZE = 10
+RESET_MODES = ("random", "zeros")
+QUICK_ROBUSTNESS_STEPS = 400
+RECOVERY_TRIALS = 8  # single-reset recovery: one reset each, in one batch (4 with quick)
+RECOVERY_HORIZON = 200  # steps to watch each trial
+BOARDS = 4  # random starts per pattern experiment (2 with quick)
+_IMAGE_PX = 3.2  # inches per grid image
+
+
+@dataclass(frozen=True)
+class Task:
+    """What a preset's circuit is asked to do, independent of the grid size it runs on.
+
+    `kind`: "pattern" (a target defined for any grid size, grown from `start`), "grow"
+    (a fixed image on the training grid) or "gol" (the Game of Life rule). `start(rng,
+    batch, h, w)` gives `(batch, h, w, C)` uint8 start grids and `target(h, w)` the
+    `(h, w, len(loss_channels))` uint8 target. `either_phase`: the pattern counts as right
+    in either of its two phases (`target` or `1 - target`): a checkerboard trained on a
+    grid with an odd number of tiles per side (checkerboard-async, 14x14) has the same
+    colour in all four corners, so nothing in training says which corner anchors it,
+    and on other sizes a circuit may build the mirror image, which is the inverse.
+    """
+
+    name: str
+    kind: str
+    height: int
+    width: int
+    channels: int
+    loss_channels: tuple[int, ...]
+    num_steps: int
+    start: Callable[[np.random.Generator, int, int, int], np.ndarray]
+    target: Callable[[int, int], np.ndarray]
+    either_phase: bool = False
+
+    def error(
+        self, grids: np.ndarray, target: np.ndarray, region: np.ndarray | None = None
+    ) -> np.ndarray:
+        """`cell_error` of `grids` against the target, the better phase for each grid when
+        `either_phase`."""
+        err = cell_error(grids, target, self.loss_channels, region)
+        if self.either_phase:
+            err = np.minimum(err, cell_error(grids, 1 - target, self.loss_channels, region))
+        return err
+
+
+def task_for(preset_name: str, channels: int, num_steps: int) -> Task:
+    """The task of a preset, for a model with `channels` channels trained `num_steps` steps."""
+    from . import datasets
+    from .presets import get_preset
+
+    preset = get_preset(preset_name)
+    loss = tuple(preset.spec.loss_channels)
+
+    def random_start(rng: np.random.Generator, b: int, h: int, w: int) -> np.ndarray:
+        return rng.integers(0, 2, size=(b, h, w, channels), dtype=np.uint8)
+
+    def fixed(image: np.ndarray) -> Callable[[int, int], np.ndarray]:
+        def target(h: int, w: int) -> np.ndarray:
+            if (h, w) != image.shape[:2]:
+                raise ValueError(f"{preset.name}: the target is a fixed {image.shape[:2]} image")
+            return image
+
+        return target
+
+    name = preset.name
+    h, w = preset.height, preset.width
+    if name in ("checkerboard", "checkerboard-async"):
+        return Task(
+            name,
+            "pattern",
+            h,
+            w,
+            channels,
+            loss,
+            num_steps,
+            random_start,
+            lambda hh, ww: datasets.checkerboard_target(hh, ww).astype(np.uint8)[..., None],
+            either_phase=True,
+        )
+    if name == "gol":
+
+        def rule_only(hh: int, ww: int) -> np.ndarray:
+            raise ValueError("gol: the Game of Life has a rule, not a target pattern")
+
+        return Task(name, "gol", h, w, channels, loss, num_steps, random_start, rule_only)
+    if name == "lizard":
+        image = datasets.lizard_target().astype(np.uint8)[..., None]
+
+        def seed_start(rng: np.random.Generator, b: int, hh: int, ww: int) -> np.ndarray:
+            return datasets.seed_grid(hh, ww, channels, b).astype(np.uint8)
+
+        return Task(name, "grow", h, w, channels, loss, num_steps, seed_start, fixed(image))
+    if name == "colored-g":
+        image = datasets.colored_g_target().astype(np.uint8)
+
+        def zero_start(rng: np.random.Generator, b: int, hh: int, ww: int) -> np.ndarray:
+            return np.zeros((b, hh, ww, channels), dtype=np.uint8)
+
+        return Task(name, "grow", h, w, channels, loss, num_steps, zero_start, fixed(image))
+    raise ValueError(f"no analysis defined for preset {name!r}")
+
+
+# ---- metrics --------------------------------------------------------------------------
+
+
+def cell_error(
+    grids: np.ndarray,
+    target: np.ndarray,
+    loss_channels: tuple[int, ...] | list[int],
+    region: np.ndarray | None = None,
+) -> np.ndarray:
+    """Fraction of cells whose loss channels differ from `target` anywhere.
+
+    `grids` is `(..., H, W, C)`, `target` `(H, W, L)`; `region` (`(H, W)` bool) restricts
+    the count to those cells. Returns an array of the leading shape `(...)`.
+    """
+    wrong = np.any(grids[..., list(loss_channels)] != target, axis=-1)
+    if region is not None:
+        return wrong[..., region].sum(axis=-1) / max(1, int(region.sum()))
+    return wrong.mean(axis=(-2, -1))
+
+
+def centre_square(h: int, w: int, side: int) -> np.ndarray:
+    """`(h, w)` bool mask of a `side` x `side` square in the middle of the grid."""
+    mask = np.zeros((h, w), dtype=bool)
+    r, c = (h - side) // 2, (w - side) // 2
+    mask[r : r + side, c : c + side] = True
+    return mask
+
+
+def _first_lasting_zero(curve: np.ndarray, start: int = 0) -> int | None:
+    """First index >= start from which `curve` stays 0 to the end (None: it never does)."""
+    nonzero = np.flatnonzero(curve[start:] != 0)
+    if nonzero.size == 0:
+        return start
+    first = start + int(nonzero[-1]) + 1
+    return first if first < len(curve) else None
+
+
+def _curve(values: np.ndarray) -> list[float]:
+    return [round(float(v), 6) for v in values]
+
+
+# ---- experiments ----------------------------------------------------------------------
+
+
+def generalisation(model: Any, task: Task, rng: np.random.Generator, quick: bool) -> dict:
+    """4x larger grid (pattern tasks) and 4x the training steps."""
+    steps = SCALE * task.num_steps
+    if task.kind == "pattern":
+        h, w, boards = SCALE * task.height, SCALE * task.width, BOARDS // (2 if quick else 1)
+    else:
+        h, w, boards = task.height, task.width, 1
+    target = task.target(h, w)
+    x = task.start(rng, boards, h, w)
+    frames = model.simulate(x, steps, seed=_seed(rng), record=True)  # (steps+1, B, h, w, C)
+    errors = task.error(frames, target)  # (steps+1, B)
+    final = errors[-1]
+    fixed_phase = cell_error(frames[-1], target, task.loss_channels)
+    return {
+        "grid": [h, w],
+        "steps": steps,
+        "boards": boards,
+        "final_error": float(final.mean()),
+        "boards_exact": int(np.count_nonzero(final == 0)),
+        "final_error_fixed_phase": float(fixed_phase.mean()),
+        "error_at_training_steps": float(errors[task.num_steps].mean()),
+        "exact_from_step": _first_lasting_zero(errors.max(axis=1)),
+        "error_curve": _curve(errors.mean(axis=1)),
+        "_frames": frames[:, 0],
+        "_target": target,
+    }
+
+
+def gol_accuracy(model: Any, task: Task, rng: np.random.Generator, quick: bool) -> dict:
+    """The Game of Life circuit against the exact rule: all 512 3x3 boards, then a
+    random 64x64 periodic grid run for 64 steps, step for step."""
+    from .datasets import GOL_BOARDS, gol_boards, gol_step
+
+    boards = np.zeros((GOL_BOARDS, 3, 3, task.channels), dtype=np.uint8)
+    boards[..., 0] = gol_boards()[..., 0]
+    got = model.simulate(boards, 1, periodic=True)[..., :1]
+    want = gol_step(boards[..., :1]).astype(np.uint8)
+    board_ok = np.all(got == want, axis=(1, 2, 3))
+    size, steps = ROBUSTNESS_SIZE, 64
+    x = task.start(rng, 1, size, size)
+    x[..., 1:] = 0
+    frames = model.simulate(x, steps, periodic=True, record=True)[:, 0, ..., 0]  # (T+1, h, w)
+    exact = [frames[0].astype(np.float32)]
+    for _ in range(steps):
+        exact.append(gol_step(exact[-1][None, ..., None])[0, ..., 0])
+    exact_frames = np.stack(exact).astype(np.uint8)
+    # One-step accuracy on the big grid: the rule applied to the circuit's own states.
+    one_step = gol_step(frames[:-1, ..., None].astype(np.float32))[..., 0].astype(np.uint8)
+    diverged = np.flatnonzero(np.any(frames != exact_frames, axis=(1, 2)))
+    return {
+        "boards_correct": int(board_ok.sum()),
+        "boards": GOL_BOARDS,
+        "cell_accuracy_512": float(np.mean(got == want)),
+        "grid": [size, size],
+        "steps": steps,
+        "one_step_cell_accuracy": float(np.mean(one_step == frames[1:])),
+        "trajectory_error": float(np.mean(frames[-1] != exact_frames[-1])),
+        "first_divergence_step": None if diverged.size == 0 else int(diverged[0]),
+        "_frames": frames[:, ..., None],
+        "_exact": exact_frames[-1],
+    }
+
+
+def fault_tolerance(model: Any, task: Task, rng: np.random.Generator, quick: bool) -> dict:
+    """A dead square in the centre at every step (8x the training steps); the error
+    outside it."""
+    h, w, steps = SCALE * task.height, SCALE * task.width, DAMAGE_SCALE * task.num_steps
+    side = round(h * DAMAGE_FRACTION)
+    dead = centre_square(h, w, side)
+    boards = BOARDS // (2 if quick else 1)
+    target = task.target(h, w)
+    x = task.start(rng, boards, h, w)
+    frames = model.simulate(x, steps, seed=_seed(rng), damage=dead, record=True)
+    outside = task.error(frames, target, region=~dead)  # (T+1, B)
+    return {
+        "grid": [h, w],
+        "steps": steps,
+        "damage": [side, side],
+        "boards": boards,
+        "final_error_outside": float(outside[-1].mean()),
+        "boards_exact_outside": int(np.count_nonzero(outside[-1] == 0)),
+        "error_curve_outside": _curve(outside.mean(axis=1)),
+        "_frames": frames[:, 0],
+        "_region": dead,
+    }
+
+
+def self_healing(model: Any, task: Task, rng: np.random.Generator, quick: bool) -> dict:
+    """The dead square for a while, then lifted: does the pattern come back?
+
+    Pattern tasks: dead from the start for the first half of 8x the training steps.
+    Grown images: the image first grows for the training steps, the square is dead for
+    the next training-steps' worth, and the rest (2x the training steps) is recovery.
+    """
+    if task.kind == "pattern":
+        h, w = SCALE * task.height, SCALE * task.width
+        boards = BOARDS // (2 if quick else 1)
+        steps = DAMAGE_SCALE * task.num_steps
+        window = (0, steps // 2)
+    else:
+        h, w, boards = task.height, task.width, 1
+        steps = SCALE * task.num_steps
+        window = (task.num_steps, 2 * task.num_steps)
+    side = max(2, round(h * DAMAGE_FRACTION))
+    dead = centre_square(h, w, side)
+    target = task.target(h, w)
+    x = task.start(rng, boards, h, w)
+    frames = model.simulate(
+        x, steps, seed=_seed(rng), damage=dead, damage_steps=window, record=True
+    )
+    errors = task.error(frames, target)  # (T+1, B)
+    worst = errors.max(axis=1)
+    # Frame t is the grid after t steps; damage from step index `window[1]` on is lifted,
+    # so frame window[1] is the last damaged grid.
+    lifted_at = window[1]
+    healed = _first_lasting_zero(worst, lifted_at)
+    return {
+        "grid": [h, w],
+        "steps": steps,
+        "damage": [side, side],
+        "damage_steps": list(window),
+        "boards": boards,
+        "error_when_lifted": float(errors[lifted_at].mean()),
+        "final_error": float(errors[-1].mean()),
+        "recovered": bool(np.all(errors[-1] == 0)),
+        "steps_to_recover": None if healed is None else healed - lifted_at,
+        "error_curve": _curve(errors.mean(axis=1)),
+        "_frames": frames[:, 0],
+        "_region": dead,
+    }
+
+
+def robustness(
+    model: Any,
+    task: Task,
+    rng: np.random.Generator,
+    quick: bool,
+    *,
+    steps: int | None = None,
+    reset: str = "random",
+) -> dict:
+    """64x64, asynchronous steps at fire rate 0.6, a random 10x10 square reset after each.
+
+    The grid starts from the task's start state (random bits), run asynchronously without
+    resets for 8x the training steps so that the pattern forms first (the error then is
+    `error_before_resets`); the curve shows how well it holds. `single_reset`: from the
+    formed pattern, how many steps one reset square takes to heal. The error at step t is
+    measured after the CA step and before that step's reset, i.e. it is the circuit's
+    own output. A per-step random patch cannot be expressed as one `simulate` call
+    (its damage mask is the same at every step), so the loop calls `simulate` one step
+    at a time; the compiled circuit is cached, so each call costs well under a ms.
+    """
+    if reset not in RESET_MODES:
+        raise ValueError(f"reset must be one of {RESET_MODES}, got {reset!r}")
+    if steps is None:
+        steps = QUICK_ROBUSTNESS_STEPS if quick else ROBUSTNESS_STEPS
+    h = w = ROBUSTNESS_SIZE
+    target = task.target(h, w)
+    x = model.simulate(
+        task.start(rng, 1, h, w),
+        DAMAGE_SCALE * task.num_steps,
+        fire_rate=ROBUSTNESS_FIRE_RATE,
+        seed=_seed(rng),
+    )
+    before = float(task.error(x[0], target))
+    single = _single_reset_recovery(model, task, x, target, rng, reset, quick)
+    step_seeds = rng.integers(0, 2**63, size=steps)
+    corners = rng.integers(0, h - RESET_SIZE + 1, size=(steps, 2))
+    errors = np.empty(steps)
+    t0 = time.perf_counter()
+    for t in range(steps):
+        x = model.simulate(x, 1, fire_rate=ROBUSTNESS_FIRE_RATE, seed=int(step_seeds[t]))
+        errors[t] = task.error(x[0], target)
+        _reset_square(x, int(corners[t][0]), int(corners[t][1]), reset, rng)
+    seconds = time.perf_counter() - t0
+    tail = errors[steps // 2 :]
+    return {
+        "grid": [h, w],
+        "steps": steps,
+        "fire_rate": ROBUSTNESS_FIRE_RATE,
+        "reset": f"{RESET_SIZE}x{RESET_SIZE} square to "
+        + ("random bits" if reset == "random" else "zeros")
+        + ", every step",
+        "warmup_steps": DAMAGE_SCALE * task.num_steps,
+        "error_before_resets": before,
+        "single_reset": single,
+        "final_error": float(errors[-1]),
+        "mean_error_second_half": float(tail.mean()),
+        "max_error_second_half": float(tail.max()),
+        "ms_per_step": round(1000 * seconds / steps, 4),
+        "error_curve": _curve(errors),
+    }
+
+
+def _reset_square(grid: np.ndarray, r: int, c: int, reset: str, rng: np.random.Generator) -> None:
+    patch = grid[..., r : r + RESET_SIZE, c : c + RESET_SIZE, :]
+    patch[...] = rng.integers(0, 2, size=patch.shape) if reset == "random" else 0
+
+
+def _single_reset_recovery(
+    model: Any,
+    task: Task,
+    formed: np.ndarray,
+    target: np.ndarray,
+    rng: np.random.Generator,
+    reset: str,
+    quick: bool,
+) -> dict[str, Any]:
+    """How long the formed pattern takes to heal one reset square: each trial resets one
+    random square, then runs asynchronous steps; steps until exact again (None: not
+    within the horizon). Only meaningful when the pattern had formed exactly."""
+    before = float(task.error(formed[0], target))
+    if before != 0:
+        return {"skipped": f"the pattern had not formed before the resets (error {before:.4g})"}
+    trials = RECOVERY_TRIALS // (2 if quick else 1)
+    boards = np.repeat(formed, trials, axis=0)
+    h, w = formed.shape[1:3]
+    for i in range(trials):
+        r, c = rng.integers(0, [h - RESET_SIZE + 1, w - RESET_SIZE + 1])
+        _reset_square(boards[i], int(r), int(c), reset, rng)
+    frames = model.simulate(
+        boards, RECOVERY_HORIZON, fire_rate=ROBUSTNESS_FIRE_RATE, seed=_seed(rng), record=True
+    )
+    errors = task.error(frames, target)  # (horizon + 1, trials)
+    steps = [_first_lasting_zero(errors[:, i]) for i in range(trials)]
+    healed = sorted(s for s in steps if s is not None)
+    return {
+        "trials": trials,
+        "horizon": RECOVERY_HORIZON,
+        "recovered": len(healed),
+        "median_steps": None if len(healed) * 2 <= trials else healed[trials // 2],
+        "steps": steps,
+    }
+
+
+def gate_histograms(model: Any) -> dict:
+    """Argmax op counts for perception (every kernel and layer) and update."""
+    counts = {"perceive": np.zeros(16, dtype=np.int64), "update": np.zeros(16, dtype=np.int64)}
+    for name, logits in model.params().items():
+        part = "perceive" if name.startswith("perceive_") else "update"
+        counts[part] += np.bincount(np.argmax(logits, axis=-1).ravel(), minlength=16)
+    passes = [GATE_NAMES.index("A"), GATE_NAMES.index("B")]
+    active = {k: int(v.sum() - v[passes].sum()) for k, v in counts.items()}
+    return {
+        "perceive": dict(zip(GATE_NAMES, map(int, counts["perceive"]))),
+        "update": dict(zip(GATE_NAMES, map(int, counts["update"]))),
+        "gates": int(counts["perceive"].sum() + counts["update"].sum()),
+        "active_perceive": active["perceive"],
+        "active_update": active["update"],
+        "active_gates": active["perceive"] + active["update"],
+        "circuit_active_gates": int(model.hard_circuit_stats()["active_gates"]),
+    }
+
+
+def _seed(rng: np.random.Generator) -> int:
+    return int(rng.integers(0, 2**63))
+
+
+_SKIP_GOL = "the Game of Life circuit has no pattern to hold; it is checked against the rule"
+_SKIP_GROW = "only for self-organising patterns (the checkerboard); see self_healing"
+
+
+# ---- driver ---------------------------------------------------------------------------
+
+
+def load_run(run: PathLike) -> tuple[Any, str, Path]:
+    """`(model, preset name, run directory)` of a training run directory (or checkpoint)."""
+    from .checkpoint import load_checkpoint
+    from .train import CHECKPOINT_NAME
+
+    path = Path(run)
+    if not path.exists():
+        raise ValueError(f"{path}: no such run directory")
+    if path.is_dir():
+        ckpt, run_dir = path / CHECKPOINT_NAME, path
+        if not ckpt.exists():
+            raise ValueError(
+                f"{path} is not a run directory (no {CHECKPOINT_NAME}); "
+                "make one with `logicars train <preset>`"
+            )
+    else:
+        ckpt, run_dir = path, path.parent
+    model, extra = load_checkpoint(ckpt)
+    name = None
+    summary = run_dir / "summary.json"
+    if summary.exists():
+        try:
+            name = json.loads(summary.read_text()).get("preset")
+        except (json.JSONDecodeError, AttributeError):
+            name = None
+    if name is None and isinstance(extra.get("preset"), dict):
+        name = extra["preset"].get("name")
+    if not isinstance(name, str):
+        raise ValueError(f"{run_dir}: cannot tell which preset was trained (no summary.json)")
+    return model, name, run_dir
+
+
+def analyze(
+    run: Any,
+    out: PathLike | None = None,
+    *,
+    preset: str | None = None,
+    seed: int = 0,
+    quick: bool = False,
+    experiments: str | tuple[str, ...] | list[str] = EXPERIMENTS,
+    reset: str = "random",
+    robustness_steps: int | None = None,
+    task: Task | None = None,
+) -> dict[str, Any]:
+    """Runs the paper's experiments on a trained circuit; returns the measured numbers.
+
+    `run` is a training run directory (or its checkpoint) or a `Model`; a Model needs
+    `preset` (the experiment it was trained for) or an explicit `task`. Files (one PNG
+    per experiment and `analysis.json`) go to `out`, by default the run directory; for
+    a Model without `out` nothing is written. `seed` fixes every random start, mask and
+    reset; `quick` halves the boards and runs 400 instead of 4000 robustness steps.
+    Experiments that do not apply come back as `{"skipped": reason}`.
+    """
+    from .model import Model, check_int
+
+    seed = check_int("seed", seed, 0)
+    if isinstance(experiments, str):
+        experiments = (experiments,)
+    unknown = sorted(set(experiments) - set(EXPERIMENTS))
+    if unknown:
+        raise ValueError(f"unknown experiments {unknown}; known: {', '.join(EXPERIMENTS)}")
+    if reset not in RESET_MODES:
+        raise ValueError(f"reset must be one of {RESET_MODES}, got {reset!r}")
+    if robustness_steps is not None:
+        robustness_steps = check_int("robustness_steps", robustness_steps, 1)
+    if isinstance(run, Model):
+        model, run_dir, source = run, None, "model"
+    else:
+        model, name, run_dir = load_run(run)
+        preset = preset or name
+        source = str(run)
+    if task is None:
+        if preset is None:
+            raise ValueError("analyze(model): pass preset= (the preset it was trained for)")
+        task = task_for(preset, model.spec.channels, model.spec.num_steps)
+    out_dir = Path(out) if out is not None else run_dir
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+
+    results: dict[str, Any] = {}
+    for i, name in enumerate(EXPERIMENTS):
+        if name not in experiments:
+            continue
+        rng = np.random.default_rng([seed, i])  # each experiment its own stream
+        results[name] = _run_experiment(name, model, task, rng, quick, reset, robustness_steps)
+    report: dict[str, Any] = {
+        "run": source,
+        "preset": task.name,
+        "seed": seed,
+        "quick": quick,
+        "model": repr(model),
+        "experiments": {k: _public(v) for k, v in results.items()},
+    }
+    if out_dir is not None:
+        files = _write_plots(results, task, out_dir, title=f"{task.name} ({source})")
+        report["files"] = files
+        text = json.dumps(report, indent=1) + "\n"
+        (out_dir / "analysis.json").write_text(text)
+    return report
+
+
+def _run_experiment(
+    name: str,
+    model: Any,
+    task: Task,
+    rng: np.random.Generator,
+    quick: bool,
+    reset: str,
+    robustness_steps: int | None,
+) -> dict[str, Any]:
+    if name == "gates":
+        return gate_histograms(model)
+    if name == "generalisation":
+        if task.kind == "gol":
+            return gol_accuracy(model, task, rng, quick)
+        return generalisation(model, task, rng, quick)
+    if task.kind == "gol":
+        return {"skipped": _SKIP_GOL}
+    if name == "self_healing":
+        return self_healing(model, task, rng, quick)
+    if task.kind != "pattern":
+        return {"skipped": _SKIP_GROW}
+    if name == "fault_tolerance":
+        return fault_tolerance(model, task, rng, quick)
+    return robustness(model, task, rng, quick, steps=robustness_steps, reset=reset)
+
+
+def _public(result: dict[str, Any]) -> dict[str, Any]:
+    """The numbers of a result, without the arrays kept for plotting (keys `_...`)."""
+    return {k: v for k, v in result.items() if not k.startswith("_")}
+
+
+# ---- plots ----------------------------------------------------------------------------
+
+
+def _figure(width: float, height: float) -> Any:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), dpi=90)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _show_grid(
+    ax: Any, grid: np.ndarray, loss_channels: tuple[int, ...], title: str, region: Any = None
+) -> None:
+    """A grid's loss channels (gray, or RGB for three), with a dead region in red."""
+    chans = list(loss_channels)
+    if len(chans) == 3:
+        img = grid[..., chans].astype(np.float32)
+    else:
+        img = np.repeat(grid[..., chans[:1]].astype(np.float32), 3, axis=-1)
+    if region is not None:
+        img = img.copy()
+        img[region] = 0.6 * img[region] + 0.4 * np.array([1.0, 0.0, 0.0])
+    ax.imshow(img, interpolation="nearest", vmin=0, vmax=1)
+    ax.set_title(title, fontsize=9)
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def _error_axes(ax: Any, title: str) -> None:
+    ax.set_xlabel("step")
+    ax.set_ylabel("fraction of wrong cells")
+    ax.set_title(title, fontsize=9)
+    ax.grid(True, alpha=0.3)
+    ax.set_ylim(bottom=0)
+
+
+def _write_plots(results: dict[str, Any], task: Task, out: Path, title: str) -> list[str]:
+    files = []
+    for name, res in results.items():
+        if "skipped" in res:
+            continue
+        fig = _PLOTTERS[name](res, task)
+        fig.suptitle(f"{name.replace('_', ' ')}: {title}", fontsize=10)
+        fig.tight_layout()
+        path = out / f"{name}.png"
+        fig.savefig(os.fspath(path))
+        files.append(path.name)
+    return files
+
+
+def _plot_generalisation(res: dict[str, Any], task: Task) -> Any:
+    fig = _figure(3 * _IMAGE_PX, _IMAGE_PX)
+    frames, lc = res["_frames"], task.loss_channels
+    if task.kind == "gol":
+        _show_grid(fig.add_subplot(1, 3, 1), frames[0], lc, "start (64x64)")
+        _show_grid(fig.add_subplot(1, 3, 2), frames[-1], lc, f"circuit, step {res['steps']}")
+        _show_grid(fig.add_subplot(1, 3, 3), res["_exact"][..., None], (0,), "exact rule")
+        return fig
+    h, w = res["grid"]
+    if task.kind == "grow":  # the start is a seed or zeros; the target says more
+        target = np.zeros(frames[0].shape, dtype=np.uint8)
+        target[..., list(lc)] = res["_target"]
+        _show_grid(fig.add_subplot(1, 3, 1), target, lc, f"target ({h}x{w})")
+    else:
+        _show_grid(fig.add_subplot(1, 3, 1), frames[0], lc, f"start ({h}x{w})")
+    _show_grid(
+        fig.add_subplot(1, 3, 2),
+        frames[-1],
+        lc,
+        f"step {res['steps']}: error {res['final_error']:.4f}",
+    )
+    ax = fig.add_subplot(1, 3, 3)
+    ax.plot(res["error_curve"], linewidth=1)
+    ax.axvline(task.num_steps, color="gray", linestyle=":", label="training steps")
+    ax.legend(fontsize=8)
+    _error_axes(ax, f"mean of {res['boards']} boards" if res["boards"] > 1 else "one board")
+    return fig
+
+
+def _plot_fault_tolerance(res: dict[str, Any], task: Task) -> Any:
+    fig = _figure(2 * _IMAGE_PX, _IMAGE_PX)
+    _show_grid(
+        fig.add_subplot(1, 2, 1),
+        res["_frames"][-1],
+        task.loss_channels,
+        f"step {res['steps']}, dead {res['damage'][0]}x{res['damage'][1]} (red)",
+        res["_region"],
+    )
+    ax = fig.add_subplot(1, 2, 2)
+    ax.plot(res["error_curve_outside"], linewidth=1)
+    _error_axes(ax, "error outside the dead square")
+    return fig
+
+
+def _plot_self_healing(res: dict[str, Any], task: Task) -> Any:
+    fig = _figure(4 * _IMAGE_PX, _IMAGE_PX)
+    frames, lc = res["_frames"], task.loss_channels
+    start, end = res["damage_steps"]
+    for k, (t, label) in enumerate(
+        ((end, "damage lifted"), (min(end + 10, res["steps"]), "10 steps later"))
+    ):
+        region = res["_region"] if t == end else None
+        _show_grid(fig.add_subplot(1, 4, k + 1), frames[t], lc, f"step {t}: {label}", region)
+    _show_grid(fig.add_subplot(1, 4, 3), frames[-1], lc, f"step {res['steps']}")
+    ax = fig.add_subplot(1, 4, 4)
+    ax.plot(res["error_curve"], linewidth=1)
+    ax.axvspan(start, end, color="red", alpha=0.1, label="damaged")
+    ax.legend(fontsize=8)
+    _error_axes(ax, f"final error {res['final_error']:.4f}")
+    return fig
+
+
+def _plot_robustness(res: dict[str, Any], task: Task) -> Any:
+    return plot_robustness([(task.name, res)])
+
+
+def plot_robustness(curves: list[tuple[str, dict[str, Any]]], path: PathLike | None = None) -> Any:
+    """Error curves of robustness results, one line each (sync- vs async-trained)."""
+    fig = _figure(8, 3.6)
+    ax = fig.add_subplot()
+    for label, res in curves:
+        tail = res["mean_error_second_half"]
+        one = res["single_reset"]
+        heal = "" if "skipped" in one else f"; one reset heals in {one['median_steps']} steps"
+        ax.plot(
+            res["error_curve"], linewidth=0.8, label=f"{label} (mean, 2nd half: {tail:.4f}{heal})"
+        )
+    first = curves[0][1]
+    _error_axes(
+        ax,
+        f"{first['grid'][0]}x{first['grid'][1]}, fire rate {first['fire_rate']}, {first['reset']}",
+    )
+    ax.legend(fontsize=8)
+    if path is not None:
+        fig.tight_layout()
+        fig.savefig(os.fspath(path))
+    return fig
+
+
+def _plot_gates(res: dict[str, Any], task: Task) -> Any:
+    fig = _figure(11, 3.6)
+    for k, part in enumerate(("perceive", "update")):
+        ax = fig.add_subplot(1, 2, k + 1)
+        counts = [res[part][g] for g in GATE_NAMES]
+        colors = ["lightgray" if g in ("A", "B") else "tab:blue" for g in GATE_NAMES]
+        bars = ax.bar(range(16), counts, color=colors)
+        ax.bar_label(bars, fontsize=7)
+        ax.set_xticks(range(16))
+        ax.set_xticklabels(GATE_NAMES, rotation=70, fontsize=7)
+        ax.set_yscale("symlog")
+        ax.set_title(f"{part}: {res[f'active_{part}']} active (gray: pass-through)", fontsize=9)
+    return fig
+
+
+_PLOTTERS: dict[str, Callable[[dict[str, Any], Task], Any]] = {
+    "generalisation": _plot_generalisation,
+    "fault_tolerance": _plot_fault_tolerance,
+    "self_healing": _plot_self_healing,
+    "robustness": _plot_robustness,
+    "gates": _plot_gates,
+}
+
+
+# ---- summary table --------------------------------------------------------------------
+
+
+def summary_lines(report: dict[str, Any]) -> list[str]:
+    """One line per experiment with its headline numbers (what the CLI prints)."""
+    lines = []
+    for name, r in report["experiments"].items():
+        if "skipped" in r:
+            text = f"skipped: {r['skipped']}"
+        elif name == "generalisation" and "boards_correct" in r:
+            div = r["first_divergence_step"]
+            text = (
+                f"{r['boards_correct']}/{r['boards']} boards right; {r['grid'][0]}x"
+                f"{r['grid'][1]} for {r['steps']} steps: "
+                + ("same as the rule" if div is None else f"diverges at step {div}")
+            )
+        elif name == "generalisation":
+            text = (
+                f"{r['grid'][0]}x{r['grid'][1]}, {r['steps']} steps: error {r['final_error']:.4g}"
+                f" ({r['boards_exact']}/{r['boards']} boards exact)"
+            )
+        elif name == "fault_tolerance":
+            text = (
+                f"dead {r['damage'][0]}x{r['damage'][1]}: error outside "
+                f"{r['final_error_outside']:.4g} ({r['boards_exact_outside']}/{r['boards']} exact)"
+            )
+        elif name == "self_healing":
+            rec = r["steps_to_recover"]
+            text = (
+                f"error {r['error_when_lifted']:.4g} when lifted, {r['final_error']:.4g} at end"
+                + (f", exact {rec} steps after" if rec is not None else ", not recovered")
+            )
+        elif name == "robustness":
+            one = r["single_reset"]
+            text = (
+                f"{r['steps']} steps: mean error {r['mean_error_second_half']:.4g} "
+                f"(2nd half), final {r['final_error']:.4g}; one reset: "
+                + (
+                    one["skipped"]
+                    if "skipped" in one
+                    else f"{one['recovered']}/{one['trials']} healed, median "
+                    f"{one['median_steps']} steps"
+                )
+            )
+        else:
+            text = (
+                f"{r['active_gates']} active of {r['gates']} (perceive {r['active_perceive']}, "
+                f"update {r['active_update']}); {r['circuit_active_gates']} after folding"
+            )
+        lines.append(f"{name:<16} {text}")
+    return lines
+
+
+# ---- CLI ------------------------------------------------------------------------------
+
+
+def _arguments(p: argparse.ArgumentParser) -> None:
+    from .cli import _int_at_least
+
+    p.add_argument("runs", nargs="+", metavar="RUN", help="training run directories")
+    p.add_argument("--out", metavar="DIR", help="write here instead of into each run directory")
+    p.add_argument("--seed", type=_int_at_least(0), default=0, help="random starts (default 0)")
+    p.add_argument(
+        "--quick", action="store_true", help="fewer boards, 400 instead of 4000 robustness steps"
+    )
+    p.add_argument(
+        "--reset",
+        choices=RESET_MODES,
+        default="random",
+        help="robustness: what the 10x10 square is reset to (default random bits)",
+    )
+    p.add_argument(
+        "--only",
+        metavar="NAMES",
+        help=f"comma-separated subset of: {', '.join(EXPERIMENTS)}",
+    )
+
+
+def _run(args: argparse.Namespace) -> int:
+    experiments: tuple[str, ...] = EXPERIMENTS
+    if args.only:
+        experiments = tuple(s.strip() for s in args.only.split(",") if s.strip())
+        unknown = sorted(set(experiments) - set(EXPERIMENTS))
+        if unknown:
+            raise UsageError(
+                f"analyze: --only: unknown experiments {unknown}; known: {', '.join(EXPERIMENTS)}"
+            )
+    loaded = [load_run(r) for r in args.runs]  # every run checked before any work
+    out = Path(args.out) if args.out else None
+    names = [run_dir.name for _, _, run_dir in loaded]
+    if out is not None and len(set(names)) < len(names):
+        raise UsageError("analyze: --out with runs of the same directory name; rename one")
+    curves = []
+    for run, (_, _, run_dir), name in zip(args.runs, loaded, names):
+        dest = None if out is None else (out if len(loaded) == 1 else out / name)
+        report = analyze(
+            run, dest, seed=args.seed, quick=args.quick, experiments=experiments, reset=args.reset
+        )
+        where = dest if dest is not None else run_dir
+        print(f"{report['preset']} ({run}) -> {where}")
+        for line in summary_lines(report):
+            print(f"  {line}")
+        rob = report["experiments"].get("robustness")
+        if rob is not None and "skipped" not in rob:
+            curves.append((f"{report['preset']} ({name})", rob))
+    if len(curves) >= 2:
+        path = (out if out is not None else loaded[0][2]) / "robustness_comparison.png"
+        plot_robustness(curves, path)
+        print(f"robustness of {len(curves)} runs on one plot -> {path}")
+    return 0
+
+
+register(
+    "analyze", "the paper's experiments on trained runs (plots + analysis.json)", _arguments, _run
+)
