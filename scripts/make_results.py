@@ -130,8 +130,10 @@ def write(runs: Path, sweeps: Path, train: bool) -> Path:
         out.append(f"### `{name}`")
         out.append("")
         if name in summaries:
-            out.append(f"![{name} loss](img/results/{name}-loss.png) "
-                       f"![{name} rollout](img/results/{name}-rollout.gif)")
+            out.append(
+                f"![{name} loss](img/results/{name}-loss.png) "
+                f"![{name} rollout](img/results/{name}-rollout.gif)"
+            )
             out.append("")
         if path.exists():
             rows = json.loads(path.read_text())
