@@ -43,7 +43,7 @@ from . import _core
 from .checkpoint import load_checkpoint, save_checkpoint
 from .datasets import make_dataset
 from .errors import CheckpointError
-from .model import Model, check_int
+from .model import MAX_SEED, MAX_THREADS, Model, check_int
 from .presets import Preset, get_preset
 from .spec import ModelSpec
 
@@ -375,11 +375,11 @@ def train(
     if epochs is not None:
         epochs = check_int("epochs", epochs, 1)
     if seed is not None:
-        seed = check_int("seed", seed, 0, 2**64 - 1)
+        seed = check_int("seed", seed, 0, MAX_SEED)
     if lr is not None:
         lr = _check_lr(lr)
     if threads is not None:
-        threads = check_int("threads", threads, 0, 1024)
+        threads = check_int("threads", threads, 0, MAX_THREADS)
     if early_stop is not None:
         early_stop = check_int("early_stop", early_stop, 1)
     if checkpoint_every is not None:

@@ -1,6 +1,7 @@
 //! The model specification (the fixtures' `config` JSON) and its validation.
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::error::{value_err, Result};
 
@@ -52,7 +53,10 @@ impl Spec {
     pub fn from_json(text: &str) -> Result<Spec> {
         let spec: Spec = match serde_json::from_str(text) {
             Ok(s) => s,
-            Err(e) => return value_err!("config: {e}"),
+            Err(e) => match field_error(text) {
+                Some(m) => return value_err!("{m}"),
+                None => return value_err!("config: {e}"),
+            },
         };
         spec.validate()?;
         Ok(spec)
@@ -88,18 +92,17 @@ impl Spec {
         if self.perceive.n_kernels == 0 {
             return value_err!("perceive.n_kernels must be >= 1, got 0");
         }
+        if let Some(&first) = self.perceive.layers.first() {
+            if first != 9 {
+                return value_err!("perceive.layers[0] must be 9 (the 3x3 patch), got {first}");
+            }
+        }
         check_layers(
             "perceive",
             &self.perceive.layers,
             &self.perceive.connections,
         )?;
         check_layers("update", &self.update.layers, &self.update.connections)?;
-        if self.perceive.layers[0] != 9 {
-            return value_err!(
-                "perceive.layers[0] must be 9 (the 3x3 patch), got {}",
-                self.perceive.layers[0]
-            );
-        }
         let expected_in = c + c * self.perceive_out() * self.perceive.n_kernels;
         if self.update.layers[0] != expected_in {
             return value_err!(
@@ -155,4 +158,150 @@ fn check_layers(name: &str, layers: &[usize], connections: &[Wiring]) -> Result<
             .map_err(|e| crate::error::Error::Value(format!("{name} layer {i}: {e}")))?;
     }
     Ok(())
+}
+
+/// A field of the config JSON: where it is, whether it is a list, what each value must be.
+struct Field {
+    path: &'static [&'static str],
+    list: bool,
+    valid: fn(&Value) -> bool,
+    expected: &'static str,
+}
+
+const COUNT: &str = "a non-negative integer";
+
+/// The fields whose JSON type serde checks, in the order a message should report them.
+const FIELDS: &[Field] = &[
+    Field {
+        path: &["channels"],
+        list: false,
+        valid: is_count,
+        expected: COUNT,
+    },
+    Field {
+        path: &["num_steps"],
+        list: false,
+        valid: is_count,
+        expected: COUNT,
+    },
+    Field {
+        path: &["periodic"],
+        list: false,
+        valid: Value::is_boolean,
+        expected: "true or false",
+    },
+    Field {
+        path: &["async"],
+        list: false,
+        valid: Value::is_boolean,
+        expected: "true or false",
+    },
+    Field {
+        path: &["fire_rate"],
+        list: false,
+        valid: is_rate,
+        expected: "a number or null",
+    },
+    Field {
+        path: &["lr"],
+        list: false,
+        valid: Value::is_number,
+        expected: "a number",
+    },
+    Field {
+        path: &["loss_channels"],
+        list: true,
+        valid: is_count,
+        expected: COUNT,
+    },
+    Field {
+        path: &["perceive"],
+        list: false,
+        valid: Value::is_object,
+        expected: "an object",
+    },
+    Field {
+        path: &["perceive", "n_kernels"],
+        list: false,
+        valid: is_count,
+        expected: COUNT,
+    },
+    Field {
+        path: &["perceive", "layers"],
+        list: true,
+        valid: is_count,
+        expected: COUNT,
+    },
+    Field {
+        path: &["perceive", "connections"],
+        list: true,
+        valid: is_wiring,
+        expected: WIRINGS,
+    },
+    Field {
+        path: &["update"],
+        list: false,
+        valid: Value::is_object,
+        expected: "an object",
+    },
+    Field {
+        path: &["update", "layers"],
+        list: true,
+        valid: is_count,
+        expected: COUNT,
+    },
+    Field {
+        path: &["update", "connections"],
+        list: true,
+        valid: is_wiring,
+        expected: WIRINGS,
+    },
+];
+
+const WIRINGS: &str = "one of \"first_kernel\", \"unique\", \"random\"";
+
+fn is_count(v: &Value) -> bool {
+    v.as_u64().is_some_and(|n| usize::try_from(n).is_ok())
+}
+
+fn is_rate(v: &Value) -> bool {
+    v.is_null() || v.is_number()
+}
+
+fn is_wiring(v: &Value) -> bool {
+    Wiring::deserialize(v).is_ok()
+}
+
+/// The first field of `text` with a value of the wrong type, named, with what it must
+/// be: serde_json's own messages give a line and column but not the field.
+fn field_error(text: &str) -> Option<String> {
+    let root: Value = serde_json::from_str(text).ok()?;
+    if !root.is_object() {
+        return Some(format!("config: expected a JSON object, got {root}"));
+    }
+    for f in FIELDS {
+        let Some(value) = f.path.iter().try_fold(&root, |v, key| v.get(key)) else {
+            continue;
+        };
+        let name = f.path.join(".");
+        if !f.list {
+            if !(f.valid)(value) {
+                return Some(format!(
+                    "config.{name}: expected {}, got {value}",
+                    f.expected
+                ));
+            }
+            continue;
+        }
+        let Some(items) = value.as_array() else {
+            return Some(format!("config.{name}: expected a list, got {value}"));
+        };
+        if let Some((i, bad)) = items.iter().enumerate().find(|(_, v)| !(f.valid)(v)) {
+            return Some(format!(
+                "config.{name}[{i}]: expected {}, got {bad}",
+                f.expected
+            ));
+        }
+    }
+    None
 }
