@@ -562,3 +562,66 @@ fn check_finite(name: &str, v: &[f32]) -> Result<()> {
         None => Ok(()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+
+    fn async_model() -> Model {
+        let json = r#"{"channels": 2, "periodic": true, "num_steps": 2, "async": true,
+            "fire_rate": 0.5, "loss_channels": [0], "lr": 0.05,
+            "perceive": {"n_kernels": 1, "layers": [9, 8, 4],
+                         "connections": ["first_kernel", "unique"]},
+            "update": {"layers": [10, 6, 4, 2],
+                       "connections": ["unique", "unique", "unique"]}}"#;
+        Model::new(Spec::from_json(json).unwrap(), 7).unwrap()
+    }
+
+    const SHAPE: GridShape = GridShape {
+        batch: 1,
+        height: 3,
+        width: 4,
+    };
+
+    #[test]
+    fn refused_calls_draw_no_masks() {
+        let mut m = async_model();
+        let mut x = vec![0.0f32; 24];
+        x[5] = f32::NAN;
+        let soft = Decoding::Soft;
+        assert!(matches!(
+            m.rollout(&x, SHAPE, 2, soft, None, false),
+            Err(Error::Value(_))
+        ));
+        x[5] = 2.0;
+        assert!(matches!(
+            m.rollout(&x, SHAPE, 2, soft, None, false),
+            Err(Error::Value(_))
+        ));
+        x[5] = 1.0;
+        assert!(matches!(
+            m.rollout(&x, SHAPE, 0, soft, None, false),
+            Err(Error::Value(_))
+        ));
+        let y = vec![3.0f32; 24];
+        assert!(matches!(
+            m.train_step(&x, &y, SHAPE, None),
+            Err(Error::Value(_))
+        ));
+        assert_eq!(m.mask_draws, 0);
+        m.rollout(&x, SHAPE, 2, soft, None, false).unwrap();
+        assert_eq!(m.mask_draws, 1);
+    }
+
+    #[test]
+    fn absurd_step_counts_are_refused_before_allocating() {
+        let mut m = async_model();
+        let x = vec![0.0f32; 24];
+        for steps in [1usize << 40, usize::MAX / 2, usize::MAX] {
+            let r = m.rollout(&x, SHAPE, steps, Decoding::Hard, None, true);
+            assert!(matches!(r, Err(Error::Memory(_))), "{steps}: {r:?}");
+        }
+        assert_eq!(m.mask_draws, 0);
+    }
+}

@@ -305,3 +305,77 @@ fn field_error(text: &str) -> Option<String> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+
+    const SMALL: &str = r#"{"channels": 2, "periodic": false, "num_steps": 3, "async": false,
+        "fire_rate": null, "loss_channels": [0], "lr": 0.05,
+        "perceive": {"n_kernels": 2, "layers": [9, 8, 4, 2],
+                     "connections": ["first_kernel", "unique", "unique"]},
+        "update": {"layers": [10, 8, 4, 2], "connections": ["unique", "unique", "unique"]}}"#;
+
+    fn message(json: &str) -> String {
+        match Spec::from_json(json) {
+            Err(Error::Value(m)) => m,
+            other => panic!("expected a value error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn valid_config_parses() {
+        assert_eq!(Spec::from_json(SMALL).unwrap().channels, 2);
+    }
+
+    #[test]
+    fn type_errors_name_the_field() {
+        let cases = [
+            (
+                r#""channels": 2"#,
+                r#""channels": -2"#,
+                "config.channels: expected a non-negative integer, got -2",
+            ),
+            (
+                r#""periodic": false"#,
+                r#""periodic": "no""#,
+                "config.periodic: expected true or false",
+            ),
+            (
+                r#""lr": 0.05"#,
+                r#""lr": "fast""#,
+                "config.lr: expected a number",
+            ),
+            (
+                r#""loss_channels": [0]"#,
+                r#""loss_channels": [0, 1.5]"#,
+                "config.loss_channels[1]",
+            ),
+            (
+                r#""layers": [9, 8, 4, 2]"#,
+                r#""layers": 9"#,
+                "config.perceive.layers: expected a list",
+            ),
+            (
+                r#""connections": ["unique", "unique", "unique"]"#,
+                r#""connections": ["unique", "bogus", "unique"]"#,
+                "config.update.connections[1]: expected one of",
+            ),
+        ];
+        for (from, to, want) in cases {
+            let json = SMALL.replacen(from, to, 1);
+            assert_ne!(json, SMALL, "{from}");
+            let m = message(&json);
+            assert!(m.contains(want), "{m:?} lacks {want:?}");
+        }
+        assert!(message("[1, 2]").contains("expected a JSON object"));
+        assert!(message("{").starts_with("config: "));
+    }
+
+    #[test]
+    fn first_perceive_layer_must_be_the_patch() {
+        let m = message(&SMALL.replacen("[9, 8, 4, 2]", "[8, 8, 4, 2]", 1));
+        assert!(m.starts_with("perceive.layers[0] must be 9"), "{m}");
+    }
+}
