@@ -427,6 +427,44 @@ API_CASES = [
         "logits",
         "finite",
     ),
+    case(
+        "wires-float",
+        lambda: logicars.Model.from_parts(
+            spec_dict(),
+            [w + 0.5 for k, w in sorted(MODEL.wires().items()) if k.startswith("perceive")],
+            [w for k, w in sorted(MODEL.wires().items()) if k.startswith("update")],
+            MODEL.params(),
+        ),
+        TypeError,
+        "perceive_wires_0",
+        "integer array",
+    ),
+    case(
+        "wires-out-of-range",
+        lambda: logicars.Model.from_parts(
+            spec_dict(),
+            [w for k, w in sorted(MODEL.wires().items()) if k.startswith("perceive")],
+            [w * 100 for k, w in sorted(MODEL.wires().items()) if k.startswith("update")],
+            MODEL.params(),
+        ),
+        InvalidValueError,
+        "update_wires_0",
+        "input width 10",
+    ),
+    case(
+        "mask-state-negative",
+        lambda: setattr(ASYNC_MODEL, "mask_state", (-1, 0)),
+        ValueError,
+        "mask seed",
+        ">= 0",
+    ),
+    case(
+        "draw-masks-too-big",
+        memory_capped(lambda: logicars._core.draw_masks(1, 1024, 1024, 10, 0.5, 0)),
+        MemoryLimitError,
+        "draw_masks",
+        "limit of 1 MB",
+    ),
     # ---- simulate (binary input required) -----------------------------------------------
     case(
         "sim-non-binary",

@@ -86,8 +86,8 @@ class Model:
     ) -> Model:
         """A model from wires `(2, out)` per layer and named logits arrays."""
         spec = _as_spec(spec)
-        pw = [np.ascontiguousarray(w, dtype=np.int32) for w in perceive_wires]
-        uw = [np.ascontiguousarray(w, dtype=np.int32) for w in update_wires]
+        pw = [_as_wires(f"perceive_wires_{i}", w) for i, w in enumerate(perceive_wires)]
+        uw = [_as_wires(f"update_wires_{i}", w) for i, w in enumerate(update_wires)]
         probe = _core.Engine.create(spec.to_json(), 0)  # for the parameter layout
         flat = _flatten_params(probe.param_info(), params)
         return cls._wrap(_core.Engine.from_parts(spec.to_json(), pw, uw, flat, int(mask_seed)))
@@ -134,7 +134,10 @@ class Model:
 
     @mask_state.setter
     def mask_state(self, state: tuple[int, int]) -> None:
-        self._engine.set_mask_state(int(state[0]), int(state[1]))
+        seed, draws = state
+        self._engine.set_mask_state(
+            check_int("mask seed", seed, 0, MAX_SEED), check_int("mask draws", draws, 0, MAX_SEED)
+        )
 
     # ---- computation ------------------------------------------------------------
     def rollout(
@@ -392,6 +395,17 @@ def _as_binary(name: str, a: Any) -> np.ndarray:
                 f"{name}: values must be 0 or 1, found {arr.ravel()[i]} at flat index {i}"
             )
     return np.ascontiguousarray(arr, dtype=np.uint8)
+
+
+def _as_wires(name: str, a: Any) -> np.ndarray:
+    """Wire indices as C-contiguous int32; floats are refused rather than truncated."""
+    arr = np.asarray(a)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"{name}: expected an integer array, got dtype {arr.dtype}")
+    if arr.size and (arr.min() < 0 or arr.max() > np.iinfo(np.int32).max):
+        bad = arr.min() if arr.min() < 0 else arr.max()
+        raise InvalidValueError(f"{name}: wire indices must be >= 0 and fit int32, got {bad}")
+    return np.ascontiguousarray(arr, dtype=np.int32)
 
 
 def _unflatten(info: list[tuple[str, list[int], int]], flat: np.ndarray) -> dict[str, np.ndarray]:

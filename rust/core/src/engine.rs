@@ -157,6 +157,11 @@ pub(crate) fn memory_cap_mb() -> usize {
         .unwrap_or(DEFAULT_MAX_MEMORY_MB)
 }
 
+/// Whether `bytes` exceed the memory cap (saturating: a huge cap cannot wrap around).
+pub(crate) fn over_memory_cap(bytes: usize) -> bool {
+    bytes > memory_cap_mb().saturating_mul(1 << 20)
+}
+
 impl Workspace {
     /// Bytes a workspace for this shape would take (saturating: absurd step counts
     /// give `usize::MAX`, never a wrapped small number).
@@ -194,8 +199,8 @@ impl Workspace {
         let threads = threads::num_threads();
         let bytes =
             Self::estimate_bytes(program, shape, steps, threads).saturating_add(extra_bytes);
-        let cap_mb = memory_cap_mb();
-        if bytes > cap_mb << 20 {
+        if over_memory_cap(bytes) {
+            let cap_mb = memory_cap_mb();
             return Err(Error::Memory(format!(
                 "a grid of {}x{}x{} cells over {steps} steps needs about {} MB of buffers, \
                  more than the limit of {cap_mb} MB (set LOGICARS_MAX_MEMORY_MB to raise it)",

@@ -530,12 +530,6 @@ fn draw_masks<'py>(
         height,
         width,
     };
-    let bytes = shape.cells().saturating_mul(steps);
-    if bytes > (8usize << 30) {
-        return Err(MemoryLimitError::new_err(format!(
-            "draw_masks: {bytes} bytes of masks is more than 8 GiB"
-        )));
-    }
     let m = py
         .detach(|| bitsliced::draw_masks(shape, steps, fire_rate, seed))
         .map_err(to_py)?;
