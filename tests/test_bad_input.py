@@ -190,6 +190,15 @@ API_CASES = [
         ">= 1",
     ),
     case(
+        "model-too-big",
+        lambda: logicars.Model(
+            spec_dict(update={"layers": [10, 2**40, C], "connections": ["random", "random"]})
+        ),
+        MemoryLimitError,
+        "1099511627806 gates",
+        "LOGICARS_MAX_MEMORY_MB",
+    ),
+    case(
         "update-input-width",
         lambda: logicars.Model(spec_dict(update={"layers": [11, 8, 4, C]})),
         InvalidValueError,

@@ -3,7 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::error::{value_err, Result};
+use crate::error::{value_err, Error, Result};
+use crate::gates::N_OPS;
 
 /// How a gate layer picks the two inputs of each gate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -103,7 +104,10 @@ impl Spec {
             &self.perceive.connections,
         )?;
         check_layers("update", &self.update.layers, &self.update.connections)?;
-        let expected_in = c + c * self.perceive_out() * self.perceive.n_kernels;
+        let expected_in = c.saturating_add(
+            c.saturating_mul(self.perceive_out())
+                .saturating_mul(self.perceive.n_kernels),
+        );
         if self.update.layers[0] != expected_in {
             return value_err!(
                 "update.layers[0] must be channels + channels*perceive_out*n_kernels = {expected_in}, got {}",
@@ -132,6 +136,26 @@ impl Spec {
         }
         if !(self.lr.is_finite() && self.lr > 0.0) {
             return value_err!("lr must be a finite number > 0, got {}", self.lr);
+        }
+        self.check_size()
+    }
+
+    /// Refuses, before anything is allocated, a model whose logits, gradient and AdamW
+    /// moments (16 floats each per gate) would exceed `LOGICARS_MAX_MEMORY_MB`.
+    fn check_size(&self) -> Result<()> {
+        let sum = |w: &[usize]| w.iter().fold(0usize, |a, &b| a.saturating_add(b));
+        let gates = sum(&self.perceive.layers[1..])
+            .saturating_mul(self.perceive.n_kernels)
+            .saturating_add(sum(&self.update.layers[1..]));
+        let bytes = gates.saturating_mul(4 * N_OPS * std::mem::size_of::<f32>());
+        if crate::engine::over_memory_cap(bytes) {
+            return Err(Error::Memory(format!(
+                "a model of {gates} gates needs about {} MB for its logits, gradient and \
+                 AdamW state, more than the limit of {} MB (set LOGICARS_MAX_MEMORY_MB to \
+                 raise it)",
+                bytes >> 20,
+                crate::engine::memory_cap_mb()
+            )));
         }
         Ok(())
     }
@@ -309,7 +333,6 @@ fn field_error(text: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::Error;
 
     const SMALL: &str = r#"{"channels": 2, "periodic": false, "num_steps": 3, "async": false,
         "fire_rate": null, "loss_channels": [0], "lr": 0.05,
@@ -371,6 +394,21 @@ mod tests {
         }
         assert!(message("[1, 2]").contains("expected a JSON object"));
         assert!(message("{").starts_with("config: "));
+    }
+
+    #[test]
+    fn huge_models_are_refused_before_allocating() {
+        let json = SMALL
+            .replacen("[10, 8, 4, 2]", "[10, 1099511627776, 2]", 1)
+            .replacen(
+                r#"["unique", "unique", "unique"]}}"#,
+                r#"["random", "random"]}}"#,
+                1,
+            );
+        match Spec::from_json(&json) {
+            Err(Error::Memory(m)) => assert!(m.contains("1099511627806 gates"), "{m}"),
+            other => panic!("expected a memory error, got {other:?}"),
+        }
     }
 
     #[test]
