@@ -448,9 +448,9 @@ def train(
             )
 
     dataset = make_dataset(state.preset)  # unknown dataset names fail here, before the dir
-    _prepare_dir(run_dir)
     if model is None:
-        model = Model(state.preset.spec, state.seed)
+        model = Model(state.preset.spec, state.seed)  # so does a model over the memory cap
+    _prepare_dir(run_dir)
 
     previous_threads = _core.num_threads()
     if threads is not None:
