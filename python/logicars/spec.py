@@ -103,7 +103,7 @@ class ModelSpec:
         try:
             d = json.loads(text)
         except json.JSONDecodeError as e:
-            raise ValueError(f"config is not valid JSON: {e}") from None
+            raise InvalidValueError(f"config is not valid JSON: {e}") from None
         return cls.from_dict(d)
 
     def replace(self, **changes: Any) -> ModelSpec:

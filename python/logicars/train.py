@@ -42,7 +42,7 @@ import numpy as np
 from . import _core
 from .checkpoint import load_checkpoint, save_checkpoint
 from .datasets import make_dataset
-from .errors import CheckpointError
+from .errors import CheckpointError, InvalidValueError
 from .model import MAX_SEED, MAX_THREADS, Model, check_int
 from .presets import Preset, get_preset
 from .spec import ModelSpec
@@ -111,7 +111,7 @@ def _check_lr(lr: Any) -> float:
     if isinstance(lr, bool) or not isinstance(lr, (int, float, np.integer, np.floating)):
         raise TypeError(f"lr must be a number, got {lr!r}")
     if not math.isfinite(lr) or lr <= 0:
-        raise ValueError(f"lr must be a finite number > 0, got {lr}")
+        raise InvalidValueError(f"lr must be a finite number > 0, got {lr}")
     return float(lr)
 
 
