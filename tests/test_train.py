@@ -250,7 +250,7 @@ def test_default_run_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
         ({"lr": float("nan")}, ValueError, "lr must be a finite number > 0"),
         ({"lr": float("inf")}, ValueError, "lr must be a finite number > 0"),
         ({"lr": "0.1"}, TypeError, "lr must be a number"),
-        ({"seed": -1}, ValueError, "seed must be between"),
+        ({"seed": -1}, ValueError, "seed must be >= 0"),
         ({"threads": -1}, ValueError, "threads must be between 0 and 1024"),
         ({"threads": 5000}, ValueError, "threads must be between 0 and 1024"),
         ({"early_stop": 0}, ValueError, "early_stop must be >= 1"),

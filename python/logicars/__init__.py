@@ -13,7 +13,7 @@ from ._core import build_info as _build_info
 from ._core import num_threads
 from ._core import set_num_threads as _set_num_threads
 from .analyze import analyze  # the function shadows the submodule attribute
-from .model import Model
+from .model import MAX_THREADS, Model, check_int
 from .presets import PRESETS, Preset, get_preset
 from .spec import ModelSpec, PerceiveSpec, UpdateSpec
 from .train import RunResult, train  # the function shadows the submodule attribute
@@ -26,7 +26,7 @@ def set_num_threads(threads: int) -> None:
 
     Results do not depend on the thread count.
     """
-    _set_num_threads(int(threads))
+    _set_num_threads(check_int("threads", threads, 0, MAX_THREADS))
 
 
 def build_info() -> dict[str, str]:

@@ -15,7 +15,7 @@ import statistics
 import time
 from typing import Any
 
-from .cli import register
+from .cli import _int_at_least, register
 
 # FMA-equivalent vector operations per gate-cell in one epoch: 3 multiply-adds in each
 # of the two float forward passes (soft, and soft again during BPTT; the hard pass runs
@@ -80,8 +80,12 @@ def bench_preset(name: str, threads: int, epochs: int, warmup: int) -> dict[str,
 def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("presets", nargs="*", help="presets to time (default: all)")
     p.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
-    p.add_argument("--epochs", type=int, default=30, help="timed epochs per run (default 30)")
-    p.add_argument("--warmup", type=int, default=5, help="untimed epochs first (default 5)")
+    p.add_argument(
+        "--epochs", type=_int_at_least(1), default=30, help="timed epochs per run (default 30)"
+    )
+    p.add_argument(
+        "--warmup", type=_int_at_least(0), default=5, help="untimed epochs first (default 5)"
+    )
     p.add_argument("--json", action="store_true", help="one JSON object per line")
 
 
@@ -96,9 +100,11 @@ def _run(args: argparse.Namespace) -> int:
     try:
         threads = [int(t) for t in args.threads.split(",")]
     except ValueError:
-        raise UsageError(f"--threads: expected e.g. 1,2, got {args.threads!r}") from None
-    if any(t < 1 for t in threads) or args.epochs < 1 or args.warmup < 0:
-        raise UsageError("--threads and --epochs must be >= 1, --warmup >= 0")
+        raise UsageError(
+            f"--threads: expected comma-separated integers >= 1 (e.g. 1,2), got {args.threads!r}"
+        ) from None
+    if any(t < 1 for t in threads):
+        raise UsageError(f"--threads: every count must be >= 1, got {args.threads!r}")
     if not args.json:
         head = ("preset", "threads", "ms/epoch", "G gce/s", "FMA peak", "RSS MB")
         print(f"{head[0]:<20}" + "".join(f"{h:>10}" for h in head[1:]))

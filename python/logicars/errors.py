@@ -1,16 +1,28 @@
 """Exceptions raised by logicars.
 
 Every engine error is one of these; all but `MemoryLimitError` subclass `ValueError`,
-so `except ValueError` catches bad input of any kind.
+so `except ValueError` catches bad input of any kind. Bad argument types raise the
+built-in `TypeError`.
+
+`PanicException` is a Rust panic, i.e. a bug in the engine rather than bad input. It
+is raised instead of aborting the interpreter; like `KeyboardInterrupt` it derives
+from `BaseException`, so `except Exception` does not swallow it. See
+docs/reliability.md.
 """
 
 from __future__ import annotations
 
-from ._core import InvalidValueError, MemoryLimitError, ShapeError
+from ._core import InvalidValueError, MemoryLimitError, PanicException, ShapeError
 
 
 class CheckpointError(ValueError):
     """A checkpoint file is truncated, corrupted, of a foreign format or version."""
 
 
-__all__ = ["CheckpointError", "InvalidValueError", "MemoryLimitError", "ShapeError"]
+__all__ = [
+    "CheckpointError",
+    "InvalidValueError",
+    "MemoryLimitError",
+    "PanicException",
+    "ShapeError",
+]

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 
 from . import _core
-from .errors import ShapeError
+from .errors import CheckpointError, InvalidValueError, ShapeError
 from .spec import ModelSpec
 
 if TYPE_CHECKING:
@@ -20,6 +21,9 @@ PathLike = Union[str, "os.PathLike[str]"]
 SpecLike = Union[ModelSpec, dict, str]
 
 _NUMERIC_KINDS = "biuf"  # bool, signed, unsigned, float
+MAX_SEED = 2**64 - 1  # seeds are u64 in the engine
+MAX_THREADS = 1024  # the engine's own limit (rust/core/src/threads.rs)
+MAX_STEPS = 2**63 - 1  # larger counts do not fit the engine's usize (memory refuses sooner)
 
 
 def _as_spec(spec: SpecLike) -> ModelSpec:
@@ -64,9 +68,8 @@ class Model:
 
     def __init__(self, spec: SpecLike, seed: int = 0) -> None:
         self._spec = _as_spec(spec)
-        if not isinstance(seed, (int, np.integer)) or seed < 0:
-            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-        self._engine = _core.Engine.create(self._spec.to_json(), int(seed))
+        seed = check_int("seed", seed, 0, MAX_SEED)
+        self._engine = _core.Engine.create(self._spec.to_json(), seed)
 
     @classmethod
     def _wrap(cls, engine: _core.Engine) -> Model:
@@ -86,8 +89,8 @@ class Model:
     ) -> Model:
         """A model from wires `(2, out)` per layer and named logits arrays."""
         spec = _as_spec(spec)
-        pw = [np.ascontiguousarray(w, dtype=np.int32) for w in perceive_wires]
-        uw = [np.ascontiguousarray(w, dtype=np.int32) for w in update_wires]
+        pw = [_as_wires(f"perceive_wires_{i}", w) for i, w in enumerate(perceive_wires)]
+        uw = [_as_wires(f"update_wires_{i}", w) for i, w in enumerate(update_wires)]
         probe = _core.Engine.create(spec.to_json(), 0)  # for the parameter layout
         flat = _flatten_params(probe.param_info(), params)
         return cls._wrap(_core.Engine.from_parts(spec.to_json(), pw, uw, flat, int(mask_seed)))
@@ -134,7 +137,10 @@ class Model:
 
     @mask_state.setter
     def mask_state(self, state: tuple[int, int]) -> None:
-        self._engine.set_mask_state(int(state[0]), int(state[1]))
+        seed, draws = state
+        self._engine.set_mask_state(
+            check_int("mask seed", seed, 0, MAX_SEED), check_int("mask draws", draws, 0, MAX_SEED)
+        )
 
     # ---- computation ------------------------------------------------------------
     def rollout(
@@ -151,7 +157,7 @@ class Model:
         update masks from their seeded stream unless `masks` `(B, steps, H, W[, 1])`
         is given. Returns the final grid, or with `record` all `steps + 1` grids.
         """
-        steps = self._spec.num_steps if steps is None else check_int("steps", steps, 1)
+        steps = self._spec.num_steps if steps is None else check_int("steps", steps, 1, MAX_STEPS)
         xa = as_float_array("x", x)
         return self._engine.rollout(
             xa, steps, bool(hard), _as_masks(masks, xa, steps), bool(record)
@@ -221,7 +227,7 @@ class Model:
         Returns:
             uint8 array of 0/1.
         """
-        steps = self._spec.num_steps if steps is None else check_int("steps", steps, 0)
+        steps = self._spec.num_steps if steps is None else check_int("steps", steps, 0, MAX_STEPS)
         xa = _as_binary("x", x)
         if xa.ndim != 4 or xa.shape[3] != self._spec.channels:
             raise ShapeError(
@@ -231,7 +237,7 @@ class Model:
         ma = None
         if masks is not None:
             if fire_rate is not None:
-                raise ValueError("give either masks or fire_rate, not both")
+                raise InvalidValueError("give either masks or fire_rate, not both")
             ma = _as_binary("masks", masks)
             if ma.ndim == 5 and ma.shape[-1] == 1:
                 ma = ma[..., 0]
@@ -246,7 +252,7 @@ class Model:
         if fire_rate is not None:
             fire_rate = float(fire_rate)
             if not 0.0 < fire_rate <= 1.0:
-                raise ValueError(f"fire_rate must be in (0, 1], got {fire_rate}")
+                raise InvalidValueError(f"fire_rate must be in (0, 1], got {fire_rate}")
             if fire_rate == 1.0:
                 fire_rate = None
         da = None
@@ -261,16 +267,18 @@ class Model:
         else:
             d_from, d_until = (int(v) for v in damage_steps)
             if not 0 <= d_from <= d_until:
-                raise ValueError(f"damage_steps: expected 0 <= start <= end, got {damage_steps}")
+                raise InvalidValueError(
+                    f"damage_steps: expected 0 <= start <= end, got {damage_steps}"
+                )
         if isinstance(record, bool):
             every = 1 if record else 0
         else:
-            every = check_int("record", record, 0)
+            every = check_int("record", record, 0, MAX_STEPS)
         return self._hard_circuit().simulate(
             xa,
             steps,
             fire_rate=fire_rate,
-            seed=check_int("seed", seed, 0),
+            seed=check_int("seed", seed, 0, MAX_SEED),
             masks=ma,
             damage=da,
             damage_from=d_from,
@@ -319,21 +327,35 @@ class Model:
     # ---- files ------------------------------------------------------------------
     @classmethod
     def from_npz(cls, path: PathLike) -> Model:
-        """Loads parameters, wiring and config in the reference fixture format."""
-        with np.load(Path(path), allow_pickle=False) as z:
-            if "config" not in z.files:
-                raise ValueError(f"{path}: no 'config' entry; not a logicars/fixture npz file")
-            spec = ModelSpec.from_json(str(z["config"]))
-            n_p, n_u = len(spec.perceive.layers) - 1, len(spec.update.layers) - 1
-            try:
+        """Loads parameters, wiring and config in the reference fixture format.
+
+        Raises `logicars.errors.CheckpointError` for a missing, damaged or foreign file.
+        """
+        try:
+            with np.load(Path(path), allow_pickle=False) as z:
+                if "config" not in z.files:
+                    raise CheckpointError(
+                        f"{path}: no 'config' entry; not a logicars/fixture npz file"
+                    )
+                spec = ModelSpec.from_json(str(z["config"]))
+                n_p, n_u = len(spec.perceive.layers) - 1, len(spec.update.layers) - 1
                 pw = [z[f"perceive_wires_{i}"] for i in range(n_p)]
                 uw = [z[f"update_wires_{i}"] for i in range(n_u)]
                 params = {
                     k: z[k] for k in z.files if k.startswith(("perceive_logits_", "update_logits_"))
                 }
-            except KeyError as e:
-                raise ValueError(f"{path}: missing array {e.args[0]}") from None
-        return cls.from_parts(spec, pw, uw, params)
+            return cls.from_parts(spec, pw, uw, params)
+        except CheckpointError:
+            raise
+        except FileNotFoundError:
+            raise CheckpointError(f"{path}: no such file") from None
+        except KeyError as e:
+            raise CheckpointError(f"{path}: missing array {e.args[0]}") from None
+        except (ValueError, TypeError, OSError, zipfile.BadZipFile, EOFError) as e:
+            # np.load's errors for files that are not (intact) npz archives vary by version
+            raise CheckpointError(
+                f"{path}: not a readable logicars/fixture npz file: {e}"
+            ) from None
 
     def to_npz(self, path: PathLike) -> None:
         """Saves parameters, wiring and config in the reference fixture format."""
@@ -373,8 +395,13 @@ def check_int(name: str, v: Any, lo: int, hi: int | None = None) -> int:
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
         raise TypeError(f"{name} must be an integer, got {type(v).__name__}")
     if v < lo or (hi is not None and v > hi):
-        bound = f">= {lo}" if hi is None else f"between {lo} and {hi}"
-        raise ValueError(f"{name} must be {bound}, got {v}")
+        # A technical upper bound (seeds, step counts) is not worth naming for v < lo.
+        technical = hi is not None and hi >= 2**32
+        if hi is None or (v < lo and technical):
+            bound = f">= {lo}"
+        else:
+            bound = f"between {lo} and {hi}"
+        raise InvalidValueError(f"{name} must be {bound}, got {v}")
     return int(v)
 
 
@@ -387,10 +414,21 @@ def _as_binary(name: str, a: Any) -> np.ndarray:
         bad = (arr != 0) & (arr != 1)
         if bad.any():
             i = int(np.flatnonzero(bad.ravel())[0])
-            raise ValueError(
+            raise InvalidValueError(
                 f"{name}: values must be 0 or 1, found {arr.ravel()[i]} at flat index {i}"
             )
     return np.ascontiguousarray(arr, dtype=np.uint8)
+
+
+def _as_wires(name: str, a: Any) -> np.ndarray:
+    """Wire indices as C-contiguous int32; floats are refused rather than truncated."""
+    arr = np.asarray(a)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"{name}: expected an integer array, got dtype {arr.dtype}")
+    if arr.size and (arr.min() < 0 or arr.max() > np.iinfo(np.int32).max):
+        bad = arr.min() if arr.min() < 0 else arr.max()
+        raise InvalidValueError(f"{name}: wire indices must be >= 0 and fit int32, got {bad}")
+    return np.ascontiguousarray(arr, dtype=np.int32)
 
 
 def _unflatten(info: list[tuple[str, list[int], int]], flat: np.ndarray) -> dict[str, np.ndarray]:
@@ -409,10 +447,10 @@ def _flatten_params(
     expected = {name for name, _, _ in info}
     unknown = sorted(set(params) - expected)
     if unknown:
-        raise ValueError(f"unknown parameter arrays {unknown}; expected {sorted(expected)}")
+        raise InvalidValueError(f"unknown parameter arrays {unknown}; expected {sorted(expected)}")
     for name, shape, offset in info:
         if name not in params:
-            raise ValueError(f"missing parameter array {name!r} of shape {tuple(shape)}")
+            raise InvalidValueError(f"missing parameter array {name!r} of shape {tuple(shape)}")
         a = as_float_array(name, params[name])
         if a.shape != tuple(shape):
             raise ShapeError(f"{name}: expected shape {tuple(shape)}, got {a.shape}")

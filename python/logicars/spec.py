@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
+import numbers
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from .errors import InvalidValueError
 
 WIRINGS = ("first_kernel", "unique", "random")
 
@@ -53,44 +57,53 @@ class ModelSpec:
         return d
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), sort_keys=True)
+        d = self.to_dict()
+        # JSON has no NaN or infinity; name the field here rather than let the engine
+        # report a JSON syntax error.
+        for key, expected in (("lr", "a finite number > 0"), ("fire_rate", "in (0, 1]")):
+            v = d[key]
+            if isinstance(v, float) and not math.isfinite(v):
+                raise InvalidValueError(f"{key} must be {expected}, got {v}")
+        return json.dumps(d, sort_keys=True, allow_nan=False)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ModelSpec:
+        """A spec from the fixtures' `config` dict. Types are checked, not coerced (a
+        string "yes" is not `periodic=True`); value ranges are checked in Rust when a
+        model is built."""
         if not isinstance(d, dict):
             raise TypeError(f"config must be a dict, got {type(d).__name__}")
-        try:
-            p, u = d["perceive"], d["update"]
-            is_async = bool(d.get("async", d.get("fire_rate") is not None))
-            fire_rate = d.get("fire_rate")
-            if is_async and fire_rate is None:
-                fire_rate = 0.6
-            return cls(
-                channels=int(d["channels"]),
-                perceive=PerceiveSpec(
-                    n_kernels=int(p["n_kernels"]),
-                    layers=[int(v) for v in p["layers"]],
-                    connections=[str(v) for v in p["connections"]],
-                ),
-                update=UpdateSpec(
-                    layers=[int(v) for v in u["layers"]],
-                    connections=[str(v) for v in u["connections"]],
-                ),
-                num_steps=int(d["num_steps"]),
-                periodic=bool(d.get("periodic", False)),
-                fire_rate=float(fire_rate) if is_async else None,
-                loss_channels=[int(v) for v in d.get("loss_channels", [0])],
-                lr=float(d.get("lr", 0.05)),
-            )
-        except KeyError as e:
-            raise ValueError(f"config is missing the field {e.args[0]!r}") from None
+        p, u = _object(d, "perceive"), _object(d, "update")
+        fire_rate = d.get("fire_rate")
+        is_async = _bool(d, "async", fire_rate is not None)
+        if fire_rate is not None:
+            fire_rate = _number(d, "fire_rate")
+        elif is_async:
+            fire_rate = 0.6  # the notebook's default
+        return cls(
+            channels=_int(d, "channels"),
+            perceive=PerceiveSpec(
+                n_kernels=_int(p, "n_kernels", "perceive."),
+                layers=_ints(p, "layers", "perceive."),
+                connections=_strs(p, "connections", "perceive."),
+            ),
+            update=UpdateSpec(
+                layers=_ints(u, "layers", "update."),
+                connections=_strs(u, "connections", "update."),
+            ),
+            num_steps=_int(d, "num_steps"),
+            periodic=_bool(d, "periodic", False),
+            fire_rate=fire_rate if is_async else None,
+            loss_channels=_ints(d, "loss_channels", default=[0]),
+            lr=_number(d, "lr", 0.05),
+        )
 
     @classmethod
     def from_json(cls, text: str) -> ModelSpec:
         try:
             d = json.loads(text)
         except json.JSONDecodeError as e:
-            raise ValueError(f"config is not valid JSON: {e}") from None
+            raise InvalidValueError(f"config is not valid JSON: {e}") from None
         return cls.from_dict(d)
 
     def replace(self, **changes: Any) -> ModelSpec:
@@ -101,3 +114,66 @@ class ModelSpec:
         )
         d["update"] = UpdateSpec(**d["update"]) if isinstance(d["update"], dict) else d["update"]
         return ModelSpec(**d)
+
+
+# ---- typed field access for from_dict ----------------------------------------------------
+
+_MISSING = object()
+
+
+def _get(d: dict[str, Any], key: str, prefix: str, default: Any) -> Any:
+    if key in d:
+        return d[key]
+    if default is _MISSING:
+        raise InvalidValueError(f"config is missing the field {prefix + key!r}")
+    return default
+
+
+def _bad(prefix: str, key: str, expected: str, got: Any) -> InvalidValueError:
+    return InvalidValueError(f"config.{prefix}{key}: expected {expected}, got {got!r}")
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
+def _object(d: dict[str, Any], key: str) -> dict[str, Any]:
+    v = _get(d, key, "", _MISSING)
+    if not isinstance(v, dict):
+        raise _bad("", key, "an object", v)
+    return v
+
+
+def _int(d: dict[str, Any], key: str, prefix: str = "") -> int:
+    v = _get(d, key, prefix, _MISSING)
+    if not _is_int(v):
+        raise _bad(prefix, key, "an integer", v)
+    return int(v)
+
+
+def _ints(d: dict[str, Any], key: str, prefix: str = "", default: Any = _MISSING) -> list[int]:
+    v = _get(d, key, prefix, default)
+    if not isinstance(v, (list, tuple)) or not all(_is_int(i) for i in v):
+        raise _bad(prefix, key, "a list of integers", v)
+    return [int(i) for i in v]
+
+
+def _strs(d: dict[str, Any], key: str, prefix: str = "") -> list[str]:
+    v = _get(d, key, prefix, _MISSING)
+    if not isinstance(v, (list, tuple)) or not all(isinstance(i, str) for i in v):
+        raise _bad(prefix, key, "a list of strings", v)
+    return list(v)
+
+
+def _bool(d: dict[str, Any], key: str, default: bool) -> bool:
+    v = _get(d, key, "", default)
+    if not isinstance(v, bool):
+        raise _bad("", key, "true or false", v)
+    return v
+
+
+def _number(d: dict[str, Any], key: str, default: Any = _MISSING) -> float:
+    v = _get(d, key, "", default)
+    if not isinstance(v, numbers.Real) or isinstance(v, bool):
+        raise _bad("", key, "a number", v)
+    return float(v)

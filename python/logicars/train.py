@@ -42,9 +42,9 @@ import numpy as np
 from . import _core
 from .checkpoint import load_checkpoint, save_checkpoint
 from .datasets import make_dataset
-from .errors import CheckpointError
+from .errors import CheckpointError, InvalidValueError
 from .evaluate import evaluate
-from .model import Model, check_int
+from .model import MAX_SEED, MAX_THREADS, Model, check_int
 from .presets import Preset, get_preset
 from .spec import ModelSpec
 
@@ -111,7 +111,7 @@ def _check_lr(lr: Any) -> float:
     if isinstance(lr, bool) or not isinstance(lr, (int, float, np.integer, np.floating)):
         raise TypeError(f"lr must be a number, got {lr!r}")
     if not math.isfinite(lr) or lr <= 0:
-        raise ValueError(f"lr must be a finite number > 0, got {lr}")
+        raise InvalidValueError(f"lr must be a finite number > 0, got {lr}")
     return float(lr)
 
 
@@ -377,11 +377,11 @@ def train(
     if epochs is not None:
         epochs = check_int("epochs", epochs, 1)
     if seed is not None:
-        seed = check_int("seed", seed, 0, 2**64 - 1)
+        seed = check_int("seed", seed, 0, MAX_SEED)
     if lr is not None:
         lr = _check_lr(lr)
     if threads is not None:
-        threads = check_int("threads", threads, 0, 1024)
+        threads = check_int("threads", threads, 0, MAX_THREADS)
     if early_stop is not None:
         early_stop = check_int("early_stop", early_stop, 1)
     if checkpoint_every is not None:
@@ -450,9 +450,9 @@ def train(
             )
 
     dataset = make_dataset(state.preset)  # unknown dataset names fail here, before the dir
-    _prepare_dir(run_dir)
     if model is None:
-        model = Model(state.preset.spec, state.seed)
+        model = Model(state.preset.spec, state.seed)  # so does a model over the memory cap
+    _prepare_dir(run_dir)
 
     previous_threads = _core.num_threads()
     if threads is not None:

@@ -902,9 +902,21 @@ pub fn draw_masks(shape: GridShape, steps: usize, fire_rate: f64, seed: u64) -> 
     if shape.batch == 0 || shape.height == 0 || shape.width == 0 {
         return shape_err!("batch, height and width must be >= 1, got {shape:?}");
     }
+    let bytes = shape.cells().saturating_mul(steps);
+    if crate::engine::over_memory_cap(bytes) {
+        return Err(Error::Memory(format!(
+            "draw_masks: {steps} steps of {}x{}x{} masks need about {} MB, more than the \
+             limit of {} MB (set LOGICARS_MAX_MEMORY_MB to raise it)",
+            shape.batch,
+            shape.height,
+            shape.width,
+            bytes >> 20,
+            crate::engine::memory_cap_mb()
+        )));
+    }
     let geo = Geo::new(shape, 1, false);
     let hw = shape.height * shape.width;
-    let mut out = vec![0u8; shape.cells() * steps];
+    let mut out = vec![0u8; bytes];
     let mut mask = vec![0u64; geo.n_words];
     threads::pool().install(|| {
         for t in 0..steps {
@@ -1326,8 +1338,8 @@ pub fn simulate(
     let frame_len = shape.cells().saturating_mul(circuit.channels);
     let out_bytes = frame_len.saturating_mul(frames);
     let bytes = out_bytes.saturating_add(Simulator::estimate_bytes(circuit, shape, opts.words));
-    let cap_mb = crate::engine::memory_cap_mb();
-    if bytes > cap_mb << 20 {
+    if crate::engine::over_memory_cap(bytes) {
+        let cap_mb = crate::engine::memory_cap_mb();
         return Err(Error::Memory(format!(
             "simulating {}x{}x{} cells x {} channels and returning {} grid(s) needs about {} MB, \
              more than the limit of {cap_mb} MB; record fewer steps (a larger record_every, or \

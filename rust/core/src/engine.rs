@@ -157,8 +157,14 @@ pub(crate) fn memory_cap_mb() -> usize {
         .unwrap_or(DEFAULT_MAX_MEMORY_MB)
 }
 
+/// Whether `bytes` exceed the memory cap (saturating: a huge cap cannot wrap around).
+pub(crate) fn over_memory_cap(bytes: usize) -> bool {
+    bytes > memory_cap_mb().saturating_mul(1 << 20)
+}
+
 impl Workspace {
-    /// Bytes a workspace for this shape would take.
+    /// Bytes a workspace for this shape would take (saturating: absurd step counts
+    /// give `usize::MAX`, never a wrapped small number).
     pub fn estimate_bytes(
         program: &Program,
         shape: GridShape,
@@ -168,25 +174,33 @@ impl Workspace {
         let n_chunks = shape.cells().div_ceil(CHUNK);
         let c = program.channels;
         let state_len = (n_chunks + 1) * c * CHUNK;
-        let floats = (steps + 1) * state_len
-            + steps * n_chunks * CHUNK
-            + 2 * state_len
-            + (n_chunks + 1) * 9 * c * CHUNK
-            + threads * 2 * program.n_rows * CHUNK;
+        let floats = steps
+            .saturating_add(1)
+            .saturating_mul(state_len)
+            .saturating_add(steps.saturating_mul(n_chunks * CHUNK))
+            .saturating_add(2 * state_len)
+            .saturating_add((n_chunks + 1) * 9 * c * CHUNK)
+            .saturating_add(threads.saturating_mul(2 * program.n_rows * CHUNK));
         let tables = 2 * 9 * n_chunks * CHUNK * 4;
-        floats * 4 + n_chunks * program.n_coefs() * 8 + tables
+        floats
+            .saturating_mul(4)
+            .saturating_add(n_chunks.saturating_mul(program.n_coefs()).saturating_mul(8))
+            .saturating_add(tables)
     }
 
-    pub fn new(
+    /// Refuses, before anything is allocated, a rollout whose workspace plus
+    /// `extra_bytes` (drawn masks, recorded grids) would exceed `LOGICARS_MAX_MEMORY_MB`.
+    pub fn check_budget(
         program: &Program,
         shape: GridShape,
         steps: usize,
-        periodic: bool,
-    ) -> Result<Workspace> {
+        extra_bytes: usize,
+    ) -> Result<()> {
         let threads = threads::num_threads();
-        let bytes = Self::estimate_bytes(program, shape, steps, threads);
-        let cap_mb = memory_cap_mb();
-        if bytes > cap_mb << 20 {
+        let bytes =
+            Self::estimate_bytes(program, shape, steps, threads).saturating_add(extra_bytes);
+        if over_memory_cap(bytes) {
+            let cap_mb = memory_cap_mb();
             return Err(Error::Memory(format!(
                 "a grid of {}x{}x{} cells over {steps} steps needs about {} MB of buffers, \
                  more than the limit of {cap_mb} MB (set LOGICARS_MAX_MEMORY_MB to raise it)",
@@ -202,6 +216,17 @@ impl Workspace {
                 shape.cells()
             )));
         }
+        Ok(())
+    }
+
+    pub fn new(
+        program: &Program,
+        shape: GridShape,
+        steps: usize,
+        periodic: bool,
+    ) -> Result<Workspace> {
+        Self::check_budget(program, shape, steps, 0)?;
+        let threads = threads::num_threads();
         let layout = Layout::new(shape, program.channels, periodic);
         let state_len = layout.state_len();
         let n_chunks = layout.n_chunks;

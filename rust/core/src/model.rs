@@ -232,7 +232,52 @@ impl Model {
             n_loss
         };
         self.check_grid("y", y, shape, per_cell)?;
+        check_unit_range("y", y)?;
         Ok(per_cell)
+    }
+
+    /// Everything a rollout of `steps` steps from `x` needs, checked before any state
+    /// changes (a refused call must not advance the mask stream) and before anything
+    /// is allocated. `masks`: whether update masks will be drawn or copied; `record`:
+    /// whether every grid is returned.
+    fn check_rollout(
+        &self,
+        x: &[f32],
+        shape: GridShape,
+        steps: usize,
+        masks: bool,
+        record: bool,
+    ) -> Result<()> {
+        let c = self.spec.channels;
+        self.check_grid("x", x, shape, c)?;
+        check_unit_range("x", x)?;
+        if steps == 0 {
+            return value_err!("steps must be >= 1, got 0");
+        }
+        // The masks (B × steps × H × W floats) and recorded grids come on top of the
+        // workspace.
+        let cells = shape.cells();
+        let float_bytes = |n: usize| n.saturating_mul(std::mem::size_of::<f32>());
+        let mask_bytes = if masks {
+            float_bytes(cells.saturating_mul(steps))
+        } else {
+            0
+        };
+        let record_bytes = if record {
+            float_bytes(
+                cells
+                    .saturating_mul(c)
+                    .saturating_mul(steps.saturating_add(1)),
+            )
+        } else {
+            0
+        };
+        Workspace::check_budget(
+            &self.program,
+            shape,
+            steps,
+            mask_bytes.saturating_add(record_bytes),
+        )
     }
 
     /// Masks for a rollout: the ones given (`B × steps × H × W`), draws from the
@@ -243,7 +288,7 @@ impl Model {
         shape: GridShape,
         steps: usize,
     ) -> Result<Option<Vec<f32>>> {
-        let n = shape.cells() * steps;
+        let n = shape.cells().saturating_mul(steps);
         match given {
             Some(m) => {
                 if m.len() != n {
@@ -283,17 +328,7 @@ impl Model {
         coefs: &[[f32; 4]],
         masks: Option<&[f32]>,
     ) -> Result<&mut Workspace> {
-        let c = self.spec.channels;
-        self.check_grid("x", x, shape, c)?;
-        if let Some(i) = x.iter().position(|&v| !(0.0..=1.0).contains(&v)) {
-            return value_err!(
-                "x: values must lie in [0, 1], found {} at flat index {i}",
-                x[i]
-            );
-        }
-        if steps == 0 {
-            return value_err!("steps must be >= 1, got 0");
-        }
+        self.check_grid("x", x, shape, self.spec.channels)?;
         if !self
             .workspace
             .as_ref()
@@ -337,6 +372,8 @@ impl Model {
         masks: Option<&[f32]>,
         record: bool,
     ) -> Result<Vec<f32>> {
+        let drawn = masks.is_some() || self.spec.is_async;
+        self.check_rollout(x, shape, steps, drawn, record)?;
         let masks = self.resolve_masks(masks, shape, steps)?;
         let coefs = self.coefficients(decoding);
         let ws = self.forward(x, shape, steps, &coefs, masks.as_deref())?;
@@ -408,6 +445,8 @@ impl Model {
     ) -> Result<(f64, Vec<f32>)> {
         let steps = self.spec.num_steps;
         let per_cell = self.check_target(y, shape)?;
+        let drawn = masks.is_some() || self.spec.is_async;
+        self.check_rollout(x, shape, steps, drawn, false)?;
         let masks = self.resolve_masks(masks, shape, steps)?;
         self.soft_loss_and_grad(x, y, per_cell, shape, masks.as_deref())
     }
@@ -479,6 +518,8 @@ impl Model {
     ) -> Result<(f64, f64)> {
         let steps = self.spec.num_steps;
         let per_cell = self.check_target(y, shape)?;
+        let drawn = masks.is_some() || self.spec.is_async;
+        self.check_rollout(x, shape, steps, drawn, false)?;
         let masks = self.resolve_masks(masks, shape, steps)?;
         let hard = self.hard_loss(x, y, per_cell, shape, masks.as_deref())?;
         let (soft, grad) = self.soft_loss_and_grad(x, y, per_cell, shape, masks.as_deref())?;
@@ -502,6 +543,16 @@ fn check_wires(name: &str, layers: &[usize], wires: &[Wires]) -> Result<()> {
     Ok(())
 }
 
+fn check_unit_range(name: &str, v: &[f32]) -> Result<()> {
+    match v.iter().position(|x| !(0.0..=1.0).contains(x)) {
+        Some(i) => value_err!(
+            "{name}: values must lie in [0, 1], found {} at flat index {i}",
+            v[i]
+        ),
+        None => Ok(()),
+    }
+}
+
 fn check_finite(name: &str, v: &[f32]) -> Result<()> {
     match v.iter().position(|x| !x.is_finite()) {
         Some(i) => value_err!(
@@ -509,5 +560,68 @@ fn check_finite(name: &str, v: &[f32]) -> Result<()> {
             v[i]
         ),
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+
+    fn async_model() -> Model {
+        let json = r#"{"channels": 2, "periodic": true, "num_steps": 2, "async": true,
+            "fire_rate": 0.5, "loss_channels": [0], "lr": 0.05,
+            "perceive": {"n_kernels": 1, "layers": [9, 8, 4],
+                         "connections": ["first_kernel", "unique"]},
+            "update": {"layers": [10, 6, 4, 2],
+                       "connections": ["unique", "unique", "unique"]}}"#;
+        Model::new(Spec::from_json(json).unwrap(), 7).unwrap()
+    }
+
+    const SHAPE: GridShape = GridShape {
+        batch: 1,
+        height: 3,
+        width: 4,
+    };
+
+    #[test]
+    fn refused_calls_draw_no_masks() {
+        let mut m = async_model();
+        let mut x = vec![0.0f32; 24];
+        x[5] = f32::NAN;
+        let soft = Decoding::Soft;
+        assert!(matches!(
+            m.rollout(&x, SHAPE, 2, soft, None, false),
+            Err(Error::Value(_))
+        ));
+        x[5] = 2.0;
+        assert!(matches!(
+            m.rollout(&x, SHAPE, 2, soft, None, false),
+            Err(Error::Value(_))
+        ));
+        x[5] = 1.0;
+        assert!(matches!(
+            m.rollout(&x, SHAPE, 0, soft, None, false),
+            Err(Error::Value(_))
+        ));
+        let y = vec![3.0f32; 24];
+        assert!(matches!(
+            m.train_step(&x, &y, SHAPE, None),
+            Err(Error::Value(_))
+        ));
+        assert_eq!(m.mask_draws, 0);
+        m.rollout(&x, SHAPE, 2, soft, None, false).unwrap();
+        assert_eq!(m.mask_draws, 1);
+    }
+
+    #[test]
+    fn absurd_step_counts_are_refused_before_allocating() {
+        let mut m = async_model();
+        let x = vec![0.0f32; 24];
+        for steps in [1usize << 40, usize::MAX / 2, usize::MAX] {
+            let r = m.rollout(&x, SHAPE, steps, Decoding::Hard, None, true);
+            assert!(matches!(r, Err(Error::Memory(_))), "{steps}: {r:?}");
+        }
+        assert_eq!(m.mask_draws, 0);
     }
 }

@@ -1,8 +1,10 @@
 //! The model specification (the fixtures' `config` JSON) and its validation.
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
-use crate::error::{value_err, Result};
+use crate::error::{value_err, Error, Result};
+use crate::gates::N_OPS;
 
 /// How a gate layer picks the two inputs of each gate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -52,7 +54,10 @@ impl Spec {
     pub fn from_json(text: &str) -> Result<Spec> {
         let spec: Spec = match serde_json::from_str(text) {
             Ok(s) => s,
-            Err(e) => return value_err!("config: {e}"),
+            Err(e) => match field_error(text) {
+                Some(m) => return value_err!("{m}"),
+                None => return value_err!("config: {e}"),
+            },
         };
         spec.validate()?;
         Ok(spec)
@@ -88,19 +93,21 @@ impl Spec {
         if self.perceive.n_kernels == 0 {
             return value_err!("perceive.n_kernels must be >= 1, got 0");
         }
+        if let Some(&first) = self.perceive.layers.first() {
+            if first != 9 {
+                return value_err!("perceive.layers[0] must be 9 (the 3x3 patch), got {first}");
+            }
+        }
         check_layers(
             "perceive",
             &self.perceive.layers,
             &self.perceive.connections,
         )?;
         check_layers("update", &self.update.layers, &self.update.connections)?;
-        if self.perceive.layers[0] != 9 {
-            return value_err!(
-                "perceive.layers[0] must be 9 (the 3x3 patch), got {}",
-                self.perceive.layers[0]
-            );
-        }
-        let expected_in = c + c * self.perceive_out() * self.perceive.n_kernels;
+        let expected_in = c.saturating_add(
+            c.saturating_mul(self.perceive_out())
+                .saturating_mul(self.perceive.n_kernels),
+        );
         if self.update.layers[0] != expected_in {
             return value_err!(
                 "update.layers[0] must be channels + channels*perceive_out*n_kernels = {expected_in}, got {}",
@@ -130,6 +137,26 @@ impl Spec {
         if !(self.lr.is_finite() && self.lr > 0.0) {
             return value_err!("lr must be a finite number > 0, got {}", self.lr);
         }
+        self.check_size()
+    }
+
+    /// Refuses, before anything is allocated, a model whose logits, gradient and AdamW
+    /// moments (16 floats each per gate) would exceed `LOGICARS_MAX_MEMORY_MB`.
+    fn check_size(&self) -> Result<()> {
+        let sum = |w: &[usize]| w.iter().fold(0usize, |a, &b| a.saturating_add(b));
+        let gates = sum(&self.perceive.layers[1..])
+            .saturating_mul(self.perceive.n_kernels)
+            .saturating_add(sum(&self.update.layers[1..]));
+        let bytes = gates.saturating_mul(4 * N_OPS * std::mem::size_of::<f32>());
+        if crate::engine::over_memory_cap(bytes) {
+            return Err(Error::Memory(format!(
+                "a model of {gates} gates needs about {} MB for its logits, gradient and \
+                 AdamW state, more than the limit of {} MB (set LOGICARS_MAX_MEMORY_MB to \
+                 raise it)",
+                bytes >> 20,
+                crate::engine::memory_cap_mb()
+            )));
+        }
         Ok(())
     }
 }
@@ -155,4 +182,238 @@ fn check_layers(name: &str, layers: &[usize], connections: &[Wiring]) -> Result<
             .map_err(|e| crate::error::Error::Value(format!("{name} layer {i}: {e}")))?;
     }
     Ok(())
+}
+
+/// A field of the config JSON: where it is, whether it is a list, what each value must be.
+struct Field {
+    path: &'static [&'static str],
+    list: bool,
+    valid: fn(&Value) -> bool,
+    expected: &'static str,
+}
+
+const COUNT: &str = "a non-negative integer";
+
+/// The fields whose JSON type serde checks, in the order a message should report them.
+const FIELDS: &[Field] = &[
+    Field {
+        path: &["channels"],
+        list: false,
+        valid: is_count,
+        expected: COUNT,
+    },
+    Field {
+        path: &["num_steps"],
+        list: false,
+        valid: is_count,
+        expected: COUNT,
+    },
+    Field {
+        path: &["periodic"],
+        list: false,
+        valid: Value::is_boolean,
+        expected: "true or false",
+    },
+    Field {
+        path: &["async"],
+        list: false,
+        valid: Value::is_boolean,
+        expected: "true or false",
+    },
+    Field {
+        path: &["fire_rate"],
+        list: false,
+        valid: is_rate,
+        expected: "a number or null",
+    },
+    Field {
+        path: &["lr"],
+        list: false,
+        valid: Value::is_number,
+        expected: "a number",
+    },
+    Field {
+        path: &["loss_channels"],
+        list: true,
+        valid: is_count,
+        expected: COUNT,
+    },
+    Field {
+        path: &["perceive"],
+        list: false,
+        valid: Value::is_object,
+        expected: "an object",
+    },
+    Field {
+        path: &["perceive", "n_kernels"],
+        list: false,
+        valid: is_count,
+        expected: COUNT,
+    },
+    Field {
+        path: &["perceive", "layers"],
+        list: true,
+        valid: is_count,
+        expected: COUNT,
+    },
+    Field {
+        path: &["perceive", "connections"],
+        list: true,
+        valid: is_wiring,
+        expected: WIRINGS,
+    },
+    Field {
+        path: &["update"],
+        list: false,
+        valid: Value::is_object,
+        expected: "an object",
+    },
+    Field {
+        path: &["update", "layers"],
+        list: true,
+        valid: is_count,
+        expected: COUNT,
+    },
+    Field {
+        path: &["update", "connections"],
+        list: true,
+        valid: is_wiring,
+        expected: WIRINGS,
+    },
+];
+
+const WIRINGS: &str = "one of \"first_kernel\", \"unique\", \"random\"";
+
+fn is_count(v: &Value) -> bool {
+    v.as_u64().is_some_and(|n| usize::try_from(n).is_ok())
+}
+
+fn is_rate(v: &Value) -> bool {
+    v.is_null() || v.is_number()
+}
+
+fn is_wiring(v: &Value) -> bool {
+    Wiring::deserialize(v).is_ok()
+}
+
+/// The first field of `text` with a value of the wrong type, named, with what it must
+/// be: serde_json's own messages give a line and column but not the field.
+fn field_error(text: &str) -> Option<String> {
+    let root: Value = serde_json::from_str(text).ok()?;
+    if !root.is_object() {
+        return Some(format!("config: expected a JSON object, got {root}"));
+    }
+    for f in FIELDS {
+        let Some(value) = f.path.iter().try_fold(&root, |v, key| v.get(key)) else {
+            continue;
+        };
+        let name = f.path.join(".");
+        if !f.list {
+            if !(f.valid)(value) {
+                return Some(format!(
+                    "config.{name}: expected {}, got {value}",
+                    f.expected
+                ));
+            }
+            continue;
+        }
+        let Some(items) = value.as_array() else {
+            return Some(format!("config.{name}: expected a list, got {value}"));
+        };
+        if let Some((i, bad)) = items.iter().enumerate().find(|(_, v)| !(f.valid)(v)) {
+            return Some(format!(
+                "config.{name}[{i}]: expected {}, got {bad}",
+                f.expected
+            ));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SMALL: &str = r#"{"channels": 2, "periodic": false, "num_steps": 3, "async": false,
+        "fire_rate": null, "loss_channels": [0], "lr": 0.05,
+        "perceive": {"n_kernels": 2, "layers": [9, 8, 4, 2],
+                     "connections": ["first_kernel", "unique", "unique"]},
+        "update": {"layers": [10, 8, 4, 2], "connections": ["unique", "unique", "unique"]}}"#;
+
+    fn message(json: &str) -> String {
+        match Spec::from_json(json) {
+            Err(Error::Value(m)) => m,
+            other => panic!("expected a value error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn valid_config_parses() {
+        assert_eq!(Spec::from_json(SMALL).unwrap().channels, 2);
+    }
+
+    #[test]
+    fn type_errors_name_the_field() {
+        let cases = [
+            (
+                r#""channels": 2"#,
+                r#""channels": -2"#,
+                "config.channels: expected a non-negative integer, got -2",
+            ),
+            (
+                r#""periodic": false"#,
+                r#""periodic": "no""#,
+                "config.periodic: expected true or false",
+            ),
+            (
+                r#""lr": 0.05"#,
+                r#""lr": "fast""#,
+                "config.lr: expected a number",
+            ),
+            (
+                r#""loss_channels": [0]"#,
+                r#""loss_channels": [0, 1.5]"#,
+                "config.loss_channels[1]",
+            ),
+            (
+                r#""layers": [9, 8, 4, 2]"#,
+                r#""layers": 9"#,
+                "config.perceive.layers: expected a list",
+            ),
+            (
+                r#""connections": ["unique", "unique", "unique"]"#,
+                r#""connections": ["unique", "bogus", "unique"]"#,
+                "config.update.connections[1]: expected one of",
+            ),
+        ];
+        for (from, to, want) in cases {
+            let json = SMALL.replacen(from, to, 1);
+            assert_ne!(json, SMALL, "{from}");
+            let m = message(&json);
+            assert!(m.contains(want), "{m:?} lacks {want:?}");
+        }
+        assert!(message("[1, 2]").contains("expected a JSON object"));
+        assert!(message("{").starts_with("config: "));
+    }
+
+    #[test]
+    fn huge_models_are_refused_before_allocating() {
+        let json = SMALL
+            .replacen("[10, 8, 4, 2]", "[10, 1099511627776, 2]", 1)
+            .replacen(
+                r#"["unique", "unique", "unique"]}}"#,
+                r#"["random", "random"]}}"#,
+                1,
+            );
+        match Spec::from_json(&json) {
+            Err(Error::Memory(m)) => assert!(m.contains("1099511627806 gates"), "{m}"),
+            other => panic!("expected a memory error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn first_perceive_layer_must_be_the_patch() {
+        let m = message(&SMALL.replacen("[9, 8, 4, 2]", "[8, 8, 4, 2]", 1));
+        assert!(m.starts_with("perceive.layers[0] must be 9"), "{m}");
+    }
 }

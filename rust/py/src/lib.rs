@@ -591,12 +591,6 @@ fn draw_masks<'py>(
         height,
         width,
     };
-    let bytes = shape.cells().saturating_mul(steps);
-    if bytes > (8usize << 30) {
-        return Err(MemoryLimitError::new_err(format!(
-            "draw_masks: {bytes} bytes of masks is more than 8 GiB"
-        )));
-    }
     let m = py
         .detach(|| bitsliced::draw_masks(shape, steps, fire_rate, seed))
         .map_err(to_py)?;
@@ -619,6 +613,16 @@ fn set_num_threads(threads: usize) -> PyResult<()> {
 #[pyfunction]
 fn num_threads() -> usize {
     core::threads::num_threads()
+}
+
+/// Test hook, not API: panics on an engine worker thread with the GIL released, as a
+/// bug in the engine would, so tests can show that a Rust panic surfaces as
+/// `logicars.errors.PanicException` and the interpreter keeps running.
+#[pyfunction]
+#[pyo3(name = "_panic_for_tests")]
+fn panic_for_tests(py: Python<'_>, message: &str) {
+    let message = message.to_owned();
+    py.detach(|| core::threads::pool().install(|| panic!("{message}")));
 }
 
 /// How this extension was built and which SIMD kernels it runs.
@@ -664,6 +668,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InvalidValueError", m.py().get_type::<InvalidValueError>())?;
     m.add("ShapeError", m.py().get_type::<ShapeError>())?;
     m.add("MemoryLimitError", m.py().get_type::<MemoryLimitError>())?;
+    m.add_function(wrap_pyfunction!(panic_for_tests, m)?)?;
+    m.add(
+        "PanicException",
+        m.py().get_type::<pyo3::panic::PanicException>(),
+    )?;
     m.add("CHUNK", core::kernels::CHUNK)?;
     m.add("EXPORT_FORMATS", EXPORT_FORMATS.to_vec())?;
     Ok(())
