@@ -240,7 +240,7 @@ def _garbage_run(path: Path) -> Path:
     ("make", "needles"),
     [
         (lambda p: p / "missing", ["no such run directory"]),
-        (lambda p: p, ["is not a run directory", "model.safetensors"]),
+        (lambda p: p, ["not a run directory", "model.safetensors"]),
         (_garbage_run, ["model.safetensors"]),
     ],
 )

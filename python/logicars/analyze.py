@@ -38,6 +38,7 @@ from typing import Any, Callable, Union
 
 import numpy as np
 
+from . import runs
 from .cli import UsageError, register
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -484,34 +485,10 @@ _SKIP_GROW = "only for self-organising patterns (the checkerboard); see self_hea
 
 def load_run(run: PathLike) -> tuple[Any, str, Path]:
     """`(model, preset name, run directory)` of a training run directory (or checkpoint)."""
-    from .checkpoint import load_checkpoint
-    from .train import CHECKPOINT_NAME
-
-    path = Path(run)
-    if not path.exists():
-        raise ValueError(f"{path}: no such run directory")
-    if path.is_dir():
-        ckpt, run_dir = path / CHECKPOINT_NAME, path
-        if not ckpt.exists():
-            raise ValueError(
-                f"{path} is not a run directory (no {CHECKPOINT_NAME}); "
-                "make one with `logicars train <preset>`"
-            )
-    else:
-        ckpt, run_dir = path, path.parent
-    model, extra = load_checkpoint(ckpt)
-    name = None
-    summary = run_dir / "summary.json"
-    if summary.exists():
-        try:
-            name = json.loads(summary.read_text()).get("preset")
-        except (json.JSONDecodeError, AttributeError):
-            name = None
-    if name is None and isinstance(extra.get("preset"), dict):
-        name = extra["preset"].get("name")
-    if not isinstance(name, str):
-        raise ValueError(f"{run_dir}: cannot tell which preset was trained (no summary.json)")
-    return model, name, run_dir
+    loaded = runs.load_run(run)
+    if loaded.preset is None:
+        raise ValueError(f"{run}: cannot tell which preset was trained (not a training run)")
+    return loaded.model, loaded.preset.name, loaded.directory
 
 
 def analyze(
