@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,4 +53,17 @@ def load_run(path: PathLike) -> LoadedRun:
                 height=int(stored.get("height", known.height)),
                 width=int(stored.get("width", known.width)),
             )
+    if preset is None:
+        # A model saved on its own next to a run's summary.json (`Model.save`).
+        known = PRESETS.get(str(_summary_preset(p.parent / "summary.json")))
+        if known is not None:
+            preset = dataclasses.replace(known, spec=model.spec)
     return LoadedRun(model, preset, p.parent)
+
+
+def _summary_preset(path: Path) -> object:
+    """The `preset` named by a run's summary.json, or None."""
+    try:
+        return json.loads(path.read_text()).get("preset")
+    except (OSError, ValueError, AttributeError):
+        return None
