@@ -5,6 +5,8 @@ import numpy.typing as npt
 
 CHUNK: int
 EXPORT_FORMATS: list[str]
+# The 16 gate names in index order (FALSE, AND, ..., TRUE).
+GATE_NAMES: list[str]
 
 class InvalidValueError(ValueError): ...
 class ShapeError(ValueError): ...

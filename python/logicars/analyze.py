@@ -38,30 +38,12 @@ from typing import Any, Callable, Union
 
 import numpy as np
 
-from . import runs
+from . import _core, runs
 from .cli import UsageError, register
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-# Op names in index order (the notebook's order, as in rust/core/src/gates.rs).
-GATE_NAMES = (
-    "FALSE",
-    "AND",
-    "A_AND_NOT_B",
-    "A",
-    "NOT_A_AND_B",
-    "B",
-    "XOR",
-    "OR",
-    "NOR",
-    "XNOR",
-    "NOT_B",
-    "A_OR_NOT_B",
-    "NOT_A",
-    "NOT_A_OR_B",
-    "NAND",
-    "TRUE",
-)
+GATE_NAMES = tuple(_core.GATE_NAMES)  # in index order, as the engine names them
 EXPERIMENTS = ("generalisation", "fault_tolerance", "self_healing", "robustness", "gates")
 SCALE = 4  # generalisation: grid side and steps, times the training ones
 DAMAGE_FRACTION = 20 / 64  # the paper's 20x20 dead square on a 64x64 grid

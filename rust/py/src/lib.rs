@@ -675,5 +675,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     m.add("CHUNK", core::kernels::CHUNK)?;
     m.add("EXPORT_FORMATS", EXPORT_FORMATS.to_vec())?;
+    m.add("GATE_NAMES", core::gates::OP_NAMES.to_vec())?;
     Ok(())
 }
