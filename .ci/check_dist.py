@@ -36,7 +36,11 @@ EXTENSION = re.compile(r"\.(so|pyd|dylib|dll)$")
 # The one compiled file a wheel holds: the stable-ABI extension (one wheel for every
 # CPython >= 3.9).
 ABI3_EXTENSION = "_core.abi3.so"
-DIST_INFO_FILES = re.compile(r"(METADATA|WHEEL|RECORD|entry_points\.txt|licenses/.+)")
+# Metadata, plus the licence files and the software bill of materials (PEP 770) that
+# maturin adds.
+DIST_INFO_FILES = re.compile(
+    r"(METADATA|WHEEL|RECORD|entry_points\.txt|licenses/.+|sboms/.+\.json)"
+)
 
 
 def package_files() -> set[str]:
