@@ -24,3 +24,10 @@ def load_fixture(name: str) -> dict[str, np.ndarray]:
 @pytest.fixture(params=FIXTURE_NAMES)
 def fixture_name(request: pytest.FixtureRequest) -> str:
     return request.param
+
+
+def pytest_report_header() -> list[str]:
+    """Which logicars the suite tests (source tree or an installed wheel) and its build."""
+    import logicars
+
+    return [f"logicars: {Path(logicars.__file__).parent}", f"build_info: {logicars.build_info()}"]
