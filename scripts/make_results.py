@@ -96,6 +96,30 @@ def sweep_table(rows: list[dict], runs: Path) -> list[str]:
     return lines
 
 
+def analysis_section() -> list[str]:
+    """The paper's robustness claims on the trained checkerboards: the figures of
+    docs/analysis.md (written by scripts/analysis_docs.py), with a link to its numbers."""
+    figures = [
+        ("sync_generalisation", "4x larger grid, 4x the steps"),
+        ("sync_fault_tolerance", "a permanently dead 20x20 centre"),
+        ("sync_self_healing", "the damage lifted half-way"),
+        ("robustness_comparison", "a random 10x10 reset every step, sync vs async"),
+    ]
+    lines = [
+        "## Analysis of the trained checkerboard",
+        "",
+        "The paper's experiments on the sync-trained checkerboard circuit (and the "
+        "async-trained one for robustness), from `python -m logicars analyze`; "
+        "[docs/analysis.md](analysis.md) has every number, the async circuit's plots and "
+        "which of the paper's claims hold.",
+        "",
+    ]
+    for name, caption in figures:
+        if (DOCS / "img" / "analysis" / f"{name}.png").exists():
+            lines += [f"*{caption}*", "", f"![{caption}](img/analysis/{name}.png)", ""]
+    return lines
+
+
 def write(runs: Path, sweeps: Path, train: bool) -> Path:
     IMAGES.mkdir(parents=True, exist_ok=True)
     summaries = {}
@@ -154,6 +178,7 @@ def write(runs: Path, sweeps: Path, train: bool) -> Path:
             out.append("")
             out.extend(sweep_table(rows, sweeps / name))
             out.append("")
+    out.extend(analysis_section())
     target = DOCS / "results.md"
     target.write_text("\n".join(out) + "\n")
     return target

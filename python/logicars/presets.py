@@ -16,7 +16,9 @@ engine draws wiring, data and masks from its own generators (ChaCha8, NumPy's PC
 a seed here is a different run from the notebook's, and whether a run reaches hard loss
 0 depends on it (docs/results.md has the success rate over seeds). Each preset's default
 `seed` is the lowest seed from 0 up whose run reaches hard loss 0 and solves the task
-(`logicars.evaluate`) within the preset's epochs; `scripts/seed_sweep.py` measures that.
+(`logicars.evaluate`) within the preset's epochs; where no seed tried does (lizard,
+colored-g), the tried seed with the lowest final hard loss. `scripts/seed_sweep.py`
+measures that.
 """
 
 from __future__ import annotations
@@ -187,7 +189,7 @@ PRESETS: dict[str, Preset] = {
             height=16,
             width=16,
             epochs=3000,
-            seed=0,
+            seed=1,
             description="Grow the 16x16 coloured Google 'G' on channels 0-2 (R, G, B) from zeros",
         ),
     )
