@@ -107,8 +107,9 @@ def longer_runs(extra: Path) -> list[str]:
         "",
         "For `lizard` and `colored-g` no seed tried reaches hard loss 0 in the notebook's "
         "epochs. In the best colored-G runs the soft loss falls to 1e-3 and below while a "
-        "few cells of the hard circuit stay wrong: the relaxed circuit solves the task through gates "
-        "that are still mixtures, and their argmax computes something else. Training "
+        "few cells of the hard circuit stay wrong: the relaxed circuit solves the task "
+        "through gates that are still mixtures, and their argmax computes something else. "
+        "Training "
         "longer does not close that gap once the soft loss, and with it the gradient, is "
         "near 0 (the runs below continue a sweep run with `--resume`). The lizard's soft "
         "loss itself stalls above 4. The semantics were checked against the notebook "
