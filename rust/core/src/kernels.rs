@@ -8,7 +8,7 @@
 
 use std::sync::OnceLock;
 
-use crate::program::{Instr, Program};
+use crate::program::{BackInstr, Backward, Gates, Instr};
 
 /// Cells per chunk: one arena row. A multiple of 16 so rows fill whole SIMD registers.
 pub const CHUNK: usize = 64;
@@ -210,7 +210,7 @@ fn backward_gate<A: MulAdd, const STORE_A: bool, const STORE_B: bool>(
 /// The same for a gate reading one row twice (possible with `random` wiring).
 #[inline(always)]
 fn backward_gate_same_input<A: MulAdd>(
-    ins: &Instr,
+    ins: &BackInstr,
     c: [f32; 4],
     (a, gy): (&Row, &Row),
     ga: &mut Row,
@@ -238,7 +238,7 @@ fn backward_gate_same_input<A: MulAdd>(
 
 #[inline(always)]
 fn backward_impl<A: MulAdd>(
-    instrs: &[Instr],
+    instrs: &[BackInstr],
     coefs: &[[f32; 4]],
     act: &[f32],
     grad: &mut [f32],
@@ -246,19 +246,19 @@ fn backward_impl<A: MulAdd>(
 ) {
     let act = Rows(act.as_ptr() as *mut f32);
     let grad = Rows(grad.as_mut_ptr());
-    for ins in instrs.iter().rev() {
+    for ins in instrs {
         let c = coefs[ins.coef as usize];
         let acc = &mut acc[ins.coef as usize * 4..][..4];
         // SAFETY: see `Rows`; `act` and `grad` are different buffers, and the gradient
-        // rows a, b (distinct in this branch) differ from the output row.
+        // rows ga, gb (distinct in this branch) differ from gy (`program::backward_gates`).
         unsafe {
-            let (a, gy) = (act.get(ins.a), grad.get(ins.out));
+            let (a, gy) = (act.get(ins.a), grad.get(ins.gy));
             if ins.a == ins.b {
-                backward_gate_same_input::<A>(ins, c, (a, gy), grad.get_mut(ins.a), acc);
+                backward_gate_same_input::<A>(ins, c, (a, gy), grad.get_mut(ins.ga), acc);
                 continue;
             }
             let rows = (a, act.get(ins.b), gy);
-            let g = (grad.get_mut(ins.a), grad.get_mut(ins.b));
+            let g = (grad.get_mut(ins.ga), grad.get_mut(ins.gb));
             match (ins.store_a, ins.store_b) {
                 (true, true) => backward_gate::<A, true, true>(c, rows, g, acc),
                 (true, false) => backward_gate::<A, true, false>(c, rows, g, acc),
@@ -283,7 +283,7 @@ mod x86 {
     }
     #[target_feature(enable = "avx2,fma")]
     pub unsafe fn backward_avx2(
-        i: &[Instr],
+        i: &[BackInstr],
         c: &[[f32; 4]],
         act: &[f32],
         grad: &mut [f32],
@@ -293,7 +293,7 @@ mod x86 {
     }
     #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
     pub unsafe fn backward_avx512(
-        i: &[Instr],
+        i: &[BackInstr],
         c: &[[f32; 4]],
         act: &[f32],
         grad: &mut [f32],
@@ -303,19 +303,19 @@ mod x86 {
     }
 }
 
-fn check_arena(program: &Program, arena: &[f32]) {
-    // Every row index of the program is below n_rows (Program::compile).
+fn check_arena(n_rows: usize, arena: &[f32]) {
+    // Every row index of a gate list is below its n_rows (`program`).
     assert!(
-        arena.len() >= program.n_rows * CHUNK,
+        arena.len() >= n_rows * CHUNK,
         "arena smaller than the program needs"
     );
 }
 
-/// Runs the program forward on one chunk's arena (`act`: rows × CHUNK).
-pub fn forward(program: &Program, coefs: &[[f32; 4]], act: &mut [f32], level: SimdLevel) {
-    check_arena(program, act);
+/// Runs the gates forward on one chunk's arena (`act`: rows × CHUNK).
+pub fn forward(gates: &Gates, coefs: &[[f32; 4]], act: &mut [f32], level: SimdLevel) {
+    check_arena(gates.n_rows, act);
     let _ftz = FlushDenormals::new();
-    let instrs = &program.instrs[..];
+    let instrs = &gates.instrs[..];
     match level {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the level is only chosen when the CPU has these features.
@@ -326,20 +326,21 @@ pub fn forward(program: &Program, coefs: &[[f32; 4]], act: &mut [f32], level: Si
     }
 }
 
-/// Runs the program backward on one chunk: `grad` must hold the output rows' gradients
-/// and zeros on the patch rows; coefficient sums are added to `acc` (4 per parameter).
+/// Runs the gates backward on one chunk: `act` holds the activations of the full
+/// forward program (`act_rows` rows), `grad` must hold the output rows' gradients and
+/// zeros on the patch rows; coefficient sums are added to `acc` (4 per parameter).
 pub fn backward(
-    program: &Program,
+    back: &Backward,
+    act_rows: usize,
     coefs: &[[f32; 4]],
-    act: &[f32],
-    grad: &mut [f32],
+    (act, grad): (&[f32], &mut [f32]),
     acc: &mut [f64],
     level: SimdLevel,
 ) {
-    check_arena(program, act);
-    check_arena(program, grad);
+    check_arena(act_rows, act);
+    check_arena(back.n_rows, grad);
     let _ftz = FlushDenormals::new();
-    let instrs = &program.instrs[..];
+    let instrs = &back.instrs[..];
     match level {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the level is only chosen when the CPU has these features.
