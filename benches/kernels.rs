@@ -1,6 +1,6 @@
 //! The float kernels on their own: one gate layer forward and backward, `width` gates
-//! over a previous layer of `width` rows wired at random, on 64 to 1024 cells (1 to 16
-//! arena chunks). `cargo bench -p logicars-core --bench kernels`.
+//! over a previous layer of `width` rows wired at random, on one arena chunk (`CHUNK`
+//! cells) and on 1024 cells. `cargo bench -p logicars-core --bench kernels`.
 
 use std::time::Duration;
 
@@ -65,7 +65,7 @@ fn gate_layer(c: &mut Criterion) {
         let coefs: Vec<[f32; 4]> = (0..width)
             .map(|_| std::array::from_fn(|_| rng.random_range(-1.0..1.0)))
             .collect();
-        for cells in [64, 1024] {
+        for cells in [CHUNK, 1024] {
             let chunks = cells / CHUNK;
             let rows = 2 * width * CHUNK;
             let mut act: Vec<f32> = (0..chunks * rows).map(|_| rng.random()).collect();
