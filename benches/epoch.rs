@@ -1,42 +1,82 @@
-//! One training epoch (soft + hard rollout, BPTT, AdamW) of the paper's presets, with
-//! 1 and 2 threads. `cargo bench -p logicars-core --bench epoch`.
+//! One training epoch (soft rollout, BPTT, hard rollout, AdamW) of every preset, with
+//! 1 and 2 threads: `cargo bench -p logicars-core --bench epoch [-- PRESET]`.
+//! The specs are those of `python -m logicars presets` (`logicars/presets.py`).
+
+use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use logicars_core::{threads, GridShape, Model, Spec};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-/// The design's checkerboard preset: 8 channels, 16x16, batch 2, 20 steps.
-const CHECKERBOARD: &str = r#"{"channels": 8, "periodic": false, "num_steps": 20, "async": false,
- "loss_channels": [0], "lr": 0.05,
- "perceive": {"n_kernels": 16, "layers": [9, 8, 4, 2], "connections": ["first_kernel", "unique", "unique"]},
- "update": {"layers": [264, 256, 256, 256, 256, 256, 256, 256, 256, 256, 256, 128, 64, 32, 16, 8, 8],
-            "connections": ["unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique",
-                            "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique"]}}"#;
+/// Name, batch, height, width and spec of each preset.
+const PRESETS: [(&str, usize, usize, usize, &str); 5] = [
+    (
+        "gol",
+        20,
+        3,
+        3,
+        r#"{"async": false, "channels": 1, "fire_rate": null, "loss_channels": [0], "lr": 0.05, "num_steps": 1, "perceive": {"connections": ["first_kernel", "unique", "unique", "unique"], "layers": [9, 8, 4, 2, 1], "n_kernels": 16}, "periodic": true, "update": {"connections": ["unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique"], "layers": [17, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 64, 32, 16, 8, 4, 2, 1]}}"#,
+    ),
+    (
+        "checkerboard",
+        2,
+        16,
+        16,
+        r#"{"async": false, "channels": 8, "fire_rate": null, "loss_channels": [0], "lr": 0.05, "num_steps": 20, "perceive": {"connections": ["first_kernel", "unique", "unique"], "layers": [9, 8, 4, 2], "n_kernels": 16}, "periodic": false, "update": {"connections": ["unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique"], "layers": [264, 256, 256, 256, 256, 256, 256, 256, 256, 256, 256, 128, 64, 32, 16, 8, 8]}}"#,
+    ),
+    (
+        "checkerboard-async",
+        1,
+        14,
+        14,
+        r#"{"async": true, "channels": 8, "fire_rate": 0.6, "loss_channels": [0], "lr": 0.05, "num_steps": 50, "perceive": {"connections": ["first_kernel", "unique", "unique"], "layers": [9, 8, 4, 2], "n_kernels": 16}, "periodic": false, "update": {"connections": ["unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique"], "layers": [264, 256, 256, 256, 256, 256, 256, 256, 256, 256, 256, 256, 256, 256, 256, 128, 64, 32, 16, 8, 8]}}"#,
+    ),
+    (
+        "lizard",
+        1,
+        20,
+        20,
+        r#"{"async": false, "channels": 128, "fire_rate": null, "loss_channels": [0], "lr": 0.06, "num_steps": 12, "perceive": {"connections": ["first_kernel", "unique", "unique", "unique"], "layers": [9, 8, 4, 2, 1], "n_kernels": 4}, "periodic": true, "update": {"connections": ["unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique"], "layers": [640, 512, 512, 512, 512, 512, 512, 512, 512, 256, 128]}}"#,
+    ),
+    (
+        "colored-g",
+        1,
+        16,
+        16,
+        r#"{"async": false, "channels": 64, "fire_rate": null, "loss_channels": [0, 1, 2], "lr": 0.06, "num_steps": 15, "perceive": {"connections": ["first_kernel", "unique", "unique"], "layers": [9, 8, 4, 2], "n_kernels": 4}, "periodic": false, "update": {"connections": ["unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique"], "layers": [576, 512, 512, 512, 512, 512, 512, 512, 512, 256, 128, 64]}}"#,
+    ),
+];
 
 fn epoch(c: &mut Criterion) {
-    let spec = Spec::from_json(CHECKERBOARD).unwrap();
-    let shape = GridShape {
-        batch: 2,
-        height: 16,
-        width: 16,
-    };
-    let mut rng = ChaCha8Rng::seed_from_u64(0);
-    let n = shape.cells() * spec.channels;
-    let x: Vec<f32> = (0..n).map(|_| rng.random_range(0..2u8) as f32).collect();
-    let y: Vec<f32> = (0..n).map(|_| rng.random_range(0..2u8) as f32).collect();
-    for t in [1, 2] {
-        threads::set_num_threads(t).unwrap();
-        let mut model = Model::new(spec.clone(), 23).unwrap();
-        c.bench_function(&format!("checkerboard_epoch_{t}_threads"), |b| {
-            b.iter(|| model.train_step(&x, &y, shape, None).unwrap())
-        });
+    for (name, batch, height, width, json) in PRESETS {
+        let spec = Spec::from_json(json).unwrap();
+        let shape = GridShape {
+            batch,
+            height,
+            width,
+        };
+        // Random bits: the cost of an epoch does not depend on the values.
+        let mut rng = ChaCha8Rng::seed_from_u64(0);
+        let n = shape.cells() * spec.channels;
+        let x: Vec<f32> = (0..n).map(|_| rng.random_range(0..2u8) as f32).collect();
+        let y: Vec<f32> = (0..n).map(|_| rng.random_range(0..2u8) as f32).collect();
+        for t in [1, 2] {
+            threads::set_num_threads(t).unwrap();
+            let mut model = Model::new(spec.clone(), 23).unwrap();
+            c.bench_function(&format!("{name}_epoch_{t}_threads"), |b| {
+                b.iter(|| model.train_step(&x, &y, shape, None).unwrap())
+            });
+        }
     }
 }
 
 criterion_group! {
     name = benches;
-    config = Criterion::default().sample_size(30);
+    config = Criterion::default()
+        .sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
     targets = epoch
 }
 criterion_main!(benches);

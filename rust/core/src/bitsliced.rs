@@ -240,7 +240,7 @@ impl Circuit {
         let tables: Vec<u8> = (0..N_OPS).map(op_table).collect();
 
         // 1. Symbolic rewrite in program order (which is topological).
-        let mut sym: Vec<Sym> = (0..program.n_rows)
+        let mut sym: Vec<Sym> = (0..program.gates.n_rows)
             .map(|r| Sym::Lit {
                 node: r as u32,
                 neg: false,
@@ -250,7 +250,7 @@ impl Circuit {
         let mut nodes: Vec<(Kind, u32, u32)> = Vec::new();
         let mut seen = std::collections::HashMap::new();
         let mut folded_gates = 0;
-        for ins in &program.instrs {
+        for ins in &program.gates.instrs {
             let op = gates::argmax(&logits[ins.coef as usize * N_OPS..][..N_OPS]);
             let (sa, sb) = (sym[ins.a as usize], sym[ins.b as usize]);
             let t = tables[op];
@@ -308,7 +308,12 @@ impl Circuit {
             };
             sym[ins.out as usize] = result;
         }
-        let out_syms: Vec<Sym> = program.out_rows.iter().map(|&r| sym[r as usize]).collect();
+        let out_syms: Vec<Sym> = program
+            .gates
+            .out_rows
+            .iter()
+            .map(|&r| sym[r as usize])
+            .collect();
 
         // 2. Liveness from the outputs.
         let n_nodes = n_patch + nodes.len();
@@ -420,7 +425,7 @@ impl Circuit {
             })
             .collect();
         let stats = CircuitStats {
-            program_gates: program.instrs.len(),
+            program_gates: program.gates.instrs.len(),
             folded_gates,
             merged_gates: nodes.len(),
             active_gates: ops.len(),

@@ -143,7 +143,8 @@ pub(crate) struct Workspace {
     /// Coefficient-gradient sums, `n_chunks × n_coefs`, reduced in chunk order.
     acc: Vec<f64>,
     arenas: Vec<Mutex<Arena>>,
-    n_rows: usize,
+    /// Rows of the activation and the gradient arena.
+    n_rows: (usize, usize),
 }
 
 /// Default cap on the memory of one workspace or simulation.
@@ -180,7 +181,9 @@ impl Workspace {
             .saturating_add(steps.saturating_mul(n_chunks * CHUNK))
             .saturating_add(2 * state_len)
             .saturating_add((n_chunks + 1) * 9 * c * CHUNK)
-            .saturating_add(threads.saturating_mul(2 * program.n_rows * CHUNK));
+            .saturating_add(
+                threads.saturating_mul((program.gates.n_rows + program.backward.n_rows) * CHUNK),
+            );
         let tables = 2 * 9 * n_chunks * CHUNK * 4;
         floats
             .saturating_mul(4)
@@ -238,7 +241,7 @@ impl Workspace {
             gpatch: vec![0.0; (n_chunks + 1) * 9 * program.channels * CHUNK],
             acc: vec![0.0; n_chunks * program.n_coefs()],
             arenas: Vec::new(),
-            n_rows: program.n_rows,
+            n_rows: (program.gates.n_rows, program.backward.n_rows),
             layout,
             steps,
         };
@@ -252,11 +255,11 @@ impl Workspace {
     }
 
     fn ensure_arenas(&mut self, threads: usize) {
-        let len = self.n_rows * CHUNK;
+        let (act_rows, grad_rows) = self.n_rows;
         while self.arenas.len() < threads {
             self.arenas.push(Mutex::new(Arena {
-                act: vec![0.0; len],
-                grad: vec![0.0; len],
+                act: vec![0.0; act_rows * CHUNK],
+                grad: vec![0.0; grad_rows * CHUNK],
             }));
         }
     }
@@ -313,9 +316,10 @@ impl Workspace {
                     .enumerate()
                     .for_each(|(k, out)| {
                         let mut arena = lock_arena(arenas);
+                        let gates = &program.rollout;
                         layout.fill_patch(cur, k, &mut arena.act);
-                        kernels::forward(program, coefs, &mut arena.act, level);
-                        for (c, &row) in program.out_rows.iter().enumerate() {
+                        kernels::forward(gates, coefs, &mut arena.act, level);
+                        for (c, &row) in gates.out_rows.iter().enumerate() {
                             let new = &arena.act[row as usize * CHUNK..][..CHUNK];
                             let dst = &mut out[c * CHUNK..][..CHUNK];
                             match mask {
@@ -381,11 +385,12 @@ impl Workspace {
                         let mut guard = lock_arena(arenas);
                         let arena = &mut *guard;
                         layout.fill_patch(cur, k, &mut arena.act);
-                        kernels::forward(program, coefs, &mut arena.act, level);
+                        kernels::forward(&program.gates, coefs, &mut arena.act, level);
                         arena.grad[..n_patch_rows * CHUNK]
                             .iter_mut()
                             .for_each(|v| *v = 0.0);
-                        for (c, &row) in program.out_rows.iter().enumerate() {
+                        let back = &program.backward;
+                        for (c, &row) in back.out_rows.iter().enumerate() {
                             let g = &gnext[k * chunk_len + c * CHUNK..][..CHUNK];
                             let dst = &mut arena.grad[row as usize * CHUNK..][..CHUNK];
                             match mask {
@@ -398,7 +403,9 @@ impl Workspace {
                                 }
                             }
                         }
-                        kernels::backward(program, coefs, &arena.act, &mut arena.grad, acc, level);
+                        let arenas = (&arena.act[..], &mut arena.grad[..]);
+                        let act_rows = program.gates.n_rows;
+                        kernels::backward(back, act_rows, coefs, arenas, acc, level);
                         gp.copy_from_slice(&arena.grad[..n_patch_rows * CHUNK]);
                     });
                 if t == 0 {

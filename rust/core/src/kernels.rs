@@ -8,9 +8,13 @@
 
 use std::sync::OnceLock;
 
-use crate::program::{Instr, Program};
+use crate::program::{BackInstr, Backward, Gates, Instr};
 
 /// Cells per chunk: one arena row. A multiple of 16 so rows fill whole SIMD registers.
+/// 128-cell rows measured faster for the checkerboard but slower for the lizard, and
+/// the row width sets the order of the per-chunk gradient sums, so changing it changes
+/// the last bits of training and with them which seeds reach hard loss 0: the presets'
+/// default seeds were chosen with 64 (docs/performance.md).
 pub const CHUNK: usize = 64;
 
 type Row = [f32; CHUNK];
@@ -126,6 +130,23 @@ impl MulAdd for Fused {
     }
 }
 
+/// Adds the lane sums of the four coefficient-gradient accumulators to `acc[0..4]`.
+/// Every implementation adds in `tree_sum`'s order, so results do not depend on it.
+trait Reduce {
+    fn add_sums(sums: [[f32; LANES]; 4], acc: &mut [f64]);
+}
+
+/// One `tree_sum` per accumulator.
+struct EachTree;
+impl Reduce for EachTree {
+    #[inline(always)]
+    fn add_sums(sums: [[f32; LANES]; 4], acc: &mut [f64]) {
+        for (r, s) in sums.into_iter().enumerate() {
+            acc[r] += tree_sum(s) as f64;
+        }
+    }
+}
+
 /// Rows of an arena addressed through a raw pointer: a gate writes one row while
 /// reading two others of the same buffer. `Program::compile` guarantees that an
 /// instruction's output row differs from its input rows and that every row index is
@@ -179,7 +200,7 @@ fn tree_sum(mut v: [f32; LANES]) -> f32 {
 /// Backward through one gate whose input rows differ: input gradients (stored or
 /// added), and the four sums `Σgy, Σgy·a, Σgy·b, Σgy·a·b` of its coefficient gradient.
 #[inline(always)]
-fn backward_gate<A: MulAdd, const STORE_A: bool, const STORE_B: bool>(
+fn backward_gate<A: MulAdd, R: Reduce, const STORE_A: bool, const STORE_B: bool>(
     c: [f32; 4],
     (a, b, gy): (&Row, &Row, &Row),
     (ga, gb): (&mut Row, &mut Row),
@@ -202,15 +223,13 @@ fn backward_gate<A: MulAdd, const STORE_A: bool, const STORE_B: bool>(
             sums[3][l] = A::mul_add(g_a, bv, sums[3][l]);
         }
     }
-    for (r, s) in sums.into_iter().enumerate() {
-        acc[r] += tree_sum(s) as f64;
-    }
+    R::add_sums(sums, acc);
 }
 
 /// The same for a gate reading one row twice (possible with `random` wiring).
 #[inline(always)]
-fn backward_gate_same_input<A: MulAdd>(
-    ins: &Instr,
+fn backward_gate_same_input<A: MulAdd, R: Reduce>(
+    ins: &BackInstr,
     c: [f32; 4],
     (a, gy): (&Row, &Row),
     ga: &mut Row,
@@ -231,14 +250,12 @@ fn backward_gate_same_input<A: MulAdd>(
             sums[3][l] = A::mul_add(g_a, av, sums[3][l]);
         }
     }
-    for (r, s) in sums.into_iter().enumerate() {
-        acc[r] += tree_sum(s) as f64;
-    }
+    R::add_sums(sums, acc);
 }
 
 #[inline(always)]
-fn backward_impl<A: MulAdd>(
-    instrs: &[Instr],
+fn backward_impl<A: MulAdd, R: Reduce>(
+    instrs: &[BackInstr],
     coefs: &[[f32; 4]],
     act: &[f32],
     grad: &mut [f32],
@@ -246,24 +263,24 @@ fn backward_impl<A: MulAdd>(
 ) {
     let act = Rows(act.as_ptr() as *mut f32);
     let grad = Rows(grad.as_mut_ptr());
-    for ins in instrs.iter().rev() {
+    for ins in instrs {
         let c = coefs[ins.coef as usize];
         let acc = &mut acc[ins.coef as usize * 4..][..4];
         // SAFETY: see `Rows`; `act` and `grad` are different buffers, and the gradient
-        // rows a, b (distinct in this branch) differ from the output row.
+        // rows ga, gb (distinct in this branch) differ from gy (`program::backward_gates`).
         unsafe {
-            let (a, gy) = (act.get(ins.a), grad.get(ins.out));
+            let (a, gy) = (act.get(ins.a), grad.get(ins.gy));
             if ins.a == ins.b {
-                backward_gate_same_input::<A>(ins, c, (a, gy), grad.get_mut(ins.a), acc);
+                backward_gate_same_input::<A, R>(ins, c, (a, gy), grad.get_mut(ins.ga), acc);
                 continue;
             }
             let rows = (a, act.get(ins.b), gy);
-            let g = (grad.get_mut(ins.a), grad.get_mut(ins.b));
+            let g = (grad.get_mut(ins.ga), grad.get_mut(ins.gb));
             match (ins.store_a, ins.store_b) {
-                (true, true) => backward_gate::<A, true, true>(c, rows, g, acc),
-                (true, false) => backward_gate::<A, true, false>(c, rows, g, acc),
-                (false, true) => backward_gate::<A, false, true>(c, rows, g, acc),
-                (false, false) => backward_gate::<A, false, false>(c, rows, g, acc),
+                (true, true) => backward_gate::<A, R, true, true>(c, rows, g, acc),
+                (true, false) => backward_gate::<A, R, true, false>(c, rows, g, acc),
+                (false, true) => backward_gate::<A, R, false, true>(c, rows, g, acc),
+                (false, false) => backward_gate::<A, R, false, false>(c, rows, g, acc),
             }
         }
     }
@@ -271,7 +288,54 @@ fn backward_impl<A: MulAdd>(
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
+    use std::arch::x86_64::*;
+
     use super::*;
+
+    /// The four tree sums interleaved in 512-bit registers: each halving step of
+    /// `tree_sum` adds the same lane pairs, for all four accumulators at once.
+    struct Avx512Trees;
+    impl Reduce for Avx512Trees {
+        #[inline(always)]
+        fn add_sums(sums: [[f32; LANES]; 4], acc: &mut [f64]) {
+            assert!(acc.len() >= 4);
+            // SAFETY: only inlined into the avx512f functions below; `acc` holds 4 values.
+            unsafe {
+                let [s0, s1, s2, s3] = sums.map(|s| _mm512_loadu_ps(s.as_ptr()));
+                // Halve 16 -> 8: quarters (0, 1) + (2, 3) of two accumulators per register.
+                let t01 = _mm512_add_ps(
+                    _mm512_shuffle_f32x4::<0x44>(s0, s1),
+                    _mm512_shuffle_f32x4::<0xEE>(s0, s1),
+                );
+                let t23 = _mm512_add_ps(
+                    _mm512_shuffle_f32x4::<0x44>(s2, s3),
+                    _mm512_shuffle_f32x4::<0xEE>(s2, s3),
+                );
+                // 8 -> 4: quarter r of the result belongs to accumulator r.
+                let u = _mm512_add_ps(
+                    _mm512_shuffle_f32x4::<0x88>(t01, t23),
+                    _mm512_shuffle_f32x4::<0xDD>(t01, t23),
+                );
+                // 4 -> 2 -> 1 inside each quarter.
+                let w = _mm512_add_ps(u, _mm512_permute_ps::<0x0E>(u));
+                let z = _mm512_add_ps(w, _mm512_permute_ps::<0x01>(w));
+                let lane0 = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0);
+                let totals = _mm512_castps512_ps128(_mm512_permutexvar_ps(lane0, z));
+                let at = acc.as_mut_ptr();
+                _mm256_storeu_pd(
+                    at,
+                    _mm256_add_pd(_mm256_loadu_pd(at), _mm256_cvtps_pd(totals)),
+                );
+            }
+        }
+    }
+
+    /// `Avx512Trees::add_sums` on its own, for the test that it matches `EachTree`.
+    #[cfg(test)]
+    #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+    pub unsafe fn add_sums_avx512(sums: [[f32; LANES]; 4], acc: &mut [f64]) {
+        Avx512Trees::add_sums(sums, acc)
+    }
 
     #[target_feature(enable = "avx2,fma")]
     pub unsafe fn forward_avx2(i: &[Instr], c: &[[f32; 4]], act: &mut [f32]) {
@@ -283,39 +347,39 @@ mod x86 {
     }
     #[target_feature(enable = "avx2,fma")]
     pub unsafe fn backward_avx2(
-        i: &[Instr],
+        i: &[BackInstr],
         c: &[[f32; 4]],
         act: &[f32],
         grad: &mut [f32],
         acc: &mut [f64],
     ) {
-        backward_impl::<Fused>(i, c, act, grad, acc)
+        backward_impl::<Fused, EachTree>(i, c, act, grad, acc)
     }
     #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
     pub unsafe fn backward_avx512(
-        i: &[Instr],
+        i: &[BackInstr],
         c: &[[f32; 4]],
         act: &[f32],
         grad: &mut [f32],
         acc: &mut [f64],
     ) {
-        backward_impl::<Fused>(i, c, act, grad, acc)
+        backward_impl::<Fused, Avx512Trees>(i, c, act, grad, acc)
     }
 }
 
-fn check_arena(program: &Program, arena: &[f32]) {
-    // Every row index of the program is below n_rows (Program::compile).
+fn check_arena(n_rows: usize, arena: &[f32]) {
+    // Every row index of a gate list is below its n_rows (`program`).
     assert!(
-        arena.len() >= program.n_rows * CHUNK,
+        arena.len() >= n_rows * CHUNK,
         "arena smaller than the program needs"
     );
 }
 
-/// Runs the program forward on one chunk's arena (`act`: rows × CHUNK).
-pub fn forward(program: &Program, coefs: &[[f32; 4]], act: &mut [f32], level: SimdLevel) {
-    check_arena(program, act);
+/// Runs the gates forward on one chunk's arena (`act`: rows × CHUNK).
+pub fn forward(gates: &Gates, coefs: &[[f32; 4]], act: &mut [f32], level: SimdLevel) {
+    check_arena(gates.n_rows, act);
     let _ftz = FlushDenormals::new();
-    let instrs = &program.instrs[..];
+    let instrs = &gates.instrs[..];
     match level {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the level is only chosen when the CPU has these features.
@@ -326,26 +390,57 @@ pub fn forward(program: &Program, coefs: &[[f32; 4]], act: &mut [f32], level: Si
     }
 }
 
-/// Runs the program backward on one chunk: `grad` must hold the output rows' gradients
-/// and zeros on the patch rows; coefficient sums are added to `acc` (4 per parameter).
+/// Runs the gates backward on one chunk: `act` holds the activations of the full
+/// forward program (`act_rows` rows), `grad` must hold the output rows' gradients and
+/// zeros on the patch rows; coefficient sums are added to `acc` (4 per parameter).
 pub fn backward(
-    program: &Program,
+    back: &Backward,
+    act_rows: usize,
     coefs: &[[f32; 4]],
-    act: &[f32],
-    grad: &mut [f32],
+    (act, grad): (&[f32], &mut [f32]),
     acc: &mut [f64],
     level: SimdLevel,
 ) {
-    check_arena(program, act);
-    check_arena(program, grad);
+    check_arena(act_rows, act);
+    check_arena(back.n_rows, grad);
     let _ftz = FlushDenormals::new();
-    let instrs = &program.instrs[..];
+    let instrs = &back.instrs[..];
     match level {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the level is only chosen when the CPU has these features.
         SimdLevel::Avx512 => unsafe { x86::backward_avx512(instrs, coefs, act, grad, acc) },
         #[cfg(target_arch = "x86_64")]
         SimdLevel::Avx2 => unsafe { x86::backward_avx2(instrs, coefs, act, grad, acc) },
-        _ => backward_impl::<Separate>(instrs, coefs, act, grad, acc),
+        _ => backward_impl::<Separate, EachTree>(instrs, coefs, act, grad, acc),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn avx512_sums_add_in_tree_order() {
+        if detect() != SimdLevel::Avx512 {
+            return;
+        }
+        // Values of mixed magnitude, so that any other order of additions rounds differently.
+        let mut x = 0x2545_f491_u32;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            (x as f32 / u32::MAX as f32 - 0.5) * 10f32.powi((x % 9) as i32 - 4)
+        };
+        for _ in 0..100 {
+            let sums: [[f32; LANES]; 4] = std::array::from_fn(|_| std::array::from_fn(|_| next()));
+            let start = [1.0, -2.5, 1e-3, 7.0];
+            let (mut want, mut got) = (start, start);
+            EachTree::add_sums(sums, &mut want);
+            // SAFETY: the CPU has AVX-512 (checked above).
+            unsafe { x86::add_sums_avx512(sums, &mut got) };
+            assert_eq!(want.map(f64::to_bits), got.map(f64::to_bits));
+        }
     }
 }

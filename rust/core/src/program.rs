@@ -6,6 +6,11 @@
 //! is `out = c0 + c1·a + c2·b + c3·a·b` over three rows, so perception (every kernel on
 //! every channel) and update run through the same two kernels with no gathers and no
 //! copies. Gates that cannot reach the next state are dropped.
+//!
+//! Two more views of the same gates reuse rows once their value is dead, so that the
+//! hot data stays in cache: the rollout's forward-only list (a row lives from its gate
+//! to its last reader) and the backward list's gradient rows (a gradient lives from its
+//! first write, walking backwards, to the gate that produced the value).
 
 use crate::spec::Spec;
 use crate::wiring::Wires;
@@ -17,24 +22,82 @@ pub struct Instr {
     pub b: u32,
     pub out: u32,
     pub coef: u32,
-    /// Backward: the first gradient written to row `a` (resp. `b`) stores instead of
-    /// adding, which saves zeroing the gradient arena every step.
+}
+
+/// Gates in forward order over an arena of `n_rows` rows, whose `out_rows` hold the
+/// next state, one per channel. Rows below `9 · channels` are the patch rows.
+#[derive(Debug, Clone)]
+pub struct Gates {
+    pub instrs: Vec<Instr>,
+    pub n_rows: usize,
+    pub out_rows: Vec<u32>,
+}
+
+/// One gate of the backward pass: activation rows `a`, `b` (of the full program) and
+/// gradient rows `gy` (the output's), `ga`, `gb` (the inputs').
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BackInstr {
+    pub a: u32,
+    pub b: u32,
+    pub gy: u32,
+    pub ga: u32,
+    pub gb: u32,
+    pub coef: u32,
+    /// The first gradient written to row `ga` (resp. `gb`) stores instead of adding,
+    /// which saves zeroing the gradient rows every step.
     pub store_a: bool,
     pub store_b: bool,
+}
+
+/// The backward pass: gates in backward order over a gradient arena of `n_rows` rows.
+/// Gradient rows below `9 · channels` are the patch rows (zeroed, then accumulated);
+/// `out_rows` receive the gradient of the next state.
+#[derive(Debug, Clone)]
+pub struct Backward {
+    pub instrs: Vec<BackInstr>,
+    pub n_rows: usize,
+    pub out_rows: Vec<u32>,
 }
 
 /// The compiled step of a model.
 #[derive(Debug, Clone)]
 pub struct Program {
     pub channels: usize,
-    /// Rows in the arena of one chunk.
-    pub n_rows: usize,
-    /// Live gates in forward order.
-    pub instrs: Vec<Instr>,
+    /// Live gates in forward order, one row per activation (the layout above).
+    pub gates: Gates,
     /// Parameter gates (perception gates count once per kernel, not per channel).
     pub n_params: usize,
-    /// Rows that hold the next state, one per channel.
-    pub out_rows: Vec<u32>,
+    /// The same gates for a rollout that keeps only the next state: rows reused.
+    pub rollout: Gates,
+    /// The backward pass over the activations of `instrs`, gradient rows reused.
+    pub backward: Backward,
+}
+
+/// Row numbers handed out above a fixed base, recycling the freed ones most recent
+/// first (they are the likeliest still in cache).
+struct RowPool {
+    free: Vec<u32>,
+    n_rows: u32,
+}
+
+impl RowPool {
+    fn new(base: usize) -> RowPool {
+        RowPool {
+            free: Vec::new(),
+            n_rows: base as u32,
+        }
+    }
+
+    fn take(&mut self) -> u32 {
+        self.free.pop().unwrap_or_else(|| {
+            self.n_rows += 1;
+            self.n_rows - 1
+        })
+    }
+
+    fn give(&mut self, row: u32) {
+        self.free.push(row);
+    }
 }
 
 /// Row of channel `c`'s patch entry `e` (entry 4 = the cell itself).
@@ -89,8 +152,6 @@ impl Program {
             b: b as u32,
             out: out as u32,
             coef: coef as u32,
-            store_a: false,
-            store_b: false,
         };
 
         let n_p = perceive.len();
@@ -149,46 +210,204 @@ impl Program {
         }
         let out_rows: Vec<u32> = (layer_base - c_n..layer_base).map(|r| r as u32).collect();
 
-        let mut program = Program {
+        let instrs = drop_dead_gates(instrs, n_rows, &out_rows);
+        let rollout = reuse_rows(&instrs, n_rows, &out_rows, 9 * c_n);
+        let backward = backward_gates(&instrs, n_rows, &out_rows, 9 * c_n);
+        Program {
             channels: c_n,
-            n_rows,
-            instrs,
+            gates: Gates {
+                instrs,
+                n_rows,
+                out_rows,
+            },
             n_params,
-            out_rows,
-        };
-        program.drop_dead_gates_and_mark_stores();
-        program
-    }
-
-    /// Removes gates whose output never reaches the next state, and marks, walking
-    /// backwards, the first gradient write of every non-patch row as a store.
-    fn drop_dead_gates_and_mark_stores(&mut self) {
-        let mut live = vec![false; self.n_rows];
-        for &r in &self.out_rows {
-            live[r as usize] = true;
-        }
-        for ins in self.instrs.iter().rev() {
-            if live[ins.out as usize] {
-                live[ins.a as usize] = true;
-                live[ins.b as usize] = true;
-            }
-        }
-        self.instrs.retain(|ins| live[ins.out as usize]);
-
-        // Patch rows are zeroed once per chunk step and always accumulate.
-        let n_patch = 9 * self.channels;
-        let mut written = vec![false; self.n_rows];
-        for ins in self.instrs.iter_mut().rev() {
-            for (row, store) in [(ins.a, &mut ins.store_a), (ins.b, &mut ins.store_b)] {
-                let row = row as usize;
-                *store = row >= n_patch && !written[row];
-                written[row] = true;
-            }
+            rollout,
+            backward,
         }
     }
 
     /// Coefficient count: four per parameter gate.
     pub fn n_coefs(&self) -> usize {
         4 * self.n_params
+    }
+}
+
+/// Keeps the gates whose output reaches the next state.
+fn drop_dead_gates(mut instrs: Vec<Instr>, n_rows: usize, out_rows: &[u32]) -> Vec<Instr> {
+    let mut live = vec![false; n_rows];
+    for &r in out_rows {
+        live[r as usize] = true;
+    }
+    for ins in instrs.iter().rev() {
+        if live[ins.out as usize] {
+            live[ins.a as usize] = true;
+            live[ins.b as usize] = true;
+        }
+    }
+    instrs.retain(|ins| live[ins.out as usize]);
+    instrs
+}
+
+/// The same gates with every non-patch row freed after its last reader and reused.
+/// A gate's output row is taken before its inputs are freed, so it never aliases them.
+fn reuse_rows(instrs: &[Instr], n_rows: usize, out_rows: &[u32], n_patch: usize) -> Gates {
+    const NEVER: usize = usize::MAX;
+    let mut last_read = vec![NEVER; n_rows];
+    for (i, ins) in instrs.iter().enumerate() {
+        last_read[ins.a as usize] = i;
+        last_read[ins.b as usize] = i;
+    }
+    for &r in out_rows {
+        last_read[r as usize] = NEVER; // the next state outlives every gate
+    }
+    let mut row: Vec<u32> = (0..n_rows as u32).collect();
+    let mut pool = RowPool::new(n_patch);
+    let mut out = Vec::with_capacity(instrs.len());
+    for (i, ins) in instrs.iter().enumerate() {
+        let target = pool.take();
+        row[ins.out as usize] = target;
+        out.push(Instr {
+            a: row[ins.a as usize],
+            b: row[ins.b as usize],
+            out: target,
+            coef: ins.coef,
+        });
+        for r in dedup(ins.a, ins.b) {
+            if r as usize >= n_patch && last_read[r as usize] == i {
+                pool.give(row[r as usize]);
+            }
+        }
+    }
+    Gates {
+        instrs: out,
+        n_rows: pool.n_rows as usize,
+        out_rows: out_rows.iter().map(|&r| row[r as usize]).collect(),
+    }
+}
+
+/// The backward pass of `instrs`: walking backwards, a non-patch row's gradient gets a
+/// row at its first write (a store) and gives it back once the gate that produced the
+/// row has read it (each row has one producer). Patch rows keep their numbers.
+fn backward_gates(instrs: &[Instr], n_rows: usize, out_rows: &[u32], n_patch: usize) -> Backward {
+    const NONE: u32 = u32::MAX;
+    let mut grad_row: Vec<u32> = (0..n_rows as u32)
+        .map(|r| if (r as usize) < n_patch { r } else { NONE })
+        .collect();
+    let mut pool = RowPool::new(n_patch);
+    for &r in out_rows {
+        grad_row[r as usize] = pool.take();
+    }
+    let mut back = Vec::with_capacity(instrs.len());
+    for ins in instrs.iter().rev() {
+        let gy = grad_row[ins.out as usize];
+        assert_ne!(gy, NONE, "a live gate's output has a gradient");
+        let mut first_write = |r: u32| {
+            let store = r as usize >= n_patch && grad_row[r as usize] == NONE;
+            if store {
+                grad_row[r as usize] = pool.take();
+            }
+            store
+        };
+        let store_a = first_write(ins.a);
+        let store_b = first_write(ins.b);
+        back.push(BackInstr {
+            a: ins.a,
+            b: ins.b,
+            gy,
+            ga: grad_row[ins.a as usize],
+            gb: grad_row[ins.b as usize],
+            coef: ins.coef,
+            store_a,
+            store_b,
+        });
+        pool.give(gy);
+    }
+    Backward {
+        instrs: back,
+        n_rows: pool.n_rows as usize,
+        out_rows: out_rows.iter().map(|&r| grad_row[r as usize]).collect(),
+    }
+}
+
+/// `a`, then `b` unless it is the same row.
+fn dedup(a: u32, b: u32) -> impl Iterator<Item = u32> {
+    std::iter::once(a).chain((b != a).then_some(b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::{self, SimdLevel, CHUNK};
+    use crate::model::Model;
+
+    fn checkerboard_program() -> Program {
+        let spec = Spec::from_json(
+            r#"{"channels": 8, "periodic": false, "num_steps": 20, "loss_channels": [0],
+                "lr": 0.05, "perceive": {"n_kernels": 16, "layers": [9, 8, 4, 2],
+                "connections": ["first_kernel", "unique", "unique"]},
+                "update": {"layers": [264, 256, 256, 128, 64, 32, 16, 8, 8],
+                "connections": ["unique", "random", "unique", "unique", "unique", "unique",
+                                "unique", "unique"]}}"#,
+        )
+        .unwrap();
+        let model = Model::new(spec, 3).unwrap();
+        Program::compile(model.spec(), model.perceive_wires(), model.update_wires())
+    }
+
+    #[test]
+    fn rollout_rows_reused_and_results_identical() {
+        let p = checkerboard_program();
+        assert!(
+            p.rollout.n_rows * 3 < p.gates.n_rows,
+            "{} rows",
+            p.rollout.n_rows
+        );
+        let coefs: Vec<[f32; 4]> = (0..p.n_coefs() / 4)
+            .map(|i| {
+                let f = |k: usize| ((i * 7 + k * 13) % 17) as f32 / 17.0 - 0.3;
+                [f(0), f(1), f(2), f(3)]
+            })
+            .collect();
+        let mut full = vec![0f32; p.gates.n_rows * CHUNK];
+        let mut reused = vec![f32::NAN; p.rollout.n_rows * CHUNK];
+        for (i, v) in full[..9 * p.channels * CHUNK].iter_mut().enumerate() {
+            *v = ((i * 31) % 11) as f32 / 10.0;
+        }
+        reused[..9 * p.channels * CHUNK].copy_from_slice(&full[..9 * p.channels * CHUNK]);
+        kernels::forward(&p.gates, &coefs, &mut full, SimdLevel::Portable);
+        kernels::forward(&p.rollout, &coefs, &mut reused, SimdLevel::Portable);
+        for (&f, &r) in p.gates.out_rows.iter().zip(&p.rollout.out_rows) {
+            let (f, r) = (f as usize * CHUNK, r as usize * CHUNK);
+            assert_eq!(full[f..f + CHUNK], reused[r..r + CHUNK]);
+        }
+    }
+
+    #[test]
+    fn backward_gradient_rows_never_alias_and_start_with_a_store() {
+        let p = checkerboard_program();
+        let back = &p.backward;
+        let n_patch = 9 * p.channels;
+        assert!(back.n_rows * 3 < p.gates.n_rows, "{} rows", back.n_rows);
+        // Replay the allocation: a row holds one gradient from its store to its read as gy.
+        let mut holds = vec![false; back.n_rows];
+        for &r in &back.out_rows {
+            holds[r as usize] = true;
+        }
+        for ins in &back.instrs {
+            assert!(holds[ins.gy as usize], "gy read before written");
+            assert!(ins.ga != ins.gy && ins.gb != ins.gy);
+            for (g, store) in [
+                (ins.ga, ins.store_a),
+                (ins.gb, ins.store_b && ins.a != ins.b),
+            ] {
+                if (g as usize) < n_patch {
+                    assert!(!store, "patch gradients accumulate");
+                } else {
+                    assert_eq!(store, !holds[g as usize], "store exactly on first write");
+                    holds[g as usize] = true;
+                }
+            }
+            holds[ins.gy as usize] = false;
+        }
     }
 }
