@@ -231,13 +231,11 @@ def generalisation(model: Any, task: Task, rng: np.random.Generator, quick: bool
 def gol_accuracy(model: Any, task: Task, rng: np.random.Generator, quick: bool) -> dict:
     """The Game of Life circuit against the exact rule: all 512 3x3 boards, then a
     random 64x64 periodic grid run for 64 steps, step for step."""
-    from .datasets import GOL_BOARDS, gol_boards, gol_step
+    from .datasets import gol_step
+    from .evaluate import evaluate
+    from .presets import get_preset
 
-    boards = np.zeros((GOL_BOARDS, 3, 3, task.channels), dtype=np.uint8)
-    boards[..., 0] = gol_boards()[..., 0]
-    got = model.simulate(boards, 1, periodic=True)[..., :1]
-    want = gol_step(boards[..., :1]).astype(np.uint8)
-    board_ok = np.all(got == want, axis=(1, 2, 3))
+    boards = evaluate(model, get_preset("gol"))  # all 512 boards, one step
     size, steps = ROBUSTNESS_SIZE, 64
     x = task.start(rng, 1, size, size)
     x[..., 1:] = 0
@@ -250,9 +248,9 @@ def gol_accuracy(model: Any, task: Task, rng: np.random.Generator, quick: bool) 
     one_step = gol_step(frames[:-1, ..., None].astype(np.float32))[..., 0].astype(np.uint8)
     diverged = np.flatnonzero(np.any(frames != exact_frames, axis=(1, 2)))
     return {
-        "boards_correct": int(board_ok.sum()),
-        "boards": GOL_BOARDS,
-        "cell_accuracy_512": float(np.mean(got == want)),
+        "boards_correct": boards["solved"],
+        "boards": boards["samples"],
+        "cell_accuracy_512": 1.0 - boards["wrong_cells"] / boards["cells"],
         "grid": [size, size],
         "steps": steps,
         "one_step_cell_accuracy": float(np.mean(one_step == frames[1:])),

@@ -46,7 +46,8 @@ def evaluate(model: Model, preset: Preset, samples: int = 16, seed: int = 0) -> 
         pairs = [dataset.sample(rng) for _ in range(draws)]
         x = np.concatenate([p[0] for p in pairs])
         target = np.concatenate([p[1] for p in pairs])[..., model.spec.loss_channels]
-    out = model.simulate(x, seed=seed)
+    # The task's steps and boundary (a model may come with other ones, e.g. from an .npz).
+    out = model.simulate(x, preset.spec.num_steps, seed=seed, periodic=preset.spec.periodic)
     wrong = out[..., model.spec.loss_channels] != (target > 0.5)
     per_sample = wrong.reshape(len(x), -1).any(axis=1)
     return {
