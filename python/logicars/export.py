@@ -100,11 +100,9 @@ def prune_report(model: Model) -> dict[str, int]:
     """
     from .train import active_gates
 
-    spec = model.spec
-    p, u = spec.perceive, spec.update
     stats = dict(model._hard_circuit().stats())
     report = {
-        "gates": p.n_kernels * spec.channels * sum(p.layers[1:]) + sum(u.layers[1:]),
+        "gates": model.spec.gates_per_cell(),
         "paper_active_gates": active_gates(model),
         "reachable_gates": stats["program_gates"],
         "folded_gates": stats["folded_gates"],

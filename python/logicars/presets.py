@@ -52,9 +52,8 @@ class Preset:
         `B * H * W * steps * (K * C * sum(perceive outs) + sum(update outs))`: perception
         runs once per channel, the update network once per cell.
         """
-        s, p, u = self.spec, self.spec.perceive, self.spec.update
-        per_cell = p.n_kernels * s.channels * sum(p.layers[1:]) + sum(u.layers[1:])
-        return self.batch * self.height * self.width * s.num_steps * per_cell
+        s = self.spec
+        return self.batch * self.height * self.width * s.num_steps * s.gates_per_cell()
 
 
 def _model(

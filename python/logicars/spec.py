@@ -51,6 +51,12 @@ class ModelSpec:
     def is_async(self) -> bool:
         return self.fire_rate is not None
 
+    def gates_per_cell(self) -> int:
+        """Gate evaluations per cell and step: perception runs once per channel (and
+        kernel), the update network once."""
+        p, u = self.perceive, self.update
+        return p.n_kernels * self.channels * sum(p.layers[1:]) + sum(u.layers[1:])
+
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["async"] = self.is_async

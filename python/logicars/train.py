@@ -433,12 +433,13 @@ def train(
         p = given
         if lr is not None:
             p = dataclasses.replace(p, spec=p.spec.replace(lr=lr))
+        seed = p.seed if seed is None else seed
         state = _State(
             preset=p,
-            seed=p.seed if seed is None else seed,
+            seed=seed,
             target_epochs=p.epochs if epochs is None else epochs,
             early_stop=early_stop,
-            rng=np.random.default_rng(p.seed if seed is None else seed),
+            rng=np.random.default_rng(seed),
             metrics=[],
         )
         model = None
