@@ -3,6 +3,7 @@
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
 
 use crate::bitsliced::{self, Circuit, Masks, SimOptions};
 use crate::engine::{GridShape, Workspace};
@@ -11,6 +12,7 @@ use crate::gates::{self, N_OPS, PASS_A};
 use crate::optim::AdamW;
 use crate::program::{param_offsets, Program};
 use crate::spec::Spec;
+use crate::threads;
 use crate::wiring::{self, Wires};
 
 /// Logit of the pass-through gate in a fresh model (all others 0).
@@ -461,17 +463,27 @@ impl Model {
     ) -> Result<(f64, Vec<f32>)> {
         let steps = self.spec.num_steps;
         // One softmax per gate serves the forward, the backward and the logit gradient.
-        let probs: Vec<[f64; N_OPS]> = self.logits.chunks(N_OPS).map(gates::softmax).collect();
-        let coefs: Vec<[f32; 4]> = probs.iter().map(gates::fold).collect();
+        // Per-gate work, so running it on the pool changes no result, only the wall time
+        // (50k f64 exps would otherwise be a serial ~0.5 ms of every epoch).
+        let pool = threads::pool();
+        let probs: Vec<[f64; N_OPS]> =
+            pool.install(|| self.logits.par_chunks(N_OPS).map(gates::softmax).collect());
+        let coefs: Vec<[f32; 4]> = pool.install(|| probs.par_iter().map(gates::fold).collect());
         self.forward(x, shape, steps, &coefs, masks)?;
         let mut seed = Vec::new();
         let loss = self.loss(y, per_cell, steps, Some(&mut seed));
         let ws = self.workspace.as_mut().unwrap();
         let gc = ws.backward(&self.program, &coefs, steps, masks.is_some(), &seed);
         let mut grad = vec![0f32; self.logits.len()];
-        for ((p, g), gc) in probs.iter().zip(grad.chunks_mut(N_OPS)).zip(gc.chunks(4)) {
-            gates::logits_grad(p, &[gc[0], gc[1], gc[2], gc[3]], g);
-        }
+        pool.install(|| {
+            (
+                probs.par_iter(),
+                grad.par_chunks_mut(N_OPS),
+                gc.par_chunks(4),
+            )
+                .into_par_iter()
+                .for_each(|(p, g, gc)| gates::logits_grad(p, &[gc[0], gc[1], gc[2], gc[3]], g));
+        });
         Ok((loss, grad))
     }
 

@@ -1,5 +1,9 @@
 //! Gradient clipping and AdamW, exactly as the reference (optax) applies them.
 
+use rayon::prelude::*;
+
+use crate::threads;
+
 pub const CLIP: f32 = 100.0;
 pub const BETA1: f32 = 0.9;
 pub const BETA2: f32 = 0.99;
@@ -30,17 +34,22 @@ impl AdamW {
         let bc1 = 1.0 - (BETA1 as f64).powi(self.t as i32);
         let bc2 = 1.0 - (BETA2 as f64).powi(self.t as i32);
         let (bc1, bc2) = (bc1 as f32, bc2 as f32);
-        for (((p, &g), m), v) in params
-            .iter_mut()
-            .zip(grads)
-            .zip(&mut self.m)
-            .zip(&mut self.v)
-        {
+        // Element-wise, so splitting it over the pool gives the same bits.
+        let update = |(((p, &g), m), v): (((&mut f32, &f32), &mut f32), &mut f32)| {
             let g = g.clamp(-CLIP, CLIP);
             *m = BETA1 * *m + (1.0 - BETA1) * g;
             *v = BETA2 * *v + (1.0 - BETA2) * g * g;
-            let update = (*m / bc1) / ((*v / bc2).sqrt() + EPS) + WEIGHT_DECAY * *p;
-            *p -= lr * update;
-        }
+            let step = (*m / bc1) / ((*v / bc2).sqrt() + EPS) + WEIGHT_DECAY * *p;
+            *p -= lr * step;
+        };
+        threads::pool().install(|| {
+            params
+                .par_iter_mut()
+                .zip(grads)
+                .zip(&mut self.m)
+                .zip(&mut self.v)
+                .with_min_len(4096)
+                .for_each(update)
+        });
     }
 }
