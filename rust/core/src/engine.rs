@@ -137,9 +137,10 @@ pub(crate) struct Workspace {
     pub states: Vec<f32>,
     /// Update masks, `steps × n_pad` (1 = the cell updates); empty when synchronous.
     pub masks: Vec<f32>,
-    grad_next: Vec<f32>,
-    grad_cur: Vec<f32>,
-    gpatch: Vec<f32>,
+    /// Gradients w.r.t. a state, two buffers used in turn by `backward`'s steps.
+    grad_state: [Vec<f32>; 2],
+    /// Gradients w.r.t. every chunk's patch rows (plus a zero chunk), two buffers.
+    gpatch: [Vec<f32>; 2],
     /// Coefficient-gradient sums, `n_chunks × n_coefs`, reduced in chunk order.
     acc: Vec<f64>,
     arenas: Vec<Mutex<Arena>>,
@@ -180,7 +181,7 @@ impl Workspace {
             .saturating_mul(state_len)
             .saturating_add(steps.saturating_mul(n_chunks * CHUNK))
             .saturating_add(2 * state_len)
-            .saturating_add((n_chunks + 1) * 9 * c * CHUNK)
+            .saturating_add(2 * (n_chunks + 1) * 9 * c * CHUNK)
             .saturating_add(
                 threads.saturating_mul((program.gates.n_rows + program.backward.n_rows) * CHUNK),
             );
@@ -236,9 +237,10 @@ impl Workspace {
         let mut ws = Workspace {
             states: vec![0.0; (steps + 1) * state_len],
             masks: Vec::new(),
-            grad_next: vec![0.0; state_len],
-            grad_cur: vec![0.0; state_len],
-            gpatch: vec![0.0; (n_chunks + 1) * 9 * program.channels * CHUNK],
+            grad_state: [vec![0.0; state_len], vec![0.0; state_len]],
+            gpatch: std::array::from_fn(|_| {
+                vec![0.0; (n_chunks + 1) * 9 * program.channels * CHUNK]
+            }),
             acc: vec![0.0; n_chunks * program.n_coefs()],
             arenas: Vec::new(),
             n_rows: (program.gates.n_rows, program.backward.n_rows),
@@ -342,6 +344,12 @@ impl Workspace {
     /// `steps` steps, a state buffer) through every step, using the states left by
     /// `forward` with the same coefficients. Returns the coefficient gradient
     /// `dL/dc` (4 per parameter), summed over cells, steps and the batch.
+    ///
+    /// One parallel region per step: the task of chunk `k` at step `t` first gathers
+    /// the gradient w.r.t. its cells of state `t + 1` from the patch gradients that the
+    /// previous region left (its neighbours' too), then back-propagates through step
+    /// `t`. Patch and state gradients alternate between two buffers, so a region only
+    /// reads what the one before it wrote.
     pub fn backward(
         &mut self,
         program: &Program,
@@ -353,35 +361,50 @@ impl Workspace {
         let pool = threads::pool();
         self.ensure_arenas(pool.current_num_threads());
         let level = kernels::simd_level();
-        let len = self.layout.state_len();
         let chunk_len = self.layout.chunk_state_len();
         let n_pad = self.layout.n_pad();
         let n_coefs = program.n_coefs();
         let n_patch_rows = 9 * program.channels;
-        self.grad_next.copy_from_slice(grad_final);
+        let gpatch_len = self.layout.n_chunks * n_patch_rows * CHUNK;
         self.acc.iter_mut().for_each(|v| *v = 0.0);
         let Workspace {
             layout,
             states,
             masks,
             arenas,
-            grad_next,
-            grad_cur,
+            grad_state,
             gpatch,
             acc,
             ..
         } = self;
+        let state_len = layout.state_len();
+        let mask_of = |t: usize| masked.then(|| &masks[t * n_pad..(t + 1) * n_pad]);
         pool.install(|| {
             for t in (0..steps).rev() {
-                let cur = &states[t * len..(t + 1) * len];
-                let mask = masked.then(|| &masks[t * n_pad..(t + 1) * n_pad]);
-                let gnext: &[f32] = grad_next;
-                let gpatch_chunks = gpatch[..layout.n_chunks * n_patch_rows * CHUNK]
-                    .par_chunks_mut(n_patch_rows * CHUNK);
-                gpatch_chunks
+                let cur = &states[t * state_len..(t + 1) * state_len];
+                // Written now: the gradients w.r.t. state t + 1 and state t's patches.
+                // Read: state t + 2's and state t + 1's patches, from the region before.
+                let [ga, gb] = grad_state;
+                let (gs_new, gs_old) = if t % 2 == 0 { (ga, &*gb) } else { (gb, &*ga) };
+                let [pa, pb] = gpatch;
+                let (gp_new, gp_old) = if t % 2 == 0 { (pa, &*pb) } else { (pb, &*pa) };
+                let mask = mask_of(t);
+                let after = if t + 1 == steps {
+                    Next::Final(grad_final)
+                } else {
+                    Next::Gather {
+                        gpatch: gp_old,
+                        grad_state: gs_old,
+                        mask: mask_of(t + 1),
+                    }
+                };
+                gp_new[..gpatch_len]
+                    .par_chunks_mut(n_patch_rows * CHUNK)
+                    .zip(gs_new[..layout.n_chunks * chunk_len].par_chunks_mut(chunk_len))
                     .zip(acc.par_chunks_mut(n_coefs))
                     .enumerate()
-                    .for_each(|(k, (gp, acc))| {
+                    .for_each(|(k, ((gp, g), acc))| {
+                        layout.state_gradient(k, &after, g);
                         let mut guard = lock_arena(arenas);
                         let arena = &mut *guard;
                         layout.fill_patch(cur, k, &mut arena.act);
@@ -391,7 +414,7 @@ impl Workspace {
                             .for_each(|v| *v = 0.0);
                         let back = &program.backward;
                         for (c, &row) in back.out_rows.iter().enumerate() {
-                            let g = &gnext[k * chunk_len + c * CHUNK..][..CHUNK];
+                            let g = &g[c * CHUNK..][..CHUNK];
                             let dst = &mut arena.grad[row as usize * CHUNK..][..CHUNK];
                             match mask {
                                 None => dst.copy_from_slice(g),
@@ -408,36 +431,6 @@ impl Workspace {
                         kernels::backward(back, act_rows, coefs, arenas, acc, level);
                         gp.copy_from_slice(&arena.grad[..n_patch_rows * CHUNK]);
                     });
-                if t == 0 {
-                    break; // nobody needs the gradient w.r.t. the input grid
-                }
-                let gpatch: &[f32] = gpatch;
-                let n_cells = layout.shape.cells();
-                grad_cur[..layout.n_chunks * chunk_len]
-                    .par_chunks_mut(chunk_len)
-                    .enumerate()
-                    .for_each(|(k, gc)| {
-                        for c in 0..layout.channels {
-                            for i in 0..CHUNK {
-                                let n = k * CHUNK + i;
-                                if n >= n_cells {
-                                    gc[c * CHUNK + i] = 0.0;
-                                    continue;
-                                }
-                                let mut g = 0.0;
-                                for e in 0..9 {
-                                    let at =
-                                        layout.inv[e * n_pad + n] as usize + (c * 9 + e) * CHUNK;
-                                    g += gpatch[at];
-                                }
-                                if let Some(m) = mask {
-                                    g += gnext[k * chunk_len + c * CHUNK + i] * (1.0 - m[n]);
-                                }
-                                gc[c * CHUNK + i] = g;
-                            }
-                        }
-                    });
-                std::mem::swap(grad_cur, grad_next);
             }
         });
         let mut total = vec![0f64; n_coefs];
@@ -447,6 +440,56 @@ impl Workspace {
             }
         }
         total
+    }
+}
+
+/// Where the gradient w.r.t. the state a step produced comes from.
+enum Next<'a> {
+    /// The last step's: the loss gradient.
+    Final(&'a [f32]),
+    /// An earlier step's: the patch gradients of the step that read the state, plus
+    /// (asynchronous steps) the part that passed through cells that did not fire.
+    Gather {
+        gpatch: &'a [f32],
+        grad_state: &'a [f32],
+        mask: Option<&'a [f32]>,
+    },
+}
+
+impl Layout {
+    /// Writes chunk `k`'s gradient w.r.t. a state (`chunk_len` floats) into `g`.
+    fn state_gradient(&self, k: usize, next: &Next<'_>, g: &mut [f32]) {
+        let chunk_len = self.chunk_state_len();
+        let (gpatch, grad_state, mask) = match *next {
+            Next::Final(grad) => {
+                g.copy_from_slice(&grad[k * chunk_len..][..chunk_len]);
+                return;
+            }
+            Next::Gather {
+                gpatch,
+                grad_state,
+                mask,
+            } => (gpatch, grad_state, mask),
+        };
+        let n_pad = self.n_pad();
+        let n_cells = self.shape.cells();
+        for c in 0..self.channels {
+            for i in 0..CHUNK {
+                let n = k * CHUNK + i;
+                if n >= n_cells {
+                    g[c * CHUNK + i] = 0.0;
+                    continue;
+                }
+                let mut sum = 0.0;
+                for e in 0..9 {
+                    sum += gpatch[self.inv[e * n_pad + n] as usize + (c * 9 + e) * CHUNK];
+                }
+                if let Some(m) = mask {
+                    sum += grad_state[k * chunk_len + c * CHUNK + i] * (1.0 - m[n]);
+                }
+                g[c * CHUNK + i] = sum;
+            }
+        }
     }
 }
 
