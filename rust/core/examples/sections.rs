@@ -1,0 +1,125 @@
+//! Times the float kernels on one chunk of a real compiled step, by pass and section,
+//! to compare with the per-gate floor of the machine (docs/performance.md):
+//! `cargo run -r -p logicars-core --example sections -- [lizard]`.
+//!
+//! Each figure is the best of 30 rounds of 20 calls on one thread, so other jobs on
+//! the machine inflate it less than a wall-clock epoch; cycles assume `GHZ`.
+
+use std::time::Instant;
+
+use logicars_core::kernels::{self, CHUNK};
+use logicars_core::program::{Backward, Gates, Program};
+use logicars_core::{Model, Spec};
+
+/// Clock used to turn microseconds into cycles (this machine's `cpu MHz`).
+const GHZ: f64 = 2.6;
+
+const CHECKERBOARD: &str = r#"{"channels": 8, "periodic": false, "num_steps": 20,
+    "loss_channels": [0], "lr": 0.05, "perceive": {"n_kernels": 16, "layers": [9, 8, 4, 2],
+    "connections": ["first_kernel", "unique", "unique"]},
+    "update": {"layers": [264, 256, 256, 256, 256, 256, 256, 256, 256, 256, 256,
+                          128, 64, 32, 16, 8, 8],
+    "connections": ["unique", "unique", "unique", "unique", "unique", "unique", "unique",
+                    "unique", "unique", "unique", "unique", "unique", "unique", "unique",
+                    "unique", "unique"]}}"#;
+
+const LIZARD: &str = r#"{"channels": 128, "periodic": true, "num_steps": 12,
+    "loss_channels": [0], "lr": 0.06, "perceive": {"n_kernels": 4, "layers": [9, 8, 4, 2, 1],
+    "connections": ["first_kernel", "unique", "unique", "unique"]},
+    "update": {"layers": [640, 512, 512, 512, 512, 512, 512, 512, 512, 256, 128],
+    "connections": ["unique", "unique", "unique", "unique", "unique", "unique", "unique",
+                    "unique", "unique", "unique"]}}"#;
+
+/// Best time of one call of `f`, in microseconds.
+fn best_us<F: FnMut()>(mut f: F) -> f64 {
+    let mut best = f64::MAX;
+    for _ in 0..30 {
+        let t = Instant::now();
+        for _ in 0..20 {
+            f();
+        }
+        best = best.min(t.elapsed().as_secs_f64() / 20.0);
+    }
+    best * 1e6
+}
+
+fn main() {
+    let lizard = std::env::args().nth(1).is_some_and(|a| a == "lizard");
+    let spec = Spec::from_json(if lizard { LIZARD } else { CHECKERBOARD }).unwrap();
+    let model = Model::new(spec, 3).unwrap();
+    let p = Program::compile(model.spec(), model.perceive_wires(), model.update_wires());
+    let coefs: Vec<[f32; 4]> = (0..p.n_coefs() / 4)
+        .map(|i| std::array::from_fn(|k| ((i * 7 + k * 13) % 17) as f32 / 17.0 - 0.3))
+        .collect();
+    let level = kernels::simd_level();
+    let mut act = vec![0.5f32; p.gates.n_rows * CHUNK];
+    let mut rollout_act = vec![0.5f32; p.rollout.n_rows * CHUNK];
+    let mut grad = vec![0.1f32; p.backward.n_rows * CHUNK];
+    let mut acc = vec![0f64; p.n_coefs()];
+
+    // Perception gates come first in the forward list, last in the backward list.
+    let s = model.spec();
+    let n = p.gates.instrs.len();
+    let n_perceive =
+        s.channels * s.perceive.n_kernels * s.perceive.layers[1..].iter().sum::<usize>();
+    let forward_part = |range: std::ops::Range<usize>| Gates {
+        instrs: p.gates.instrs[range].to_vec(),
+        n_rows: p.gates.n_rows,
+        out_rows: Vec::new(),
+    };
+    let backward_part = |range: std::ops::Range<usize>| Backward {
+        instrs: p.backward.instrs[range].to_vec(),
+        n_rows: p.backward.n_rows,
+        out_rows: Vec::new(),
+    };
+    let (fwd_perceive, fwd_update) = (forward_part(0..n_perceive), forward_part(n_perceive..n));
+    let (bwd_update, bwd_perceive) = (
+        backward_part(0..n - n_perceive),
+        backward_part(n - n_perceive..n),
+    );
+    let act_rows = p.gates.n_rows;
+
+    let rollout = best_us(|| kernels::forward(&p.rollout, &coefs, &mut rollout_act, level));
+    let fwd = [
+        best_us(|| kernels::forward(&p.gates, &coefs, &mut act, level)),
+        best_us(|| kernels::forward(&fwd_perceive, &coefs, &mut act, level)),
+        best_us(|| kernels::forward(&fwd_update, &coefs, &mut act, level)),
+    ];
+    let mut backward = |b: &Backward| {
+        best_us(|| kernels::backward(b, act_rows, &coefs, (&act, &mut grad), &mut acc, level))
+    };
+    let bwd = [
+        backward(&p.backward),
+        backward(&bwd_perceive),
+        backward(&bwd_update),
+    ];
+
+    let cycles = |us: f64, gates: usize| us * 1e3 * GHZ / gates as f64;
+    println!(
+        "{} gates ({n_perceive} perception), {} rows ({} in the rollout, {} gradient), {} cells per row, {}",
+        n,
+        p.gates.n_rows,
+        p.rollout.n_rows,
+        p.backward.n_rows,
+        CHUNK,
+        level.name()
+    );
+    println!("pass                 | all gates: us, cycles/gate | perception | update");
+    println!(
+        "rollout forward      | {rollout:7.1} {:5.1} | |",
+        cycles(rollout, n)
+    );
+    for (name, [all, per, upd]) in [("forward (full rows)", fwd), ("backward", bwd)] {
+        println!(
+            "{name:20} | {all:7.1} {:5.1} | {:5.1} | {:5.1}",
+            cycles(all, n),
+            cycles(per, n_perceive),
+            cycles(upd, n - n_perceive)
+        );
+    }
+    let total = rollout + fwd[0] + bwd[0];
+    println!(
+        "one chunk-step: {total:.1} us, {:.1} cycles/gate",
+        cycles(total, n)
+    );
+}
