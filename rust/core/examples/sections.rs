@@ -118,6 +118,21 @@ fn main() {
         );
     }
     let total = rollout + fwd[0] + bwd[0];
+    let pair = best_us(|| {
+        kernels::forward(&p.gates, &coefs, &mut act, level);
+        kernels::backward(
+            &p.backward,
+            act_rows,
+            &coefs,
+            (&act, &mut grad),
+            &mut acc,
+            level,
+        );
+    });
+    println!(
+        "forward then backward, as in an epoch: {pair:.1} us ({:.1} cycles/gate)",
+        cycles(pair, n)
+    );
     println!(
         "one chunk-step: {total:.1} us, {:.1} cycles/gate",
         cycles(total, n)
