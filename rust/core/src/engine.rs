@@ -472,23 +472,31 @@ impl Layout {
             } => (gpatch, grad_state, mask),
         };
         let n_pad = self.n_pad();
-        let n_cells = self.shape.cells();
-        for c in 0..self.channels {
-            for i in 0..CHUNK {
-                let n = k * CHUNK + i;
-                if n >= n_cells {
-                    g[c * CHUNK + i] = 0.0;
-                    continue;
+        // Entry by entry, so each entry's 64 addresses are read once for all channels;
+        // every cell still adds its nine terms in entry order, then the pass-through.
+        g.iter_mut().for_each(|v| *v = 0.0);
+        for e in 0..9 {
+            let inv = &self.inv[e * n_pad + k * CHUNK..][..CHUNK];
+            for (c, row) in g.chunks_exact_mut(CHUNK).enumerate() {
+                let base = (c * 9 + e) * CHUNK;
+                for (v, &at) in row.iter_mut().zip(inv) {
+                    *v += gpatch[at as usize + base];
                 }
-                let mut sum = 0.0;
-                for e in 0..9 {
-                    sum += gpatch[self.inv[e * n_pad + n] as usize + (c * 9 + e) * CHUNK];
-                }
-                if let Some(m) = mask {
-                    sum += grad_state[k * chunk_len + c * CHUNK + i] * (1.0 - m[n]);
-                }
-                g[c * CHUNK + i] = sum;
             }
+        }
+        if let Some(m) = mask {
+            let m = &m[k * CHUNK..][..CHUNK];
+            let passed = &grad_state[k * chunk_len..][..chunk_len];
+            for (row, passed) in g.chunks_exact_mut(CHUNK).zip(passed.chunks_exact(CHUNK)) {
+                for i in 0..CHUNK {
+                    row[i] += passed[i] * (1.0 - m[i]);
+                }
+            }
+        }
+        // Padding cells past the grid have no gradient.
+        let real = self.shape.cells().saturating_sub(k * CHUNK).min(CHUNK);
+        for row in g.chunks_exact_mut(CHUNK) {
+            row[real..].iter_mut().for_each(|v| *v = 0.0);
         }
     }
 }
