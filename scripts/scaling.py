@@ -1,0 +1,256 @@
+"""How the cost of a training epoch grows with cells, steps and gates (issue 4).
+
+    python scripts/scaling.py [--threads 1] [--repeats 7] [--quick]
+        [--json docs/img/performance/scaling.json] [--png docs/img/performance/scaling.png]
+
+Starting from the checkerboard preset, one factor varies at a time:
+
+- cells: grid side 8, 16, 32, 64, 128 (batch 1, 20 steps);
+- steps: 1, 5, 10, 20, 50, 100 (16x16, batch 1);
+- gates: the 10 hidden update layers 64, 128, 256, 512 or 1024 wide (16x16, 20 steps).
+
+Each point is the median time of `Model.train_step` over `--repeats` epochs after 2
+untimed ones, with the engine on `--threads` threads. Each point also records its
+gate-cell evaluations (`ModelSpec.gates_per_cell()` x cells x steps). The JSON holds the
+raw points and a least-squares line per factor; the PNG shows them. `--quick` runs tiny
+configurations (a smoke test, seconds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import logicars
+from logicars.spec import ModelSpec
+
+FULL_SIDES = [8, 16, 32, 64, 128]
+FULL_STEPS = [1, 5, 10, 20, 50, 100]
+FULL_WIDTHS = [64, 128, 256, 512, 1024]
+QUICK_SIDES = [4, 8]
+QUICK_STEPS = [1, 2]
+QUICK_WIDTHS = [64, 128]
+HIDDEN_UPDATE_LAYERS = 10
+
+# What each factor's panel plots on x, and the label of that axis.
+FACTORS = {
+    "cells": "cells (grid side², batch 1)",
+    "steps": "CA steps per epoch",
+    "gates": "gates per cell and step",
+}
+
+
+def _bridge(in_width: int, out_width: int) -> list[int]:
+    """Layers to put between a layer of `in_width` and one of `out_width` so that every
+    layer's `unique` wiring sees at most twice its width of inputs (2·out >= in)."""
+    layers: list[int] = []
+    while 2 * out_width < in_width:
+        in_width = (in_width + 1) // 2
+        layers.append(in_width)
+    return layers
+
+
+def with_update_width(spec: ModelSpec, width: int) -> ModelSpec:
+    """`spec` (the checkerboard's) with its hidden update layers `width` wide.
+
+    The update network keeps its input width (centre cell ++ perception) and its tail
+    after the hidden layers; halving layers are inserted where a jump would break the
+    `unique` wiring's rule, and they count in `gates_per_cell()` like any other layer.
+    """
+    layers = spec.update.layers
+    first, tail = layers[0], layers[1 + HIDDEN_UPDATE_LAYERS :]
+    if len(layers) < 2 + HIDDEN_UPDATE_LAYERS:
+        raise ValueError(f"expected {HIDDEN_UPDATE_LAYERS} hidden update layers, got {layers}")
+    new = [first, *_bridge(first, width), *[width] * HIDDEN_UPDATE_LAYERS]
+    new += [*_bridge(width, tail[0]), *tail]
+    update = logicars.UpdateSpec(layers=new, connections=["unique"] * (len(new) - 1))
+    return spec.replace(update=update)
+
+
+def time_epochs(
+    spec: ModelSpec, side: int, repeats: int, warmup: int, seed: int = 0
+) -> dict[str, Any]:
+    """Median and minimum ms of `train_step` on a batch of 1 random `side`² grid."""
+    model = logicars.Model(spec, seed=seed)
+    rng = np.random.default_rng(seed)
+    shape = (1, side, side, spec.channels)
+    x = (rng.random(shape) < 0.5).astype(np.float32)
+    y = (rng.random(shape) < 0.5).astype(np.float32)
+    for _ in range(warmup):
+        model.train_step(x, y)
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        model.train_step(x, y)
+        times.append((time.perf_counter() - t0) * 1e3)
+    cells = side * side
+    gates = spec.gates_per_cell()
+    return {
+        "side": side,
+        "cells": cells,
+        "steps": spec.num_steps,
+        "update_layers": list(spec.update.layers),
+        "gates": gates,
+        "gate_cell_evals": gates * cells * spec.num_steps,
+        "ms_median": statistics.median(times),
+        "ms_min": min(times),
+        "ms_all": times,
+    }
+
+
+def fit_line(x: list[float], y: list[float]) -> dict[str, float]:
+    """Least-squares `y = intercept + slope·x` and its R²."""
+    xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    slope, intercept = np.polyfit(xs, ys, 1)
+    residual = float(np.sum((ys - (intercept + slope * xs)) ** 2))
+    total = float(np.sum((ys - ys.mean()) ** 2))
+    return {
+        "slope": float(slope),
+        "intercept": float(intercept),
+        "r2": 1.0 - residual / total if total > 0 else 1.0,
+    }
+
+
+def machine() -> dict[str, Any]:
+    """Where and when the figures were taken."""
+    model = platform.processor() or "unknown"
+    try:
+        lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
+        names = [ln.split(":", 1)[1] for ln in lscpu.splitlines() if ln.startswith("Model name")]
+        model = names[0].strip() if names else model
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    return {
+        "cpu": model,
+        "cpus": os.cpu_count(),
+        "simd_level": logicars.build_info()["simd_level"],
+        "python": platform.python_version(),
+        "utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+    }
+
+
+def run_scaling(
+    quick: bool = False, threads: int = 1, repeats: int = 7, warmup: int = 2, log: bool = False
+) -> dict[str, Any]:
+    """Every point of the three sweeps, with a least-squares line per factor."""
+    base = logicars.get_preset("checkerboard").spec
+    sides, steps, widths = (
+        (QUICK_SIDES, QUICK_STEPS, QUICK_WIDTHS) if quick else (FULL_SIDES, FULL_STEPS, FULL_WIDTHS)
+    )
+    mid_side, mid_steps = (8, 2) if quick else (16, 20)
+    configs: list[tuple[str, int, ModelSpec, int]] = []
+    configs += [("cells", s * s, base.replace(num_steps=mid_steps), s) for s in sides]
+    configs += [("steps", n, base.replace(num_steps=n), mid_side) for n in steps]
+    for w in widths:
+        spec = with_update_width(base.replace(num_steps=mid_steps), w)
+        configs.append(("gates", spec.gates_per_cell(), spec, mid_side))
+
+    logicars.set_num_threads(threads)
+    info = machine()
+    points = []
+    for factor, x, spec, side in configs:
+        point = {"factor": factor, "x": x, **time_epochs(spec, side, repeats, warmup)}
+        if log:
+            print(
+                f"{factor:<6} x={x:<7} {point['gate_cell_evals'] / 1e6:9.1f} M gce "
+                f"{point['ms_median']:9.2f} ms",
+                file=sys.stderr,
+                flush=True,
+            )
+        points.append(point)
+
+    fits = {}
+    for factor in FACTORS:
+        mine = [p for p in points if p["factor"] == factor]
+        line = fit_line([p["x"] for p in mine], [p["ms_median"] for p in mine])
+        # Within one sweep, gate-cell evaluations are proportional to x.
+        per_x = mine[0]["gate_cell_evals"] / mine[0]["x"]
+        line["ms_per_m_gate_cells"] = line["slope"] / per_x * 1e6
+        fits[factor] = line
+    return {
+        "machine": info,
+        "threads": threads,
+        "repeats": repeats,
+        "warmup": warmup,
+        "quick": quick,
+        "points": points,
+        "fits": fits,
+    }
+
+
+def plot(result: dict[str, Any], path: Path) -> None:
+    """Three panels, ms per epoch against each factor: points and the fitted line."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(13, 4.2), dpi=100)
+    FigureCanvasAgg(fig)
+    for i, (factor, label) in enumerate(FACTORS.items()):
+        ax = fig.add_subplot(1, 3, i + 1)
+        mine = [p for p in result["points"] if p["factor"] == factor]
+        x = np.array([p["x"] for p in mine], dtype=float)
+        y = np.array([p["ms_median"] for p in mine], dtype=float)
+        f = result["fits"][factor]
+        # Dense x so that the straight line shows as what it is on log axes.
+        xs = np.geomspace(x.min(), x.max(), 200)
+        ax.plot(x, y, "o", label="median of the epochs")
+        ax.plot(
+            xs,
+            f["intercept"] + f["slope"] * xs,
+            "-",
+            label=f"least squares: {f['ms_per_m_gate_cells']:.3f} ms/M gce, R² = {f['r2']:.4f}",
+        )
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(label)
+        ax.set_ylabel("ms per epoch")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8, loc="upper left")
+    m = result["machine"]
+    fig.suptitle(
+        f"checkerboard train_step, {result['threads']} thread(s), {m['cpu']}, {m['utc']}",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="tiny configurations (smoke test)")
+    p.add_argument("--threads", type=int, default=1, help="engine threads (default 1)")
+    p.add_argument("--repeats", type=int, default=7, help="timed epochs per point (default 7)")
+    p.add_argument("--warmup", type=int, default=2, help="untimed epochs first (default 2)")
+    p.add_argument("--json", type=Path, default=Path("docs/img/performance/scaling.json"))
+    p.add_argument("--png", type=Path, default=Path("docs/img/performance/scaling.png"))
+    args = p.parse_args(argv)
+    if args.threads < 1 or args.repeats < 1 or args.warmup < 0:
+        p.error("--threads and --repeats must be >= 1, --warmup >= 0")
+    result = run_scaling(args.quick, args.threads, args.repeats, args.warmup, log=True)
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(result, indent=1) + "\n")
+    plot(result, args.png)
+    for factor, f in result["fits"].items():
+        print(
+            f"{factor:<6} {f['ms_per_m_gate_cells']:.4f} ms per M gate-cells, "
+            f"intercept {f['intercept']:.2f} ms, R² {f['r2']:.4f}"
+        )
+    print(f"wrote {args.json} and {args.png}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
