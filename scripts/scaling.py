@@ -12,7 +12,8 @@ Starting from the checkerboard preset, one factor varies at a time:
 Each point is the median time of `Model.train_step` over `--repeats` epochs after 2
 untimed ones, with the engine on `--threads` threads. Each point also records its
 gate-cell evaluations (`ModelSpec.gates_per_cell()` x cells x steps). The JSON holds the
-raw points and a least-squares line per factor; the PNG shows them. `--quick` runs tiny
+raw points and a least-squares line per factor and clock (wall, and the process's CPU
+time, which a busy second core does not inflate); the PNG shows both. `--quick` runs tiny
 configurations (a smoke test, seconds).
 """
 
@@ -42,6 +43,9 @@ QUICK_SIDES = [4, 8]
 QUICK_STEPS = [1, 2]
 QUICK_WIDTHS = [64, 128]
 HIDDEN_UPDATE_LAYERS = 10
+
+# The two clocks each point is timed with, and the field of its median.
+CLOCKS = {"wall": "ms_median", "cpu": "cpu_ms_median"}
 
 # What each factor's panel plots on x, and the label of that axis.
 FACTORS = {
@@ -81,7 +85,9 @@ def with_update_width(spec: ModelSpec, width: int) -> ModelSpec:
 def time_epochs(
     spec: ModelSpec, side: int, repeats: int, warmup: int, seed: int = 0
 ) -> dict[str, Any]:
-    """Median and minimum ms of `train_step` on a batch of 1 random `side`² grid."""
+    """Median and minimum ms of `train_step` on a batch of 1 random `side`² grid, wall
+    clock and the process's CPU time (which time spent waiting for a busy core does not
+    inflate: with one engine thread it is the epoch's own work)."""
     model = logicars.Model(spec, seed=seed)
     rng = np.random.default_rng(seed)
     shape = (1, side, side, spec.channels)
@@ -89,11 +95,12 @@ def time_epochs(
     y = (rng.random(shape) < 0.5).astype(np.float32)
     for _ in range(warmup):
         model.train_step(x, y)
-    times = []
+    times, cpu_times = [], []
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         model.train_step(x, y)
         times.append((time.perf_counter() - t0) * 1e3)
+        cpu_times.append((time.process_time() - c0) * 1e3)
     cells = side * side
     gates = spec.gates_per_cell()
     return {
@@ -106,6 +113,8 @@ def time_epochs(
         "ms_median": statistics.median(times),
         "ms_min": min(times),
         "ms_all": times,
+        "cpu_ms_median": statistics.median(cpu_times),
+        "cpu_ms_all": cpu_times,
     }
 
 
@@ -165,20 +174,21 @@ def run_scaling(
         if log:
             print(
                 f"{factor:<6} x={x:<7} {point['gate_cell_evals'] / 1e6:9.1f} M gce "
-                f"{point['ms_median']:9.2f} ms",
+                f"{point['ms_median']:9.2f} ms (CPU {point['cpu_ms_median']:.2f})",
                 file=sys.stderr,
                 flush=True,
             )
         points.append(point)
 
-    fits = {}
-    for factor in FACTORS:
-        mine = [p for p in points if p["factor"] == factor]
-        line = fit_line([p["x"] for p in mine], [p["ms_median"] for p in mine])
-        # Within one sweep, gate-cell evaluations are proportional to x.
-        per_x = mine[0]["gate_cell_evals"] / mine[0]["x"]
-        line["ms_per_m_gate_cells"] = line["slope"] / per_x * 1e6
-        fits[factor] = line
+    fits: dict[str, dict[str, dict[str, float]]] = {clock: {} for clock in CLOCKS}
+    for clock, key in CLOCKS.items():
+        for factor in FACTORS:
+            mine = [p for p in points if p["factor"] == factor]
+            line = fit_line([p["x"] for p in mine], [p[key] for p in mine])
+            # Within one sweep, gate-cell evaluations are proportional to x.
+            per_x = mine[0]["gate_cell_evals"] / mine[0]["x"]
+            line["ms_per_m_gate_cells"] = line["slope"] / per_x * 1e6
+            fits[clock][factor] = line
     return {
         "machine": info,
         "threads": threads,
@@ -201,21 +211,23 @@ def plot(result: dict[str, Any], path: Path) -> None:
         ax = fig.add_subplot(1, 3, i + 1)
         mine = [p for p in result["points"] if p["factor"] == factor]
         x = np.array([p["x"] for p in mine], dtype=float)
-        y = np.array([p["ms_median"] for p in mine], dtype=float)
-        f = result["fits"][factor]
         # Dense x so that the straight line shows as what it is on log axes.
         xs = np.geomspace(x.min(), x.max(), 200)
-        ax.plot(x, y, "o", label="median of the epochs")
-        ax.plot(
-            xs,
-            f["intercept"] + f["slope"] * xs,
-            "-",
-            label=f"least squares: {f['ms_per_m_gate_cells']:.3f} ms/M gce, R² = {f['r2']:.4f}",
-        )
+        for (clock, key), (marker, color) in zip(CLOCKS.items(), (("o", "C0"), ("s", "C1"))):
+            y = np.array([p[key] for p in mine], dtype=float)
+            f = result["fits"][clock][factor]
+            ax.plot(x, y, marker, color=color, fillstyle="none" if clock == "cpu" else "full")
+            ax.plot(
+                xs,
+                f["intercept"] + f["slope"] * xs,
+                "-",
+                color=color,
+                label=f"{clock}: {f['ms_per_m_gate_cells']:.3f} ms/M gce, R² {f['r2']:.4f}",
+            )
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel(label)
-        ax.set_ylabel("ms per epoch")
+        ax.set_ylabel("ms per epoch (median)")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8, loc="upper left")
     m = result["machine"]
@@ -243,11 +255,12 @@ def main(argv: list[str] | None = None) -> int:
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(result, indent=1) + "\n")
     plot(result, args.png)
-    for factor, f in result["fits"].items():
-        print(
-            f"{factor:<6} {f['ms_per_m_gate_cells']:.4f} ms per M gate-cells, "
-            f"intercept {f['intercept']:.2f} ms, R² {f['r2']:.4f}"
-        )
+    for clock, fits in result["fits"].items():
+        for factor, f in fits.items():
+            print(
+                f"{clock:<4} {factor:<6} {f['ms_per_m_gate_cells']:.4f} ms per M gate-cells, "
+                f"intercept {f['intercept']:.2f} ms, R² {f['r2']:.4f}"
+            )
     print(f"wrote {args.json} and {args.png}")
     return 0
 

@@ -59,13 +59,16 @@ def test_quick_scaling_run_structure(scaling: ModuleType, tmp_path: Path) -> Non
     assert gates == sorted(gates) and len(gates) == len(scaling.QUICK_WIDTHS)
     for p in points:
         assert p["gate_cell_evals"] == p["gates"] * p["cells"] * p["steps"]
-        assert len(p["ms_all"]) == 1 and p["ms_median"] > 0
+        assert len(p["ms_all"]) == len(p["cpu_ms_all"]) == 1
+        assert p["ms_median"] > 0 and p["cpu_ms_median"] > 0
         assert (
             p["x"] == {"cells": p["cells"], "steps": p["steps"], "gates": p["gates"]}[p["factor"]]
         )
-    assert set(result["fits"]) == set(scaling.FACTORS)
-    for f in result["fits"].values():
-        assert {"slope", "intercept", "r2", "ms_per_m_gate_cells"} <= set(f)
+    assert set(result["fits"]) == set(scaling.CLOCKS)
+    for fits in result["fits"].values():
+        assert set(fits) == set(scaling.FACTORS)
+        for f in fits.values():
+            assert {"slope", "intercept", "r2", "ms_per_m_gate_cells"} <= set(f)
     assert {"cpu", "cpus", "utc", "simd_level"} <= set(result["machine"])
     png = tmp_path / "scaling.png"
     scaling.plot(result, png)
