@@ -10,7 +10,9 @@ Starting from the checkerboard preset, one factor varies at a time:
 - gates: the 10 hidden update layers 64, 128, 256, 512 or 1024 wide (16x16, 20 steps).
 
 Each point is the median time of `Model.train_step` over `--repeats` epochs after 2
-untimed ones, with the engine on `--threads` threads. Each point also records its
+untimed ones, with the engine on `--threads` threads. The configurations take turns
+(one untimed and one timed epoch each per round), so that load from other processes
+spreads over all points. Each point also records its
 gate-cell evaluations (`ModelSpec.gates_per_cell()` x cells x steps). The JSON holds the
 raw points and a least-squares line per factor and clock (wall, and the process's CPU
 time, which a busy second core does not inflate); the PNG shows both. `--quick` runs tiny
@@ -82,40 +84,48 @@ def with_update_width(spec: ModelSpec, width: int) -> ModelSpec:
     return spec.replace(update=update)
 
 
-def time_epochs(
-    spec: ModelSpec, side: int, repeats: int, warmup: int, seed: int = 0
-) -> dict[str, Any]:
-    """Median and minimum ms of `train_step` on a batch of 1 random `side`² grid, wall
-    clock and the process's CPU time (which time spent waiting for a busy core does not
-    inflate: with one engine thread it is the epoch's own work)."""
-    model = logicars.Model(spec, seed=seed)
-    rng = np.random.default_rng(seed)
-    shape = (1, side, side, spec.channels)
-    x = (rng.random(shape) < 0.5).astype(np.float32)
-    y = (rng.random(shape) < 0.5).astype(np.float32)
-    for _ in range(warmup):
-        model.train_step(x, y)
-    times, cpu_times = [], []
-    for _ in range(repeats):
+class Workload:
+    """One configuration ready to train: its model and a batch of 1 random grid."""
+
+    def __init__(self, factor: str, x: int, spec: ModelSpec, side: int, seed: int = 0) -> None:
+        self.factor, self.x, self.spec, self.side = factor, x, spec, side
+        self.model = logicars.Model(spec, seed=seed)
+        rng = np.random.default_rng(seed)
+        shape = (1, side, side, spec.channels)
+        self.grid = (rng.random(shape) < 0.5).astype(np.float32)
+        self.target = (rng.random(shape) < 0.5).astype(np.float32)
+        self.wall_ms: list[float] = []
+        self.cpu_ms: list[float] = []
+
+    def epoch(self) -> None:
+        self.model.train_step(self.grid, self.target)
+
+    def timed_epoch(self) -> None:
+        """One epoch, timed by the wall clock and by the process's CPU time (which time
+        spent waiting for a busy core does not inflate: with one engine thread it is
+        the epoch's own work)."""
         t0, c0 = time.perf_counter(), time.process_time()
-        model.train_step(x, y)
-        times.append((time.perf_counter() - t0) * 1e3)
-        cpu_times.append((time.process_time() - c0) * 1e3)
-    cells = side * side
-    gates = spec.gates_per_cell()
-    return {
-        "side": side,
-        "cells": cells,
-        "steps": spec.num_steps,
-        "update_layers": list(spec.update.layers),
-        "gates": gates,
-        "gate_cell_evals": gates * cells * spec.num_steps,
-        "ms_median": statistics.median(times),
-        "ms_min": min(times),
-        "ms_all": times,
-        "cpu_ms_median": statistics.median(cpu_times),
-        "cpu_ms_all": cpu_times,
-    }
+        self.epoch()
+        self.wall_ms.append((time.perf_counter() - t0) * 1e3)
+        self.cpu_ms.append((time.process_time() - c0) * 1e3)
+
+    def point(self) -> dict[str, Any]:
+        cells, gates = self.side * self.side, self.spec.gates_per_cell()
+        return {
+            "factor": self.factor,
+            "x": self.x,
+            "side": self.side,
+            "cells": cells,
+            "steps": self.spec.num_steps,
+            "update_layers": list(self.spec.update.layers),
+            "gates": gates,
+            "gate_cell_evals": gates * cells * self.spec.num_steps,
+            "ms_median": statistics.median(self.wall_ms),
+            "ms_min": min(self.wall_ms),
+            "ms_all": self.wall_ms,
+            "cpu_ms_median": statistics.median(self.cpu_ms),
+            "cpu_ms_all": self.cpu_ms,
+        }
 
 
 def fit_line(x: list[float], y: list[float]) -> dict[str, float]:
@@ -159,26 +169,31 @@ def run_scaling(
         (QUICK_SIDES, QUICK_STEPS, QUICK_WIDTHS) if quick else (FULL_SIDES, FULL_STEPS, FULL_WIDTHS)
     )
     mid_side, mid_steps = (8, 2) if quick else (16, 20)
-    configs: list[tuple[str, int, ModelSpec, int]] = []
-    configs += [("cells", s * s, base.replace(num_steps=mid_steps), s) for s in sides]
-    configs += [("steps", n, base.replace(num_steps=n), mid_side) for n in steps]
-    for w in widths:
-        spec = with_update_width(base.replace(num_steps=mid_steps), w)
-        configs.append(("gates", spec.gates_per_cell(), spec, mid_side))
-
     logicars.set_num_threads(threads)
     info = machine()
-    points = []
-    for factor, x, spec, side in configs:
-        point = {"factor": factor, "x": x, **time_epochs(spec, side, repeats, warmup)}
-        if log:
+    work = [Workload("cells", s * s, base.replace(num_steps=mid_steps), s) for s in sides]
+    work += [Workload("steps", n, base.replace(num_steps=n), mid_side) for n in steps]
+    for w in widths:
+        spec = with_update_width(base.replace(num_steps=mid_steps), w)
+        work.append(Workload("gates", spec.gates_per_cell(), spec, mid_side))
+    for w in work:
+        for _ in range(warmup):
+            w.epoch()
+    # Round robin, so that a burst of load from other processes spreads over every
+    # point instead of skewing one; an untimed epoch first brings the config back
+    # into cache.
+    for _ in range(repeats):
+        for w in work:
+            w.epoch()
+            w.timed_epoch()
+    points = [w.point() for w in work]
+    if log:
+        for p in points:
             print(
-                f"{factor:<6} x={x:<7} {point['gate_cell_evals'] / 1e6:9.1f} M gce "
-                f"{point['ms_median']:9.2f} ms (CPU {point['cpu_ms_median']:.2f})",
+                f"{p['factor']:<6} x={p['x']:<7} {p['gate_cell_evals'] / 1e6:9.1f} M gce "
+                f"{p['ms_median']:9.2f} ms (CPU {p['cpu_ms_median']:.2f})",
                 file=sys.stderr,
-                flush=True,
             )
-        points.append(point)
 
     fits: dict[str, dict[str, dict[str, float]]] = {clock: {} for clock in CLOCKS}
     for clock, key in CLOCKS.items():
