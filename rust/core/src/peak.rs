@@ -15,27 +15,35 @@ use crate::threads;
 const CHAINS: usize = 12;
 /// f32 lanes per accumulator (one 512-bit register).
 const LANES: usize = 16;
-/// Iterations of one measurement: 12 × 16 × 2^19 ≈ 100 M lane-operations per thread,
-/// about 2 ms on one Zen 4 core.
-const ITERATIONS: usize = 1 << 19;
-/// Measurements per call; the best counts (other processes only ever slow it down).
-const ROUNDS: usize = 10;
+/// Iterations of one measurement: 12 × 16 × 2^18 ≈ 50 M lane-operations per thread,
+/// about 1 ms on one Zen 4 core: short, so that some rounds run undisturbed on a busy
+/// machine.
+const ITERATIONS: usize = 1 << 18;
+/// Measurements per call; each thread's best counts (other processes only ever slow
+/// it down).
+const ROUNDS: usize = 30;
 
 /// FMA lane-operations (`x·y + z` on one f32) per second summed over every thread of
 /// the engine's pool, with the instructions of `level` (the kernels' is
 /// `kernels::simd_level()`; a level this CPU lacks runs portable code). `Portable`
-/// counts a separate multiply and add as one operation.
+/// counts a separate multiply and add as one operation. All threads run at once; each
+/// times its own chains, and the sum of each thread's best round is the peak, so a
+/// round in which another process took one core spoils only that thread's figure.
 pub fn fma_lane_ops_per_s(level: SimdLevel) -> f64 {
     let pool = threads::pool();
-    let threads = pool.current_num_threads();
-    let ops = (threads * CHAINS * LANES * ITERATIONS) as f64;
-    let mut best = f64::INFINITY;
+    let mut best = vec![f64::INFINITY; pool.current_num_threads()];
     for _ in 0..ROUNDS {
-        let start = Instant::now();
-        pool.broadcast(|_| black_box(chains(level, ITERATIONS)));
-        best = best.min(start.elapsed().as_secs_f64());
+        let seconds = pool.broadcast(|_| {
+            let start = Instant::now();
+            black_box(chains(level, ITERATIONS));
+            start.elapsed().as_secs_f64()
+        });
+        for (b, s) in best.iter_mut().zip(seconds) {
+            *b = b.min(s);
+        }
     }
-    ops / best
+    let ops = (CHAINS * LANES * ITERATIONS) as f64;
+    best.iter().map(|s| ops / s).sum()
 }
 
 /// Runs `iterations` multiply-adds on each of `CHAINS` × `LANES` independent lanes and
