@@ -74,3 +74,10 @@ def test_quick_scaling_run_structure(scaling: ModuleType, tmp_path: Path) -> Non
     scaling.plot(result, png)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     json.dumps(result)  # all plain data
+
+
+def test_bad_arguments_exit_2(scaling: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        scaling.main(["--threads", "0"])
+    assert e.value.code == 2
+    assert "--threads" in capsys.readouterr().err
