@@ -1,12 +1,15 @@
 //! The float kernels on their own: one gate layer forward and backward, `width` gates
 //! over a previous layer of `width` rows wired at random, on one arena chunk (`CHUNK`
-//! cells) and on 1024 cells. `cargo bench -p logicars-core --bench kernels`.
+//! cells) and on 1024 cells; and the checkerboard's whole perception block (16 kernels
+//! on each of 8 channels, layers [9, 8, 4, 2]) on one chunk, exactly the gates the
+//! compiled step runs. `cargo bench -p logicars-core --bench kernels`.
 
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use logicars_core::kernels::{self, CHUNK};
-use logicars_core::program::{BackInstr, Backward, Gates, Instr};
+use logicars_core::program::{self, BackInstr, Backward, Gates, Instr, Program};
+use logicars_core::{Model, PerceiveSpec, Spec, UpdateSpec, Wiring};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -92,12 +95,96 @@ fn gate_layer(c: &mut Criterion) {
     group.finish();
 }
 
+/// The checkerboard preset's spec (`logicars.get_preset("checkerboard")`).
+fn checkerboard_spec() -> Spec {
+    let mut update = vec![264];
+    update.extend([256; 10]);
+    update.extend([128, 64, 32, 16, 8, 8]);
+    Spec {
+        channels: 8,
+        periodic: false,
+        num_steps: 20,
+        is_async: false,
+        fire_rate: None,
+        loss_channels: vec![0],
+        perceive: PerceiveSpec {
+            n_kernels: 16,
+            layers: vec![9, 8, 4, 2],
+            connections: vec![Wiring::FirstKernel, Wiring::Unique, Wiring::Unique],
+        },
+        update: UpdateSpec {
+            connections: vec![Wiring::Unique; update.len() - 1],
+            layers: update,
+        },
+        lr: 0.05,
+    }
+}
+
+/// The perception block of the checkerboard's compiled step on one chunk: the forward
+/// gates of the training pass (one row per activation) and the matching end of the
+/// backward list, picked out by their parameters (perception parameters come first).
+fn perception_block(c: &mut Criterion) {
+    let level = kernels::simd_level();
+    let spec = checkerboard_spec();
+    let model = Model::new(spec.clone(), 23).expect("valid spec");
+    let step = Program::compile(&spec, model.perceive_wires(), model.update_wires());
+    let (_, update_offsets, _) = program::param_offsets(&spec);
+    let is_perception = |coef: u32| (coef as usize) < update_offsets[0];
+    let gates = Gates {
+        instrs: step
+            .gates
+            .instrs
+            .iter()
+            .copied()
+            .filter(|i| is_perception(i.coef))
+            .collect(),
+        ..step.gates.clone()
+    };
+    let back = Backward {
+        instrs: step
+            .backward
+            .instrs
+            .iter()
+            .copied()
+            .filter(|i| is_perception(i.coef))
+            .collect(),
+        ..step.backward.clone()
+    };
+    let n = gates.instrs.len();
+    assert_eq!(n, back.instrs.len());
+    eprintln!(
+        "checkerboard perception: {n} gates of {} in the step",
+        step.gates.instrs.len()
+    );
+
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    let coefs: Vec<[f32; 4]> = (0..step.n_params)
+        .map(|_| std::array::from_fn(|_| rng.random_range(-1.0..1.0)))
+        .collect();
+    let mut act: Vec<f32> = (0..step.gates.n_rows * CHUNK)
+        .map(|_| rng.random())
+        .collect();
+    let mut grad: Vec<f32> = (0..back.n_rows * CHUNK).map(|_| rng.random()).collect();
+    let mut acc = vec![0f64; step.n_coefs()];
+    let mut group = c.benchmark_group(format!("perception_{}", level.name()));
+    group.throughput(Throughput::Elements((n * CHUNK) as u64));
+    let id = format!("checkerboard_{n}_gates_{CHUNK}_cells");
+    group.bench_function(BenchmarkId::new("forward", &id), |b| {
+        b.iter(|| kernels::forward(&gates, &coefs, &mut act, level))
+    });
+    let act_rows = step.gates.n_rows;
+    group.bench_function(BenchmarkId::new("backward", &id), |b| {
+        b.iter(|| kernels::backward(&back, act_rows, &coefs, (&act, &mut grad), &mut acc, level))
+    });
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default()
         .sample_size(20)
         .warm_up_time(Duration::from_millis(300))
         .measurement_time(Duration::from_secs(1));
-    targets = gate_layer
+    targets = gate_layer, perception_block
 }
 criterion_main!(benches);

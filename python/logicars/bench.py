@@ -8,6 +8,7 @@ repeated epochs after a warm-up, on one fixed batch of the preset's own data.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import resource
@@ -24,22 +25,20 @@ from .cli import _int_at_least, register
 OPS_PER_GATE_CELL = 3 * 2 + 10
 
 
+@functools.cache
 def cpu_peak_fma_per_s(threads: int) -> tuple[float, str]:
-    """Peak FMA lane-operations per second, computed (not measured) from the detected
-    clock, the SIMD width in use and 2 FMA units per core."""
-    from . import build_info
+    """Peak FMA lane-operations per second on `threads` engine threads and how it was
+    obtained: measured (`_core.measure_fma_peak`: independent FMA chains with the
+    kernels' SIMD level on every thread at once), once per process and thread count.
+    Leaves the engine on `threads` threads."""
+    from . import build_info, set_num_threads
+    from ._core import measure_fma_peak
 
-    lanes = {"avx512+fma": 16, "avx2+fma": 8}.get(build_info()["simd_level"], 4)
-    mhz = 0.0
-    try:
-        with open("/proc/cpuinfo") as f:
-            mhz = max(float(line.split(":")[1]) for line in f if line.startswith("cpu MHz"))
-    except (OSError, ValueError):
-        mhz = 0.0
-    if mhz == 0.0:
-        return 0.0, "unknown clock"
-    how = f"computed: {mhz:.0f} MHz x {lanes} f32 lanes x 2 FMA units x {threads} cores"
-    return mhz * 1e6 * lanes * 2 * threads, how
+    set_num_threads(threads)
+    peak = measure_fma_peak()
+    level = build_info()["simd_level"]
+    how = f"measured: {level} FMA chains on {threads} thread(s), {peak / 1e9:.1f} G lane-ops/s"
+    return peak, how
 
 
 def bench_preset(name: str, threads: int, epochs: int, warmup: int) -> dict[str, Any]:

@@ -14,6 +14,7 @@ pub mod kernels;
 pub mod model;
 pub mod netlist;
 pub mod optim;
+pub mod peak;
 pub mod program;
 pub mod spec;
 pub mod threads;

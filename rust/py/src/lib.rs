@@ -625,6 +625,13 @@ fn panic_for_tests(py: Python<'_>, message: &str) {
     py.detach(|| core::threads::pool().install(|| panic!("{message}")));
 }
 
+/// Measured FMA lane-operations per second on every thread of the pool, with the
+/// kernels' SIMD level (`logicars_core::peak`). Takes tens of milliseconds.
+#[pyfunction]
+fn measure_fma_peak(py: Python<'_>) -> f64 {
+    py.detach(|| core::peak::fma_lane_ops_per_s(core::kernels::simd_level()))
+}
+
 /// How this extension was built and which SIMD kernels it runs.
 #[pyfunction]
 fn build_info() -> Vec<(&'static str, String)> {
@@ -663,6 +670,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(build_info, m)?)?;
+    m.add_function(wrap_pyfunction!(measure_fma_peak, m)?)?;
     m.add_function(wrap_pyfunction!(frame_steps, m)?)?;
     m.add_function(wrap_pyfunction!(draw_masks, m)?)?;
     m.add("InvalidValueError", m.py().get_type::<InvalidValueError>())?;

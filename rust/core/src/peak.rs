@@ -1,0 +1,170 @@
+//! The machine's measured peak of fused multiply-adds, the yardstick for "fraction of
+//! peak" in `python -m logicars bench`. Computing it from the clock and a guessed number
+//! of FMA units got Zen 4 wrong (a 512-bit FMA issues once per cycle there, as two
+//! 256-bit halves), so it is measured: independent FMA chains, enough of them to hide
+//! the FMA latency, with the instruction set the kernels run with, on every thread of
+//! the engine's pool at once.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use crate::kernels::SimdLevel;
+use crate::threads;
+
+/// Independent accumulators: latency (4 cycles) × FMA issue per cycle (2) plus margin.
+const CHAINS: usize = 12;
+/// f32 lanes per accumulator (one 512-bit register).
+const LANES: usize = 16;
+/// Iterations of one measurement: 12 × 16 × 2^18 ≈ 50 M lane-operations per thread,
+/// about 1 ms on one Zen 4 core: short, so that some rounds run undisturbed on a busy
+/// machine.
+const ITERATIONS: usize = 1 << 18;
+/// Measurements per call; each thread's best counts (other processes only ever slow
+/// it down).
+const ROUNDS: usize = 30;
+
+/// FMA lane-operations (`x·y + z` on one f32) per second summed over every thread of
+/// the engine's pool, with the instructions of `level` (the kernels' is
+/// `kernels::simd_level()`; a level this CPU lacks runs portable code). `Portable`
+/// counts a separate multiply and add as one operation. All threads run at once; each
+/// times its own chains, and the sum of each thread's best round is the peak, so a
+/// round in which another process took one core spoils only that thread's figure.
+pub fn fma_lane_ops_per_s(level: SimdLevel) -> f64 {
+    let pool = threads::pool();
+    let mut best = vec![f64::INFINITY; pool.current_num_threads()];
+    for _ in 0..ROUNDS {
+        let seconds = pool.broadcast(|_| {
+            let start = Instant::now();
+            black_box(chains(level, ITERATIONS));
+            start.elapsed().as_secs_f64()
+        });
+        for (b, s) in best.iter_mut().zip(seconds) {
+            *b = b.min(s);
+        }
+    }
+    let ops = (CHAINS * LANES * ITERATIONS) as f64;
+    best.iter().map(|s| ops / s).sum()
+}
+
+/// Runs `iterations` multiply-adds on each of `CHAINS` × `LANES` independent lanes and
+/// returns a sum of the lanes (so that the work cannot be dropped).
+fn chains(level: SimdLevel, iterations: usize) -> f32 {
+    // Factors near 1 keep the values finite and normal for any iteration count.
+    let (mul, add) = (black_box(0.999_999_9f32), black_box(1e-7f32));
+    #[cfg(target_arch = "x86_64")]
+    {
+        let fma = is_x86_feature_detected!("fma");
+        if level == SimdLevel::Avx512 && fma && is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has the features just checked.
+            return unsafe { x86::chains_avx512(mul, add, iterations) };
+        }
+        if level == SimdLevel::Avx2 && fma && is_x86_feature_detected!("avx2") {
+            // SAFETY: as above.
+            return unsafe { x86::chains_avx2(mul, add, iterations) };
+        }
+    }
+    chains_portable(mul, add, iterations)
+}
+
+/// What the build's baseline vectorises: multiply and add kept separate, as in the
+/// portable kernels.
+fn chains_portable(mul: f32, add: f32, iterations: usize) -> f32 {
+    let mut acc = [[1f32; LANES]; CHAINS];
+    for _ in 0..iterations {
+        for chain in acc.iter_mut() {
+            for v in chain.iter_mut() {
+                *v = *v * mul + add;
+            }
+        }
+    }
+    acc.iter().flatten().sum()
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::{CHAINS, LANES};
+    use std::arch::x86_64::*;
+
+    #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+    pub unsafe fn chains_avx512(mul: f32, add: f32, iterations: usize) -> f32 {
+        let (m, a) = (_mm512_set1_ps(mul), _mm512_set1_ps(add));
+        let mut acc = [_mm512_set1_ps(1.0); CHAINS];
+        for _ in 0..iterations {
+            for v in acc.iter_mut() {
+                *v = _mm512_fmadd_ps(*v, m, a);
+            }
+        }
+        let mut total = _mm512_setzero_ps();
+        for v in acc {
+            total = _mm512_add_ps(total, v);
+        }
+        _mm512_reduce_add_ps(total)
+    }
+
+    /// Two 256-bit registers per accumulator, so that the lane-operations per
+    /// iteration are the same as with AVX-512.
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn chains_avx2(mul: f32, add: f32, iterations: usize) -> f32 {
+        let (m, a) = (_mm256_set1_ps(mul), _mm256_set1_ps(add));
+        let mut acc = [_mm256_set1_ps(1.0); 2 * CHAINS];
+        for _ in 0..iterations {
+            for v in acc.iter_mut() {
+                *v = _mm256_fmadd_ps(*v, m, a);
+            }
+        }
+        let mut total = _mm256_setzero_ps();
+        for v in acc {
+            total = _mm256_add_ps(total, v);
+        }
+        let mut lanes = [0f32; LANES / 2];
+        _mm256_storeu_ps(lanes.as_mut_ptr(), total);
+        lanes.iter().sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::simd_level;
+
+    /// One dependent scalar multiply-add after another: the slowest honest loop.
+    fn scalar_per_s() -> f64 {
+        let n = 4 * ITERATIONS;
+        let (mul, add) = (black_box(0.999_999_9f32), black_box(1e-7f32));
+        let start = Instant::now();
+        let mut v = black_box(1f32);
+        for _ in 0..n {
+            v = v * mul + add;
+        }
+        black_box(v);
+        n as f64 / start.elapsed().as_secs_f64()
+    }
+
+    #[test]
+    fn chains_compute_the_same_values_at_every_level() {
+        let want = chains(SimdLevel::Portable, 10);
+        assert!(want.is_finite() && want > 100.0, "{want}");
+        let level = simd_level();
+        let got = chains(level, 10);
+        // The fused rounding can differ in the last bits only.
+        assert!(
+            (got - want).abs() <= 1e-4 * want,
+            "{got} vs {want} ({level:?})"
+        );
+    }
+
+    #[test]
+    fn measured_peak_is_positive_and_beats_a_scalar_loop() {
+        let level = simd_level();
+        let peak = fma_lane_ops_per_s(level);
+        assert!(peak.is_finite() && peak > 0.0, "{peak}");
+        // With 16-lane FMAs and 12 chains the margin is ~100x; allow for a loaded machine.
+        if level == SimdLevel::Avx512 {
+            let scalar = scalar_per_s();
+            assert!(
+                peak >= scalar,
+                "AVX-512 peak {peak:.3e} below scalar {scalar:.3e}"
+            );
+        }
+    }
+}

@@ -1,0 +1,50 @@
+"""`python -m logicars bench`: the measured FMA peak and the `--json` fields.
+
+Timings themselves are not checked (the machine is shared); their structure is.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+import logicars
+from logicars import _core, bench
+from logicars.cli import main
+
+
+def test_measured_fma_peak_is_positive_and_finite() -> None:
+    peak = _core.measure_fma_peak()
+    assert math.isfinite(peak) and peak > 0
+
+
+def test_bench_peak_is_measured_and_cached() -> None:
+    bench.cpu_peak_fma_per_s.cache_clear()
+    peak, how = bench.cpu_peak_fma_per_s(1)
+    assert how.startswith("measured: ") and logicars.build_info()["simd_level"] in how
+    assert math.isfinite(peak) and peak > 0
+    assert bench.cpu_peak_fma_per_s(1) == (peak, how)  # once per process
+    assert bench.cpu_peak_fma_per_s.cache_info().hits == 1
+
+
+def test_bench_json_fields(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["bench", "gol", "--threads", "1", "--epochs", "2", "--warmup", "0", "--json"]
+    assert main(argv) == 0
+    (line,) = capsys.readouterr().out.strip().splitlines()
+    r = json.loads(line)
+    assert {
+        "preset",
+        "threads",
+        "ms_per_epoch",
+        "ms_min",
+        "epochs_timed",
+        "gate_cell_evals_per_epoch",
+        "gce_per_s",
+        "fma_fraction_of_peak",
+        "peak_basis",
+        "peak_rss_mb",
+    } <= set(r)
+    assert r["peak_basis"].startswith("measured: ")
+    assert 0 < r["fma_fraction_of_peak"] < 1
