@@ -1,18 +1,23 @@
 //! Times the float kernels on one chunk of a real compiled step, by pass and section,
-//! to compare with the per-gate floor of the machine (docs/performance.md):
+//! against the machine's measured FMA peak (docs/performance.md):
 //! `cargo run -r -p logicars-core --example sections -- [lizard]`.
 //!
 //! Each figure is the best of 30 rounds of 20 calls on one thread, so other jobs on
-//! the machine inflate it less than a wall-clock epoch; cycles assume `GHZ`.
+//! the machine inflate it less than a wall-clock epoch. A gate on a row of `CHUNK`
+//! cells needs 3 multiply-adds per cell forward and 7 multiplies or multiply-adds per
+//! cell backward (`kernels.rs`): that work over the measured peak of one thread is the
+//! fastest the pass could run.
 
 use std::time::Instant;
 
 use logicars_core::kernels::{self, CHUNK};
+use logicars_core::peak;
 use logicars_core::program::{Backward, Gates, Program};
 use logicars_core::{Model, Spec};
 
-/// Clock used to turn microseconds into cycles (this machine's `cpu MHz`).
-const GHZ: f64 = 2.6;
+/// Multiply-class operations per gate-cell in each pass.
+const FORWARD_OPS: f64 = 3.0;
+const BACKWARD_OPS: f64 = 7.0;
 
 const CHECKERBOARD: &str = r#"{"channels": 8, "periodic": false, "num_steps": 20,
     "loss_channels": [0], "lr": 0.05, "perceive": {"n_kernels": 16, "layers": [9, 8, 4, 2],
@@ -94,30 +99,47 @@ fn main() {
         backward(&bwd_update),
     ];
 
-    let cycles = |us: f64, gates: usize| us * 1e3 * GHZ / gates as f64;
+    logicars_core::threads::set_num_threads(1).unwrap();
+    let peak = peak::fma_lane_ops_per_s(level);
+    // Nanoseconds per gate on one row, and the share of the FMA peak that is.
+    let per_gate = |us: f64, gates: usize, ops: f64| {
+        let ns = us * 1e3 / gates as f64;
+        (ns, ops * CHUNK as f64 / (ns * 1e-9) / peak)
+    };
     println!(
-        "{} gates ({n_perceive} perception), {} rows ({} in the rollout, {} gradient), {} cells per row, {}",
-        n,
+        "{n} gates ({n_perceive} perception), {} rows ({} in the rollout, {} gradient), \
+         {CHUNK} cells per row, {}, peak {:.1} G FMA lanes/s",
         p.gates.n_rows,
         p.rollout.n_rows,
         p.backward.n_rows,
-        CHUNK,
-        level.name()
+        level.name(),
+        peak / 1e9
     );
-    println!("pass                 | all gates: us, cycles/gate | perception | update");
-    println!(
-        "rollout forward      | {rollout:7.1} {:5.1} | |",
-        cycles(rollout, n)
-    );
-    for (name, [all, per, upd]) in [("forward (full rows)", fwd), ("backward", bwd)] {
-        println!(
-            "{name:20} | {all:7.1} {:5.1} | {:5.1} | {:5.1}",
-            cycles(all, n),
-            cycles(per, n_perceive),
-            cycles(upd, n - n_perceive)
+    println!("| pass | us per chunk | ns per gate (% of peak) | perception | update |");
+    println!("|---|---|---|---|---|");
+    let row = |name: &str, [all, per, upd]: [f64; 3], ops: f64| {
+        let (a, b, c) = (
+            per_gate(all, n, ops),
+            per_gate(per, n_perceive, ops),
+            per_gate(upd, n - n_perceive, ops),
         );
-    }
-    let total = rollout + fwd[0] + bwd[0];
+        println!(
+            "| {name} | {all:.1} | {:.1} ({:.0}%) | {:.1} ({:.0}%) | {:.1} ({:.0}%) |",
+            a.0,
+            a.1 * 100.0,
+            b.0,
+            b.1 * 100.0,
+            c.0,
+            c.1 * 100.0
+        );
+    };
+    let (r, pct) = per_gate(rollout, n, FORWARD_OPS);
+    println!(
+        "| rollout forward | {rollout:.1} | {r:.1} ({:.0}%) | | |",
+        pct * 100.0
+    );
+    row("forward, all rows kept", fwd, FORWARD_OPS);
+    row("backward", bwd, BACKWARD_OPS);
     let pair = best_us(|| {
         kernels::forward(&p.gates, &coefs, &mut act, level);
         kernels::backward(
@@ -129,12 +151,11 @@ fn main() {
             level,
         );
     });
+    let total = rollout + pair;
+    let ideal = (2.0 * FORWARD_OPS + BACKWARD_OPS) * (n * CHUNK) as f64 / peak * 1e6;
     println!(
-        "forward then backward, as in an epoch: {pair:.1} us ({:.1} cycles/gate)",
-        cycles(pair, n)
-    );
-    println!(
-        "one chunk-step: {total:.1} us, {:.1} cycles/gate",
-        cycles(total, n)
+        "one chunk-step (rollout, then forward and backward in turn): {total:.1} us; \
+         at the FMA peak {ideal:.1} us ({:.0}%)",
+        ideal / total * 100.0
     );
 }
