@@ -276,18 +276,22 @@ def _checkpoint_path(resume: PathLike) -> Path:
     return path / CHECKPOINT_NAME if path.is_dir() else path
 
 
-def _with_lr(model: Model, lr: float) -> Model:
-    """The same model (wiring, logits, AdamW state, mask stream) with another learning rate."""
-    spec = model.spec.replace(lr=lr)
+def _respec(model: Model, spec: ModelSpec, mask_seed: int) -> Model:
+    """The model's wiring and logits under `spec` (same widths), with a fresh AdamW state."""
     wires = model.wires()
     n_p, n_u = len(spec.perceive.layers) - 1, len(spec.update.layers) - 1
-    out = Model.from_parts(
+    return Model.from_parts(
         spec,
         [wires[f"perceive_wires_{i}"] for i in range(n_p)],
         [wires[f"update_wires_{i}"] for i in range(n_u)],
         model.params(),
-        mask_seed=model.mask_state[0],
+        mask_seed=mask_seed,
     )
+
+
+def _with_lr(model: Model, lr: float) -> Model:
+    """The same model (wiring, logits, AdamW state, mask stream) with another learning rate."""
+    out = _respec(model, model.spec.replace(lr=lr), model.mask_state[0])
     out.set_optimizer_state(model.optimizer_state())
     out.mask_state = model.mask_state
     return out
@@ -307,15 +311,7 @@ def _initial_model(path: PathLike, preset: Preset, seed: int) -> Model:
             if have.get(k) != want.get(k)
         )
         raise ValueError(f"{path} is not a model of preset {preset.name!r}: {diff}")
-    wires = loaded.wires()
-    n_p, n_u = len(preset.spec.perceive.layers) - 1, len(preset.spec.update.layers) - 1
-    return Model.from_parts(
-        preset.spec,
-        [wires[f"perceive_wires_{i}"] for i in range(n_p)],
-        [wires[f"update_wires_{i}"] for i in range(n_u)],
-        loaded.params(),
-        mask_seed=seed,
-    )
+    return _respec(loaded, preset.spec, seed)
 
 
 def _same_preset(a: Preset, b: Preset) -> bool:
