@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from logicars import PRESETS
@@ -120,6 +121,30 @@ def test_train_end_to_end(capsys: pytest.CaptureFixture[str], tmp_path: Path) ->
     code, out, err = run_cli(capsys, "train", "--resume", str(out_dir), "--epochs", "3", "--quiet")
     assert code == 0, err
     assert json.loads((out_dir / "summary.json").read_text())["epochs"] == 3
+
+
+def test_train_from_init(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """`--init NPZ` starts from that wiring; an npz of another preset is a usage error."""
+    import logicars
+
+    npz = tmp_path / "gol.npz"
+    start = logicars.Model(PRESETS["gol"].spec, seed=11)
+    start.to_npz(npz)
+    out_dir = tmp_path / "run"
+    code, out, err = run_cli(
+        capsys, "train", "gol", "--init", str(npz), "--epochs", "1", "--quiet", "--out",
+        str(out_dir),
+    )  # fmt: skip
+    assert code == 0, err
+    assert json.loads((out_dir / "summary.json").read_text())["init"] == str(npz)
+    wires = logicars.Model.load(out_dir / "model.safetensors").wires()
+    assert all(np.array_equal(wires[k], w) for k, w in start.wires().items())
+    logicars.Model(PRESETS["checkerboard"].spec).to_npz(tmp_path / "cb.npz")
+    code, _, err = run_cli(
+        capsys, "train", "gol", "--init", str(tmp_path / "cb.npz"), "--out", str(tmp_path / "x")
+    )
+    assert_one_line_error(code, err, "is not a model of preset 'gol'")
+    assert not (tmp_path / "x").exists()
 
 
 def test_progress_bar_shows_losses(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -82,6 +82,29 @@ def test_matches_float64_oracle(channels, periodic, fire_rate, bhw) -> None:
         np.testing.assert_allclose(g, ref_grads[name], atol=1e-6, rtol=1e-3, err_msg=name)
 
 
+@pytest.mark.parametrize("name", ["lizard", "colored-g"])
+def test_growth_preset_architectures_match_float64_oracle(name: str) -> None:
+    """The growth presets at their full widths, which the fixtures (C <= 8) do not reach:
+    lizard's 128 channels with one perception output per kernel (update input 640 =
+    128 + 128 * 1 * 4) and colored-g's 64 channels with two (576). Two steps on a small
+    grid keep it fast; the widths, not the grid, are what is checked."""
+    preset = logicars.get_preset(name)
+    spec = preset.spec.replace(num_steps=2)
+    model = random_model(spec, seed=1)
+    rng = np.random.default_rng(3)
+    shape = (1, 4, 5, spec.channels)
+    x = (rng.random(shape) < 0.5).astype(np.float32)
+    y = (rng.random(shape) < 0.5).astype(np.float32)
+    ref = oracle(model)
+    np.testing.assert_allclose(model.rollout(x), ref.rollout(x, 2), atol=1e-5)
+    np.testing.assert_array_equal(model.rollout(x, hard=True), ref.rollout(x, 2, True))
+    loss, grads = model.loss_and_grad(x, y)
+    ref_loss, ref_grads = ref.loss_and_grad(x, y, 2)
+    assert loss == pytest.approx(ref_loss, rel=1e-5)
+    for gname, g in grads.items():
+        np.testing.assert_allclose(g, ref_grads[gname], atol=1e-6, rtol=1e-3, err_msg=gname)
+
+
 @pytest.mark.parametrize(
     "periodic, fire_rate", [(True, None), (False, None), (False, 0.6), (True, 0.6)]
 )

@@ -225,6 +225,56 @@ def test_early_stop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         train("gol", resume=r.run_dir, quiet=True)
 
 
+def test_init_starts_from_the_npz(tmp_path: Path) -> None:
+    """`init` trains the npz's wiring and logits (e.g. the notebook's own initialisation)
+    on the preset's data, exactly as a hand-written loop over that model would; the seed
+    still fixes the data and the async masks, and the run resumes bit-identically."""
+    preset = tiny_async_preset()
+    start = logicars.Model(dataclasses.replace(preset.spec, lr=0.5), seed=9)
+    start.set_params({k: v + np.float32(0.25) * (k[-1] == "0") for k, v in start.params().items()})
+    npz = tmp_path / "start.npz"
+    start.to_npz(npz)
+
+    r = train(preset, epochs=3, seed=4, init=npz, out=tmp_path / "r", quiet=True)
+    assert r.summary["init"] == str(npz) and r.summary["seed"] == 4
+    assert r.summary["lr"] == preset.spec.lr  # the preset's lr, not the npz's
+    for name, w in start.wires().items():
+        assert np.array_equal(r.model.wires()[name], w), name
+    assert any(  # not the wiring a fresh Model(spec, 4) would draw
+        not np.array_equal(w, logicars.Model(preset.spec, seed=4).wires()[k])
+        for k, w in start.wires().items()
+    )
+
+    by_hand = logicars.Model.from_parts(
+        preset.spec,
+        [start.wires()[f"perceive_wires_{i}"] for i in range(3)],
+        [start.wires()[f"update_wires_{i}"] for i in range(3)],
+        start.params(),
+        mask_seed=4,
+    )
+    dataset, rng = logicars.datasets.make_dataset(preset), np.random.default_rng(4)
+    expected = [by_hand.train_step(*dataset.sample(rng)) for _ in range(3)]
+    assert [(m.soft_loss, m.hard_loss) for m in r.metrics] == expected
+    assert same_state(r.model, by_hand)
+
+    part = train(preset, epochs=2, seed=4, init=npz, out=tmp_path / "part", quiet=True)
+    resumed = train(None, resume=part.run_dir, epochs=3, quiet=True)
+    assert losses(resumed) == losses(r) and same_state(resumed.model, r.model)
+    assert resumed.summary["init"] == str(npz)
+
+
+def test_init_errors(tmp_path: Path, gol_run: RunResult) -> None:
+    other = tmp_path / "other.npz"
+    logicars.Model(tiny_async_preset().spec).to_npz(other)
+    with pytest.raises(ValueError, match="is not a model of preset 'gol'.*channels 2"):
+        train("gol", init=other, out=tmp_path / "never", quiet=True)
+    with pytest.raises(CheckpointError, match="no such file"):
+        train("gol", init=tmp_path / "missing.npz", out=tmp_path / "never", quiet=True)
+    with pytest.raises(ValueError, match="init starts a new run"):
+        train("gol", init=other, resume=gol_run.run_dir, quiet=True)
+    assert not (tmp_path / "never").exists()
+
+
 def test_default_run_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     r = train(tiny_async_preset(), epochs=1, quiet=True)

@@ -113,6 +113,12 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
         "--threads", type=_int_at_least(0), help="engine threads (default/0: one per core)"
     )
     p.add_argument("--resume", metavar="DIR", help="continue the run in DIR from its checkpoint")
+    p.add_argument(
+        "--init",
+        metavar="NPZ",
+        help="start from this wiring and logits (fixture-format npz, e.g. the reference "
+        "notebook's initialisation) instead of a fresh seeded model",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument(
         "--early-stop",
@@ -145,6 +151,7 @@ def _run_train(args: argparse.Namespace) -> int:
         quiet=args.quiet,
         early_stop=args.early_stop,
         checkpoint_every=args.checkpoint_every or DEFAULT_CHECKPOINT_EVERY,
+        init=args.init,
     )
     s = result.summary
     zero = s["first_epoch_hard_zero"]

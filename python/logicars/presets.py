@@ -19,6 +19,8 @@ a seed here is a different run from the notebook's, and whether a run reaches ha
 (`logicars.evaluate`) within the preset's epochs; where no seed tried does (lizard,
 colored-g), the tried seed with the lowest final hard loss. `scripts/seed_sweep.py`
 measures that.
+The notebook's own seed-23 wiring can be drawn with `scripts/notebook_init.py` (needs
+JAX) and trained with `train(..., init=...)` / `--init`; docs/notebook.md compares the two.
 """
 
 from __future__ import annotations

@@ -187,6 +187,7 @@ class _State:
     metrics: list[EpochMetrics]
     zero_streak: int = 0
     first_zero: int | None = None
+    init: str | None = None  # the npz the run started from, if not a fresh Model(spec, seed)
 
     @property
     def epoch(self) -> int:
@@ -217,6 +218,7 @@ class _State:
             "metrics": [list(r) for r in self.metrics],
             "zero_streak": self.zero_streak,
             "first_epoch_hard_zero": self.first_zero,
+            "init": self.init,
             "interrupted": interrupted,
             "early_stopped": early_stopped,
         }
@@ -261,6 +263,7 @@ class _State:
                 metrics=metrics,
                 zero_streak=int(extra["zero_streak"]),
                 first_zero=None if first is None else int(first),
+                init=None if extra.get("init") is None else str(extra["init"]),
             )
         except (KeyError, TypeError, ValueError) as e:
             raise CheckpointError(
@@ -273,21 +276,42 @@ def _checkpoint_path(resume: PathLike) -> Path:
     return path / CHECKPOINT_NAME if path.is_dir() else path
 
 
-def _with_lr(model: Model, lr: float) -> Model:
-    """The same model (wiring, logits, AdamW state, mask stream) with another learning rate."""
-    spec = model.spec.replace(lr=lr)
+def _respec(model: Model, spec: ModelSpec, mask_seed: int) -> Model:
+    """The model's wiring and logits under `spec` (same widths), with a fresh AdamW state."""
     wires = model.wires()
     n_p, n_u = len(spec.perceive.layers) - 1, len(spec.update.layers) - 1
-    out = Model.from_parts(
+    return Model.from_parts(
         spec,
         [wires[f"perceive_wires_{i}"] for i in range(n_p)],
         [wires[f"update_wires_{i}"] for i in range(n_u)],
         model.params(),
-        mask_seed=model.mask_state[0],
+        mask_seed=mask_seed,
     )
+
+
+def _with_lr(model: Model, lr: float) -> Model:
+    """The same model (wiring, logits, AdamW state, mask stream) with another learning rate."""
+    out = _respec(model, model.spec.replace(lr=lr), model.mask_state[0])
     out.set_optimizer_state(model.optimizer_state())
     out.mask_state = model.mask_state
     return out
+
+
+def _initial_model(path: PathLike, preset: Preset, seed: int) -> Model:
+    """The run's starting model from an npz in the fixture format (`Model.from_npz`), e.g.
+    the wiring and logits the reference notebook draws: its config must be the preset's
+    (the learning rate excepted, which the preset or `lr` sets); `seed` seeds the async
+    mask stream as `Model(spec, seed)` would."""
+    loaded = Model.from_npz(path)
+    have, want = loaded.spec.replace(lr=preset.spec.lr).to_dict(), preset.spec.to_dict()
+    if have != want:
+        diff = ", ".join(
+            f"{k} {have.get(k)!r} (preset: {want.get(k)!r})"
+            for k in sorted(want)
+            if have.get(k) != want.get(k)
+        )
+        raise ValueError(f"{path} is not a model of preset {preset.name!r}: {diff}")
+    return _respec(loaded, preset.spec, seed)
 
 
 def _same_preset(a: Preset, b: Preset) -> bool:
@@ -351,6 +375,7 @@ def train(
     quiet: bool = False,
     early_stop: int | None = None,
     checkpoint_every: int | None = DEFAULT_CHECKPOINT_EVERY,
+    init: PathLike | None = None,
 ) -> RunResult:
     """Trains `preset` (a name from `PRESETS` or a `Preset`) and writes a run directory.
 
@@ -368,6 +393,10 @@ def train(
     - `resume`: a run directory (or its checkpoint file) to continue.
     - `early_stop`: stop once the hard loss has been 0 for this many consecutive epochs.
     - `checkpoint_every`: epochs between checkpoints (None: only at the end).
+    - `init`: start from the wiring and logits in this npz (fixture format, see
+      `Model.from_npz`; e.g. the reference notebook's own initialisation) instead of a
+      fresh `Model(spec, seed)`; its config must be the preset's. `seed` then fixes the
+      data and async masks only. Not with `resume`.
 
     Ctrl-C stops after the current epoch, saves and returns normally
     (`RunResult.interrupted`). Bad arguments raise `ValueError`/`TypeError` before any
@@ -388,6 +417,8 @@ def train(
         checkpoint_every = check_int("checkpoint_every", checkpoint_every, 1)
     if preset is None and resume is None:
         raise ValueError("a preset is required unless resuming a run")
+    if init is not None and resume is not None:
+        raise ValueError("init starts a new run; a resumed run continues from its checkpoint")
     given = None if preset is None else _resolve_preset(preset)
 
     if resume is not None:
@@ -441,8 +472,9 @@ def train(
             early_stop=early_stop,
             rng=np.random.default_rng(seed),
             metrics=[],
+            init=None if init is None else str(init),
         )
-        model = None
+        model = None if init is None else _initial_model(init, p, seed)
         run_dir = Path(out) if out is not None else _default_run_dir(p.name)
         if (run_dir / CHECKPOINT_NAME).exists():
             raise ValueError(
@@ -545,6 +577,7 @@ def _summary(model: Model, state: _State, interrupted: bool, early_stopped: bool
     return {
         "preset": p.name,
         "seed": state.seed,
+        "init": state.init,
         "epochs": state.epoch,
         "target_epochs": state.target_epochs,
         "lr": model.spec.lr,
