@@ -17,8 +17,15 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "python" / "logicars"
-# What users need beyond the modules: type stubs, the PEP 561 marker, the dataset images.
-REQUIRED_PACKAGE_FILES = {"_core.pyi", "py.typed", "data/colored_g.png", "data/lizard.png"}
+# What users need beyond the modules: type stubs, the PEP 561 marker, the dataset images
+# and the lizard's default start.
+REQUIRED_PACKAGE_FILES = {
+    "_core.pyi",
+    "py.typed",
+    "data/colored_g.png",
+    "data/lizard.png",
+    "data/lizard_notebook_seed23.npz",
+}
 # What a source build needs besides the package (sdist paths below its top folder).
 REQUIRED_SDIST_FILES = {
     "Cargo.toml",

@@ -84,7 +84,7 @@ def main() -> None:
     args = ap.parse_args()
     preset = logicars.get_preset(args.preset)
     arrays = notebook_init(preset, args.seed)
-    np.savez(args.out, **arrays)
+    np.savez_compressed(args.out, **arrays)
     logicars.Model.from_npz(args.out)  # the engine accepts it
     print(json.dumps({"preset": preset.name, "seed": args.seed, "out": str(args.out)}))
 

@@ -98,8 +98,10 @@ def test_presets_table(capsys: pytest.CaptureFixture[str]) -> None:
     header = lines[0].split()
     assert header == ["name", "channels", "grid", "batch", "steps", "epochs", "seed", "gates",
                       "gate-cells/epoch"]  # fmt: skip
-    assert [line.split()[0] for line in lines[1:]] == list(PRESETS)
-    row = dict(zip(header, lines[2].split()))  # checkerboard
+    rows = [dict(zip(header, line.split())) for line in lines[1 : 1 + len(PRESETS)]]
+    assert [r["name"] for r in rows] == list(PRESETS)
+    assert rows[3]["seed"] == "nb23" and lines[-1].startswith("nb23: ")  # the lizard's start
+    row = rows[1]  # checkerboard
     p = PRESETS["checkerboard"]
     assert row["grid"] == "16x16" and row["channels"] == "8" and row["batch"] == "2"
     assert row["steps"] == "20" and row["epochs"] == "500" and row["seed"] == str(p.seed)

@@ -263,6 +263,29 @@ def test_init_starts_from_the_npz(tmp_path: Path) -> None:
     assert resumed.summary["init"] == str(npz)
 
 
+def test_lizard_starts_from_the_notebook_wiring_unless_a_seed_is_given(tmp_path: Path) -> None:
+    """The lizard preset's default start is the notebook's seed-23 draw shipped in the
+    package (`Preset.init`); an explicit seed draws this engine's wiring instead."""
+    preset = logicars.get_preset("lizard")
+    path = preset.init_path()
+    assert path is not None and path.is_file()
+    shipped = logicars.Model.from_npz(path)
+    assert shipped.spec.replace(lr=preset.spec.lr).to_dict() == preset.spec.to_dict()
+
+    r = train("lizard", epochs=1, out=tmp_path / "default", quiet=True)
+    assert r.summary["init"] == str(path) and r.summary["seed"] == preset.seed
+    for name, w in shipped.wires().items():
+        assert np.array_equal(r.model.wires()[name], w), name
+
+    seeded = train("lizard", epochs=1, seed=3, out=tmp_path / "seeded", quiet=True)
+    assert seeded.summary["init"] is None
+    fresh = logicars.Model(preset.spec, seed=3).wires()
+    assert all(np.array_equal(seeded.model.wires()[k], w) for k, w in fresh.items())
+    assert any(not np.array_equal(fresh[k], w) for k, w in shipped.wires().items())
+    # Every other preset starts from a fresh seeded model.
+    assert [p.name for p in logicars.PRESETS.values() if p.init is not None] == ["lizard"]
+
+
 def test_init_errors(tmp_path: Path, gol_run: RunResult) -> None:
     other = tmp_path / "other.npz"
     logicars.Model(tiny_async_preset().spec).to_npz(other)
@@ -473,21 +496,7 @@ def test_sigint_finishes_epoch_saves_and_exits_0(tmp_path: Path) -> None:
 # ---- long trainings -------------------------------------------------------------------
 
 
-# Known results, kept as strict expectations so a change in either direction shows up:
-# no seed tried so far takes these two to hard loss 0 in the notebook's epochs on this
-# engine (docs/results.md).
-_NOT_SOLVED = pytest.mark.xfail(
-    strict=True, reason="no seed tried reaches hard loss 0 (docs/results.md)"
-)
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(n, marks=_NOT_SOLVED) if n in ("lizard", "colored-g") else n
-        for n in logicars.PRESETS
-    ],
-)
+@pytest.mark.parametrize("name", list(logicars.PRESETS))
 @pytest.mark.slow
 def test_preset_defaults_solve_the_task(tmp_path: Path, name: str) -> None:
     """`train <preset>` on its defaults: hard loss 0 at the end, and the checkpoint's hard

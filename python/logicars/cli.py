@@ -117,7 +117,8 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
         "--init",
         metavar="NPZ",
         help="start from this wiring and logits (fixture-format npz, e.g. the reference "
-        "notebook's initialisation) instead of a fresh seeded model",
+        "notebook's initialisation) instead of a fresh seeded model (default: the preset's "
+        "own start if it has one and no --seed is given: the lizard's is the notebook's)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument(
@@ -193,7 +194,7 @@ def presets_table() -> str:
                 str(p.batch),
                 steps,
                 str(p.epochs),
-                str(p.seed),
+                str(p.seed) if p.init is None else "nb23",
                 f"{p.gates():,}",
                 f"{p.gate_cell_evals_per_epoch():,}",
             )
@@ -204,6 +205,11 @@ def presets_table() -> str:
     for r in rows:
         cells = [c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))]
         lines.append("  ".join(cells).rstrip())
+    if any(p.init is not None for p in PRESETS.values()):
+        lines.append(
+            "nb23: starts from the reference notebook's own seed-23 wiring "
+            "(logicars/data); --seed N draws this engine's wiring instead"
+        )
     return "\n".join(lines)
 
 

@@ -396,7 +396,9 @@ def train(
     - `init`: start from the wiring and logits in this npz (fixture format, see
       `Model.from_npz`; e.g. the reference notebook's own initialisation) instead of a
       fresh `Model(spec, seed)`; its config must be the preset's. `seed` then fixes the
-      data and async masks only. Not with `resume`.
+      data and async masks only. Not with `resume`. Default: the preset's own start
+      (`Preset.init`: the lizard starts from the notebook's seed-23 wiring) unless `seed`
+      is given, else a fresh model.
 
     Ctrl-C stops after the current epoch, saves and returns normally
     (`RunResult.interrupted`). Bad arguments raise `ValueError`/`TypeError` before any
@@ -464,6 +466,8 @@ def train(
         p = given
         if lr is not None:
             p = dataclasses.replace(p, spec=p.spec.replace(lr=lr))
+        if init is None and seed is None and p.init is not None:
+            init = p.init_path()  # the preset's default start (see `Preset.init`)
         seed = p.seed if seed is None else seed
         state = _State(
             preset=p,
