@@ -63,7 +63,8 @@ def main_table(summaries: dict[str, dict]) -> list[str]:
         zero = s["first_epoch_hard_zero"]
         paper = PAPER_ACTIVE_GATES.get(name)
         lines.append(
-            f"| `{name}` | {s['seed']} | {s['epochs']} | {'never' if zero is None else zero} "
+            f"| `{name}` | {'nb23' if s.get('init') else s['seed']} | {s['epochs']} "
+            f"| {'never' if zero is None else zero} "
             f"| {s['final_hard_loss']:g} | {solved(s)} | {s['wall_seconds']:.0f} s "
             f"| {s['active_gates']} ({'–' if paper is None else paper}) |"
         )
@@ -103,23 +104,20 @@ def longer_runs(extra: Path) -> list[str]:
     if not dirs:
         return []
     lines = [
-        "## Growth presets: soft circuit solved, hard circuit not",
+        "## Growth presets: few wiring draws solve them",
         "",
-        "For `lizard` and `colored-g` no seed tried reaches hard loss 0 in the notebook's "
-        "epochs. In the best colored-G runs the soft loss falls to 1e-3 and below while a "
-        "few cells of the hard circuit stay wrong: the relaxed circuit solves the task "
-        "through gates that are still mixtures, and their argmax computes something else. "
-        "Training "
-        "longer does not close that gap once the soft loss, and with it the gradient, is "
-        "near 0 (the runs below continue a sweep run with `--resume`). The lizard's soft "
-        "loss itself stalls above 4. The semantics were checked against the notebook "
-        "(fixtures for soft and hard rollouts, gradients and optimizer steps pass, and "
-        "Game of Life and both checkerboards reach hard loss 0); the hyper-parameters "
-        "are untouched."
-        " Started from the notebook's own seed-23 wiring (`scripts/notebook_init.py`, "
-        "`train --init`), the lizard reaches hard loss 0 at epoch 2748 and colored G ends "
-        "at hard loss 7: the outcome depends on the wiring draw, not on a difference in "
-        "semantics ([notebook.md](notebook.md)).",
+        "Most `lizard` and `colored-g` runs do not reach hard loss 0 in the notebook's "
+        "epochs (sweeps above): in the best failing colored-G runs the soft loss falls to "
+        "1e-3 and below while a few cells of the hard circuit stay wrong, the relaxed "
+        "circuit solving the task through gates that are still mixtures whose argmax "
+        "computes something else, and training longer does not close that gap once the "
+        "soft loss, and with it the gradient, is near 0 (the runs below continue a sweep "
+        "run with `--resume`). The semantics match the notebook at full size and over "
+        "training ([notebook.md](notebook.md)); the outcome depends on the wiring draw. "
+        "So `colored-g` defaults to seed 13, the one of 16 seeds tried that solves it, "
+        "and `lizard` starts from the notebook's own seed-23 wiring (shipped in "
+        "`logicars/data`), which solves it where none of this engine's 11 seeds tried "
+        "does. The hyper-parameters are the notebook's.",
         "",
         "| run | preset | seed | epochs | final soft loss | final hard loss "
         "| lowest hard loss (epoch) |",
@@ -195,11 +193,12 @@ def write(runs: Path, sweeps: Path, train: bool) -> Path:
         "JAX run's own wiring and batches into this engine and it followed the JAX run "
         "to hard loss 0 on all 512 Game of Life boards: the semantics match, and "
         "whether a run reaches hard loss 0 depends on the draws. Each preset's default "
-        "seed is therefore the lowest seed from 0 up that reaches it, or, where no seed "
-        "tried does (lizard, colored-g), the one with the lowest final hard loss (tables "
-        "below, from `python scripts/seed_sweep.py <preset> --seeds ...`, one engine "
-        "thread per run; results do not depend on the thread count). The "
-        "hyper-parameters are the notebook's.",
+        "seed is therefore the lowest seed from 0 up that reaches it (tables below, from "
+        "`python scripts/seed_sweep.py <preset> --seeds ...`, one engine thread per run; "
+        "results do not depend on the thread count). The lizard is the exception: none "
+        "of this engine's seeds tried solves it, so it starts from the notebook's own "
+        "seed-23 wiring (seed column `nb23`; `--seed N` trains this engine's draw "
+        "instead). The hyper-parameters are the notebook's.",
         "",
     ]
     for name in logicars.PRESETS:
