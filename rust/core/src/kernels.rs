@@ -31,6 +31,23 @@ pub enum SimdLevel {
 }
 
 impl SimdLevel {
+    /// Whether this CPU has the instructions of `self` (portable code runs anywhere).
+    pub fn is_supported(self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let fma = is_x86_feature_detected!("fma");
+            match self {
+                SimdLevel::Portable => true,
+                SimdLevel::Avx2 => fma && is_x86_feature_detected!("avx2"),
+                SimdLevel::Avx512 => fma && is_x86_feature_detected!("avx512f"),
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            self == SimdLevel::Portable
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             SimdLevel::Portable => "portable",
@@ -55,16 +72,10 @@ pub fn simd_level() -> SimdLevel {
 }
 
 fn detect() -> SimdLevel {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("fma") {
-            return SimdLevel::Avx512;
-        }
-        if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
-            return SimdLevel::Avx2;
-        }
-    }
-    SimdLevel::Portable
+    [SimdLevel::Avx512, SimdLevel::Avx2]
+        .into_iter()
+        .find(|level| level.is_supported())
+        .unwrap_or(SimdLevel::Portable)
 }
 
 /// Sets the CPU to flush denormal floats to zero while alive, restoring the previous

@@ -51,19 +51,19 @@ pub fn fma_lane_ops_per_s(level: SimdLevel) -> f64 {
 fn chains(level: SimdLevel, iterations: usize) -> f32 {
     // Factors near 1 keep the values finite and normal for any iteration count.
     let (mul, add) = (black_box(0.999_999_9f32), black_box(1e-7f32));
-    #[cfg(target_arch = "x86_64")]
-    {
-        let fma = is_x86_feature_detected!("fma");
-        if level == SimdLevel::Avx512 && fma && is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU has the features just checked.
-            return unsafe { x86::chains_avx512(mul, add, iterations) };
-        }
-        if level == SimdLevel::Avx2 && fma && is_x86_feature_detected!("avx2") {
-            // SAFETY: as above.
-            return unsafe { x86::chains_avx2(mul, add, iterations) };
-        }
+    match level {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the CPU has the level's features (checked in the guard).
+        SimdLevel::Avx512 if level.is_supported() => unsafe {
+            x86::chains_avx512(mul, add, iterations)
+        },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        SimdLevel::Avx2 if level.is_supported() => unsafe {
+            x86::chains_avx2(mul, add, iterations)
+        },
+        _ => chains_portable(mul, add, iterations),
     }
-    chains_portable(mul, add, iterations)
 }
 
 /// What the build's baseline vectorises: multiply and add kept separate, as in the
