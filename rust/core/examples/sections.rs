@@ -15,25 +15,12 @@ use logicars_core::peak;
 use logicars_core::program::{Backward, Gates, Program};
 use logicars_core::{Model, Spec};
 
+mod specs;
+use specs::{CHECKERBOARD, LIZARD};
+
 /// Multiply-class operations per gate-cell in each pass.
 const FORWARD_OPS: f64 = 3.0;
 const BACKWARD_OPS: f64 = 7.0;
-
-const CHECKERBOARD: &str = r#"{"channels": 8, "periodic": false, "num_steps": 20,
-    "loss_channels": [0], "lr": 0.05, "perceive": {"n_kernels": 16, "layers": [9, 8, 4, 2],
-    "connections": ["first_kernel", "unique", "unique"]},
-    "update": {"layers": [264, 256, 256, 256, 256, 256, 256, 256, 256, 256, 256,
-                          128, 64, 32, 16, 8, 8],
-    "connections": ["unique", "unique", "unique", "unique", "unique", "unique", "unique",
-                    "unique", "unique", "unique", "unique", "unique", "unique", "unique",
-                    "unique", "unique"]}}"#;
-
-const LIZARD: &str = r#"{"channels": 128, "periodic": true, "num_steps": 12,
-    "loss_channels": [0], "lr": 0.06, "perceive": {"n_kernels": 4, "layers": [9, 8, 4, 2, 1],
-    "connections": ["first_kernel", "unique", "unique", "unique"]},
-    "update": {"layers": [640, 512, 512, 512, 512, 512, 512, 512, 512, 256, 128],
-    "connections": ["unique", "unique", "unique", "unique", "unique", "unique", "unique",
-                    "unique", "unique", "unique"]}}"#;
 
 /// Best time of one call of `f`, in microseconds.
 fn best_us<F: FnMut()>(mut f: F) -> f64 {
