@@ -79,14 +79,22 @@ fn gate_layer(c: &mut Criterion) {
             group.bench_function(BenchmarkId::new("forward", &id), |b| {
                 b.iter(|| {
                     for act in act.chunks_mut(rows) {
-                        kernels::forward(&gates, &coefs, act, level);
+                        kernels::forward(&gates, &coefs, act, CHUNK, level);
                     }
                 })
             });
             group.bench_function(BenchmarkId::new("backward", &id), |b| {
                 b.iter(|| {
                     for (act, grad) in act.chunks(rows).zip(grad.chunks_mut(rows)) {
-                        kernels::backward(&back, 2 * width, &coefs, (act, grad), &mut acc, level);
+                        kernels::backward(
+                            &back,
+                            2 * width,
+                            &coefs,
+                            (act, grad),
+                            &mut acc,
+                            CHUNK,
+                            level,
+                        );
                     }
                 })
             });
@@ -170,11 +178,21 @@ fn perception_block(c: &mut Criterion) {
     group.throughput(Throughput::Elements((n * CHUNK) as u64));
     let id = format!("checkerboard_{n}_gates_{CHUNK}_cells");
     group.bench_function(BenchmarkId::new("forward", &id), |b| {
-        b.iter(|| kernels::forward(&gates, &coefs, &mut act, level))
+        b.iter(|| kernels::forward(&gates, &coefs, &mut act, CHUNK, level))
     });
     let act_rows = step.gates.n_rows;
     group.bench_function(BenchmarkId::new("backward", &id), |b| {
-        b.iter(|| kernels::backward(&back, act_rows, &coefs, (&act, &mut grad), &mut acc, level))
+        b.iter(|| {
+            kernels::backward(
+                &back,
+                act_rows,
+                &coefs,
+                (&act, &mut grad),
+                &mut acc,
+                CHUNK,
+                level,
+            )
+        })
     });
     group.finish();
 }

@@ -71,14 +71,24 @@ fn main() {
     );
     let act_rows = p.gates.n_rows;
 
-    let rollout = best_us(|| kernels::forward(&p.rollout, &coefs, &mut rollout_act, level));
+    let rollout = best_us(|| kernels::forward(&p.rollout, &coefs, &mut rollout_act, CHUNK, level));
     let fwd = [
-        best_us(|| kernels::forward(&p.gates, &coefs, &mut act, level)),
-        best_us(|| kernels::forward(&fwd_perceive, &coefs, &mut act, level)),
-        best_us(|| kernels::forward(&fwd_update, &coefs, &mut act, level)),
+        best_us(|| kernels::forward(&p.gates, &coefs, &mut act, CHUNK, level)),
+        best_us(|| kernels::forward(&fwd_perceive, &coefs, &mut act, CHUNK, level)),
+        best_us(|| kernels::forward(&fwd_update, &coefs, &mut act, CHUNK, level)),
     ];
     let mut backward = |b: &Backward| {
-        best_us(|| kernels::backward(b, act_rows, &coefs, (&act, &mut grad), &mut acc, level))
+        best_us(|| {
+            kernels::backward(
+                b,
+                act_rows,
+                &coefs,
+                (&act, &mut grad),
+                &mut acc,
+                CHUNK,
+                level,
+            )
+        })
     };
     let bwd = [
         backward(&p.backward),
@@ -128,13 +138,14 @@ fn main() {
     row("forward, all rows kept", fwd, FORWARD_OPS);
     row("backward", bwd, BACKWARD_OPS);
     let pair = best_us(|| {
-        kernels::forward(&p.gates, &coefs, &mut act, level);
+        kernels::forward(&p.gates, &coefs, &mut act, CHUNK, level);
         kernels::backward(
             &p.backward,
             act_rows,
             &coefs,
             (&act, &mut grad),
             &mut acc,
+            CHUNK,
             level,
         );
     });

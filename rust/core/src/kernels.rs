@@ -177,14 +177,17 @@ impl Rows {
     }
 }
 
+/// `N`: the cells of the chunk that are computed, a whole number of SIMD blocks: a
+/// chunk at the end of a grid computes only the blocks holding cells, since lanes never
+/// mix and its padding lanes are never read.
 #[inline(always)]
-fn forward_impl<A: MulAdd>(instrs: &[Instr], coefs: &[[f32; 4]], act: &mut [f32]) {
+fn forward_impl<A: MulAdd, const N: usize>(instrs: &[Instr], coefs: &[[f32; 4]], act: &mut [f32]) {
     let rows = Rows(act.as_mut_ptr());
     for ins in instrs {
         let [c0, c1, c2, c3] = coefs[ins.coef as usize];
         // SAFETY: see `Rows`; out != a, b.
         let (a, b, out) = unsafe { (rows.get(ins.a), rows.get(ins.b), rows.get_mut(ins.out)) };
-        for i in 0..CHUNK {
+        for i in 0..N {
             // c0 + c1·a + (c2 + c3·a)·b: three multiply-adds.
             let lin = A::mul_add(c1, a[i], c0);
             out[i] = A::mul_add(A::mul_add(c3, a[i], c2), b[i], lin);
@@ -211,7 +214,7 @@ fn tree_sum(mut v: [f32; LANES]) -> f32 {
 /// Backward through one gate whose input rows differ: input gradients (stored or
 /// added), and the four sums `Σgy, Σgy·a, Σgy·b, Σgy·a·b` of its coefficient gradient.
 #[inline(always)]
-fn backward_gate<A: MulAdd, R: Reduce, const STORE_A: bool, const STORE_B: bool>(
+fn backward_gate<A: MulAdd, R: Reduce, const N: usize, const STORE_A: bool, const STORE_B: bool>(
     c: [f32; 4],
     (a, b, gy): (&Row, &Row, &Row),
     (ga, gb): (&mut Row, &mut Row),
@@ -219,7 +222,7 @@ fn backward_gate<A: MulAdd, R: Reduce, const STORE_A: bool, const STORE_B: bool>
 ) {
     let [_, c1, c2, c3] = c;
     let mut sums = [[0f32; LANES]; 4];
-    for blk in 0..CHUNK / LANES {
+    for blk in 0..N / LANES {
         for l in 0..LANES {
             let i = blk * LANES + l;
             let (g, av, bv) = (gy[i], a[i], b[i]);
@@ -239,7 +242,7 @@ fn backward_gate<A: MulAdd, R: Reduce, const STORE_A: bool, const STORE_B: bool>
 
 /// The same for a gate reading one row twice (possible with `random` wiring).
 #[inline(always)]
-fn backward_gate_same_input<A: MulAdd, R: Reduce>(
+fn backward_gate_same_input<A: MulAdd, R: Reduce, const N: usize>(
     ins: &BackInstr,
     c: [f32; 4],
     (a, gy): (&Row, &Row),
@@ -248,7 +251,7 @@ fn backward_gate_same_input<A: MulAdd, R: Reduce>(
 ) {
     let [_, c1, c2, c3] = c;
     let mut sums = [[0f32; LANES]; 4];
-    for blk in 0..CHUNK / LANES {
+    for blk in 0..N / LANES {
         for l in 0..LANES {
             let i = blk * LANES + l;
             let (g, av) = (gy[i], a[i]);
@@ -265,7 +268,7 @@ fn backward_gate_same_input<A: MulAdd, R: Reduce>(
 }
 
 #[inline(always)]
-fn backward_impl<A: MulAdd, R: Reduce>(
+fn backward_impl<A: MulAdd, R: Reduce, const N: usize>(
     instrs: &[BackInstr],
     coefs: &[[f32; 4]],
     act: &[f32],
@@ -282,16 +285,16 @@ fn backward_impl<A: MulAdd, R: Reduce>(
         unsafe {
             let (a, gy) = (act.get(ins.a), grad.get(ins.gy));
             if ins.a == ins.b {
-                backward_gate_same_input::<A, R>(ins, c, (a, gy), grad.get_mut(ins.ga), acc);
+                backward_gate_same_input::<A, R, N>(ins, c, (a, gy), grad.get_mut(ins.ga), acc);
                 continue;
             }
             let rows = (a, act.get(ins.b), gy);
             let g = (grad.get_mut(ins.ga), grad.get_mut(ins.gb));
             match (ins.store_a, ins.store_b) {
-                (true, true) => backward_gate::<A, R, true, true>(c, rows, g, acc),
-                (true, false) => backward_gate::<A, R, true, false>(c, rows, g, acc),
-                (false, true) => backward_gate::<A, R, false, true>(c, rows, g, acc),
-                (false, false) => backward_gate::<A, R, false, false>(c, rows, g, acc),
+                (true, true) => backward_gate::<A, R, N, true, true>(c, rows, g, acc),
+                (true, false) => backward_gate::<A, R, N, true, false>(c, rows, g, acc),
+                (false, true) => backward_gate::<A, R, N, false, true>(c, rows, g, acc),
+                (false, false) => backward_gate::<A, R, N, false, false>(c, rows, g, acc),
             }
         }
     }
@@ -349,32 +352,32 @@ mod x86 {
     }
 
     #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn forward_avx2(i: &[Instr], c: &[[f32; 4]], act: &mut [f32]) {
-        forward_impl::<Fused>(i, c, act)
+    pub unsafe fn forward_avx2<const N: usize>(i: &[Instr], c: &[[f32; 4]], act: &mut [f32]) {
+        forward_impl::<Fused, N>(i, c, act)
     }
     #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
-    pub unsafe fn forward_avx512(i: &[Instr], c: &[[f32; 4]], act: &mut [f32]) {
-        forward_impl::<Fused>(i, c, act)
+    pub unsafe fn forward_avx512<const N: usize>(i: &[Instr], c: &[[f32; 4]], act: &mut [f32]) {
+        forward_impl::<Fused, N>(i, c, act)
     }
     #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn backward_avx2(
+    pub unsafe fn backward_avx2<const N: usize>(
         i: &[BackInstr],
         c: &[[f32; 4]],
         act: &[f32],
         grad: &mut [f32],
         acc: &mut [f64],
     ) {
-        backward_impl::<Fused, EachTree>(i, c, act, grad, acc)
+        backward_impl::<Fused, EachTree, N>(i, c, act, grad, acc)
     }
     #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
-    pub unsafe fn backward_avx512(
+    pub unsafe fn backward_avx512<const N: usize>(
         i: &[BackInstr],
         c: &[[f32; 4]],
         act: &[f32],
         grad: &mut [f32],
         acc: &mut [f64],
     ) {
-        backward_impl::<Fused, Avx512Trees>(i, c, act, grad, acc)
+        backward_impl::<Fused, Avx512Trees, N>(i, c, act, grad, acc)
     }
 }
 
@@ -386,30 +389,63 @@ fn check_arena(n_rows: usize, arena: &[f32]) {
     );
 }
 
-/// Runs the gates forward on one chunk's arena (`act`: rows × CHUNK).
-pub fn forward(gates: &Gates, coefs: &[[f32; 4]], act: &mut [f32], level: SimdLevel) {
+fn forward_portable<const N: usize>(i: &[Instr], c: &[[f32; 4]], act: &mut [f32]) {
+    forward_impl::<Separate, N>(i, c, act)
+}
+
+fn backward_portable<const N: usize>(
+    i: &[BackInstr],
+    c: &[[f32; 4]],
+    act: &[f32],
+    grad: &mut [f32],
+    acc: &mut [f64],
+) {
+    backward_impl::<Separate, EachTree, N>(i, c, act, grad, acc)
+}
+
+/// Calls `$kernel::<N>($args)` with `N` the chunk's `$cells` rounded up to whole blocks.
+macro_rules! on_blocks {
+    ($cells:expr, $($kernel:ident)::+, $($args:expr),*) => {
+        match $cells.div_ceil(LANES) {
+            1 => $($kernel)::+::<{ LANES }>($($args),*),
+            2 => $($kernel)::+::<{ 2 * LANES }>($($args),*),
+            3 => $($kernel)::+::<{ 3 * LANES }>($($args),*),
+            _ => $($kernel)::+::<CHUNK>($($args),*),
+        }
+    };
+}
+const _: () = assert!(
+    CHUNK == 4 * LANES,
+    "on_blocks assumes four blocks per chunk"
+);
+
+/// Runs the gates forward on one chunk's arena (`act`: rows × CHUNK) for its first
+/// `cells` cells (rounded up to a whole SIMD block; the other lanes are left as they are).
+pub fn forward(gates: &Gates, coefs: &[[f32; 4]], act: &mut [f32], cells: usize, level: SimdLevel) {
     check_arena(gates.n_rows, act);
     let _ftz = FlushDenormals::new();
     let instrs = &gates.instrs[..];
     match level {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the level is only chosen when the CPU has these features.
-        SimdLevel::Avx512 => unsafe { x86::forward_avx512(instrs, coefs, act) },
+        SimdLevel::Avx512 => unsafe { on_blocks!(cells, x86::forward_avx512, instrs, coefs, act) },
         #[cfg(target_arch = "x86_64")]
-        SimdLevel::Avx2 => unsafe { x86::forward_avx2(instrs, coefs, act) },
-        _ => forward_impl::<Separate>(instrs, coefs, act),
+        SimdLevel::Avx2 => unsafe { on_blocks!(cells, x86::forward_avx2, instrs, coefs, act) },
+        _ => on_blocks!(cells, forward_portable, instrs, coefs, act),
     }
 }
 
-/// Runs the gates backward on one chunk: `act` holds the activations of the full
-/// forward program (`act_rows` rows), `grad` must hold the output rows' gradients and
-/// zeros on the patch rows; coefficient sums are added to `acc` (4 per parameter).
+/// Runs the gates backward on one chunk's first `cells` cells: `act` holds the
+/// activations of the full forward program (`act_rows` rows), `grad` must hold the
+/// output rows' gradients and zeros on the patch rows; coefficient sums are added to
+/// `acc` (4 per parameter).
 pub fn backward(
     back: &Backward,
     act_rows: usize,
     coefs: &[[f32; 4]],
     (act, grad): (&[f32], &mut [f32]),
     acc: &mut [f64],
+    cells: usize,
     level: SimdLevel,
 ) {
     check_arena(act_rows, act);
@@ -419,10 +455,14 @@ pub fn backward(
     match level {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the level is only chosen when the CPU has these features.
-        SimdLevel::Avx512 => unsafe { x86::backward_avx512(instrs, coefs, act, grad, acc) },
+        SimdLevel::Avx512 => unsafe {
+            on_blocks!(cells, x86::backward_avx512, instrs, coefs, act, grad, acc)
+        },
         #[cfg(target_arch = "x86_64")]
-        SimdLevel::Avx2 => unsafe { x86::backward_avx2(instrs, coefs, act, grad, acc) },
-        _ => backward_impl::<Separate, EachTree>(instrs, coefs, act, grad, acc),
+        SimdLevel::Avx2 => unsafe {
+            on_blocks!(cells, x86::backward_avx2, instrs, coefs, act, grad, acc)
+        },
+        _ => on_blocks!(cells, backward_portable, instrs, coefs, act, grad, acc),
     }
 }
 

@@ -354,6 +354,84 @@ mod tests {
         Program::compile(model.spec(), model.perceive_wires(), model.update_wires())
     }
 
+    fn test_coefs(p: &Program) -> Vec<[f32; 4]> {
+        (0..p.n_params)
+            .map(|i| {
+                let f = |k: usize| ((i * 7 + k * 13) % 17) as f32 / 17.0 - 0.3;
+                [f(0), f(1), f(2), f(3)]
+            })
+            .collect()
+    }
+
+    /// The last chunk of a grid runs only the SIMD blocks holding cells: the same
+    /// values and coefficient sums as the whole chunk, where the padding cells have zero
+    /// patches and zero gradients, and the other lanes left untouched (NaN stays NaN).
+    #[test]
+    fn a_partial_chunk_matches_the_whole_chunk_on_its_blocks() {
+        let p = checkerboard_program();
+        let coefs = test_coefs(&p);
+        let (cells, blocks_end) = (20, 32);
+        let level = kernels::simd_level();
+        let patch = 9 * p.channels * CHUNK;
+        let (act_len, grad_len) = (p.gates.n_rows * CHUNK, p.backward.n_rows * CHUNK);
+        let (mut act_all, mut grad_all) = (vec![0f32; act_len], vec![0f32; grad_len]);
+        for (i, v) in act_all[..patch].iter_mut().enumerate() {
+            *v = if i % CHUNK < cells {
+                ((i * 31) % 11) as f32 / 10.0
+            } else {
+                0.0
+            };
+        }
+        for &r in &p.backward.out_rows {
+            for i in 0..cells {
+                grad_all[r as usize * CHUNK + i] = ((i * 17 + r as usize) % 7) as f32 - 3.0;
+            }
+        }
+        let mut act_part = act_all.clone();
+        let mut grad_part = grad_all.clone();
+        let untouched = |buf: &mut [f32], from: usize| {
+            for (i, v) in buf.iter_mut().enumerate() {
+                if i >= from && i % CHUNK >= blocks_end {
+                    *v = f32::NAN;
+                }
+            }
+        };
+        untouched(&mut act_part, patch);
+        untouched(&mut grad_part, patch);
+        let mut acc_all = vec![0f64; p.n_coefs()];
+        let mut acc_part = acc_all.clone();
+        kernels::forward(&p.gates, &coefs, &mut act_all, CHUNK, level);
+        kernels::forward(&p.gates, &coefs, &mut act_part, cells, level);
+        let rows = p.gates.n_rows;
+        let all = (&act_all[..], &mut grad_all[..]);
+        kernels::backward(&p.backward, rows, &coefs, all, &mut acc_all, CHUNK, level);
+        let part = (&act_part[..], &mut grad_part[..]);
+        kernels::backward(&p.backward, rows, &coefs, part, &mut acc_part, cells, level);
+
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&acc_all), bits(&acc_part));
+        for (buf_all, buf_part) in [(&act_all, &act_part), (&grad_all, &grad_part)] {
+            for (i, (a, b)) in buf_all.iter().zip(buf_part.iter()).enumerate() {
+                if i % CHUNK < blocks_end {
+                    assert_eq!(
+                        a.to_bits(),
+                        b.to_bits(),
+                        "lane {} of row {}",
+                        i % CHUNK,
+                        i / CHUNK
+                    );
+                } else if i >= patch {
+                    assert!(
+                        b.is_nan(),
+                        "lane {} of row {} written",
+                        i % CHUNK,
+                        i / CHUNK
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn rollout_rows_reused_and_results_identical() {
         let p = checkerboard_program();
@@ -362,20 +440,15 @@ mod tests {
             "{} rows",
             p.rollout.n_rows
         );
-        let coefs: Vec<[f32; 4]> = (0..p.n_coefs() / 4)
-            .map(|i| {
-                let f = |k: usize| ((i * 7 + k * 13) % 17) as f32 / 17.0 - 0.3;
-                [f(0), f(1), f(2), f(3)]
-            })
-            .collect();
+        let coefs = test_coefs(&p);
         let mut full = vec![0f32; p.gates.n_rows * CHUNK];
         let mut reused = vec![f32::NAN; p.rollout.n_rows * CHUNK];
         for (i, v) in full[..9 * p.channels * CHUNK].iter_mut().enumerate() {
             *v = ((i * 31) % 11) as f32 / 10.0;
         }
         reused[..9 * p.channels * CHUNK].copy_from_slice(&full[..9 * p.channels * CHUNK]);
-        kernels::forward(&p.gates, &coefs, &mut full, SimdLevel::Portable);
-        kernels::forward(&p.rollout, &coefs, &mut reused, SimdLevel::Portable);
+        kernels::forward(&p.gates, &coefs, &mut full, CHUNK, SimdLevel::Portable);
+        kernels::forward(&p.rollout, &coefs, &mut reused, CHUNK, SimdLevel::Portable);
         for (&f, &r) in p.gates.out_rows.iter().zip(&p.rollout.out_rows) {
             let (f, r) = (f as usize * CHUNK, r as usize * CHUNK);
             assert_eq!(full[f..f + CHUNK], reused[r..r + CHUNK]);
