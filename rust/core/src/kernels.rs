@@ -267,6 +267,23 @@ fn backward_gate_same_input<A: MulAdd, R: Reduce, const N: usize>(
     R::add_sums(sums, acc);
 }
 
+/// How many gates ahead the backward asks for its coefficients and sums. A layer's
+/// gates are sorted by input row, so their parameters come in a shuffled order, and
+/// after the forward pass has streamed a whole arena through the cache each `acc` and
+/// `coefs` entry missed (lizard: 300 -> 230 us of backward per chunk-step). Prefetching
+/// the input rows as well, or in the forward pass, measured no faster.
+const PREFETCH_AHEAD: usize = 4;
+
+/// Hints the CPU to load the cache line at `p` (no-op off x86).
+#[inline(always)]
+fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint; it never faults, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
+    };
+}
+
 #[inline(always)]
 fn backward_impl<A: MulAdd, R: Reduce, const N: usize>(
     instrs: &[BackInstr],
@@ -277,7 +294,11 @@ fn backward_impl<A: MulAdd, R: Reduce, const N: usize>(
 ) {
     let act = Rows(act.as_ptr() as *mut f32);
     let grad = Rows(grad.as_mut_ptr());
-    for ins in instrs {
+    for (i, ins) in instrs.iter().enumerate() {
+        if let Some(ahead) = instrs.get(i + PREFETCH_AHEAD) {
+            prefetch(acc.as_ptr().wrapping_add(ahead.coef as usize * 4) as *const u8);
+            prefetch(coefs.as_ptr().wrapping_add(ahead.coef as usize) as *const u8);
+        }
         let c = coefs[ins.coef as usize];
         let acc = &mut acc[ins.coef as usize * 4..][..4];
         // SAFETY: see `Rows`; `act` and `grad` are different buffers, and the gradient
