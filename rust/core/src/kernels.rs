@@ -282,6 +282,8 @@ fn prefetch(p: *const u8) {
     unsafe {
         std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
     };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 #[inline(always)]
