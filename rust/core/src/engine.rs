@@ -35,10 +35,79 @@ pub(crate) struct Layout {
     pub shape: GridShape,
     pub channels: usize,
     pub n_chunks: usize,
-    /// `nbr[e * n_pad + n]`: state address (channel 0) of patch entry `e` of cell `n`.
-    nbr: Vec<u32>,
-    /// `inv[e * n_pad + n]`: patch-gradient address of the cell that sees `n` as entry `e`.
-    inv: Vec<u32>,
+    /// State addresses (channel 0) of patch entry `e` of chunk `k`'s cells.
+    nbr: Runs,
+    /// Patch-gradient addresses of the cells that see chunk `k`'s cells as entry `e`.
+    inv: Runs,
+}
+
+/// Lanes `at..at + len` of a chunk's row take the `len` floats from address `src` on,
+/// or zeros where `src` is `ZERO` (cells outside a zero-padded grid, padding cells).
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    at: u8,
+    len: u8,
+    src: u32,
+}
+
+impl Run {
+    const ZERO: u32 = u32::MAX;
+}
+
+/// One address per (entry, cell), stored as runs of consecutive addresses: neighbours
+/// of consecutive cells are mostly consecutive, so a chunk's row is copied or summed a
+/// slice at a time instead of a lane at a time.
+struct Runs {
+    runs: Vec<Run>,
+    /// Runs of chunk `k`, entry `e`: `runs[start[9k + e]..start[9k + e + 1]]`.
+    start: Vec<usize>,
+}
+
+impl Runs {
+    /// From `addr[e * n_pad + n]`; `zero` is the address standing for a zero cell.
+    fn new(addr: &[u32], n_pad: usize, zero: u32) -> Runs {
+        let mut runs = Vec::new();
+        let mut start = vec![0];
+        for k in 0..n_pad / CHUNK {
+            for e in 0..9 {
+                let lanes = &addr[e * n_pad + k * CHUNK..][..CHUNK];
+                let src = |i: usize| {
+                    if lanes[i] == zero {
+                        Run::ZERO
+                    } else {
+                        lanes[i]
+                    }
+                };
+                let mut i = 0;
+                while i < CHUNK {
+                    let first = src(i);
+                    let mut len = 1;
+                    while i + len < CHUNK
+                        && src(i + len)
+                            == if first == Run::ZERO {
+                                first
+                            } else {
+                                first + len as u32
+                            }
+                    {
+                        len += 1;
+                    }
+                    runs.push(Run {
+                        at: i as u8,
+                        len: len as u8,
+                        src: first,
+                    });
+                    i += len;
+                }
+                start.push(runs.len());
+            }
+        }
+        Runs { runs, start }
+    }
+
+    fn get(&self, k: usize, e: usize) -> &[Run] {
+        &self.runs[self.start[9 * k + e]..self.start[9 * k + e + 1]]
+    }
 }
 
 impl Layout {
@@ -84,8 +153,8 @@ impl Layout {
             shape,
             channels,
             n_chunks,
-            nbr,
-            inv,
+            nbr: Runs::new(&nbr, n_pad, zero_state),
+            inv: Runs::new(&inv, n_pad, zero_gpatch),
         }
     }
 
@@ -115,14 +184,17 @@ impl Layout {
 
     /// Writes the 9 patch rows of every channel of chunk `k` into the arena.
     fn fill_patch(&self, state: &[f32], k: usize, act: &mut [f32]) {
-        let n_pad = self.n_pad();
         for e in 0..9 {
-            let nbr = &self.nbr[e * n_pad + k * CHUNK..][..CHUNK];
+            let runs = self.nbr.get(k, e);
             for c in 0..self.channels {
                 let row = &mut act[(c * 9 + e) * CHUNK..][..CHUNK];
                 let channel = &state[c * CHUNK..];
-                for (v, &at) in row.iter_mut().zip(nbr) {
-                    *v = channel[at as usize];
+                for run in runs {
+                    let dst = &mut row[run.at as usize..][..run.len as usize];
+                    match run.src {
+                        Run::ZERO => dst.fill(0.0),
+                        src => dst.copy_from_slice(&channel[src as usize..][..dst.len()]),
+                    }
                 }
             }
         }
@@ -479,19 +551,24 @@ impl Layout {
                 mask,
             } => (gpatch, grad_state, mask),
         };
-        let n_pad = self.n_pad();
         // Channel by channel, summing a row in registers: the nine patch-gradient rows of
         // a channel lie side by side, so the reads stream (entry by entry, they jumped
         // between channels and took twice as long for the lizard's 128 channels). Every
-        // cell still adds its nine terms in entry order, then the pass-through.
-        let invs: [&[u32]; 9] =
-            std::array::from_fn(|e| &self.inv[e * n_pad + k * CHUNK..][..CHUNK]);
+        // cell still adds its nine terms in entry order (zeros too: -0 + 0 is +0), then
+        // the pass-through.
         for (c, row) in g.chunks_exact_mut(CHUNK).enumerate() {
             let mut sum = [0f32; CHUNK];
-            for (e, inv) in invs.iter().enumerate() {
-                let src = &gpatch[(c * 9 + e) * CHUNK..];
-                for i in 0..CHUNK {
-                    sum[i] += src[inv[i] as usize];
+            for e in 0..9 {
+                let rows = &gpatch[(c * 9 + e) * CHUNK..];
+                for run in self.inv.get(k, e) {
+                    let dst = &mut sum[run.at as usize..][..run.len as usize];
+                    match run.src {
+                        Run::ZERO => dst.iter_mut().for_each(|v| *v += 0.0),
+                        src => {
+                            let src = &rows[src as usize..][..dst.len()];
+                            dst.iter_mut().zip(src).for_each(|(v, x)| *v += x);
+                        }
+                    }
                 }
             }
             row.copy_from_slice(&sum);
@@ -518,4 +595,37 @@ impl Layout {
 fn lock_arena(arenas: &[Mutex<Arena>]) -> std::sync::MutexGuard<'_, Arena> {
     let i = rayon::current_thread_index().unwrap_or(0) % arenas.len();
     arenas[i].lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Expanding the runs gives back every address, whatever mix of consecutive
+    /// addresses, jumps and zero cells a chunk holds.
+    #[test]
+    fn runs_expand_to_the_addresses() {
+        let (n_pad, zero) = (2 * CHUNK, 9999);
+        let addr: Vec<u32> = (0..9 * n_pad)
+            .map(|i| match i {
+                _ if (i * 7) % 11 == 0 || (40..60).contains(&(i % n_pad)) => zero,
+                _ if i % 13 == 0 => 5000 + 3 * i as u32,
+                _ => 100 + i as u32,
+            })
+            .collect();
+        let runs = Runs::new(&addr, n_pad, zero);
+        for k in 0..2 {
+            for e in 0..9 {
+                let mut expanded = Vec::new();
+                for run in runs.get(k, e) {
+                    assert_eq!(run.at as usize, expanded.len(), "runs tile the chunk");
+                    expanded.extend((0..run.len as u32).map(|j| match run.src {
+                        Run::ZERO => zero,
+                        src => src + j,
+                    }));
+                }
+                assert_eq!(expanded, addr[e * n_pad + k * CHUNK..][..CHUNK]);
+            }
+        }
+    }
 }
