@@ -1357,6 +1357,20 @@ pub fn simulate(
             bytes >> 20
         )));
     }
+    // One hand-over to the pool for the whole run: the steps' parallel loops then start
+    // on a worker instead of waking the pool from outside twice per step.
+    threads::pool().install(|| simulate_in_pool(circuit, x, shape, opts, out_bytes, frames))
+}
+
+fn simulate_in_pool(
+    circuit: &Circuit,
+    x: &[u8],
+    shape: GridShape,
+    opts: &SimOptions<'_>,
+    out_bytes: usize,
+    frames: usize,
+) -> Result<Vec<u8>> {
+    let (steps, frame_len) = (opts.steps, shape.cells() * circuit.channels);
     let mut sim = Simulator::new(circuit, shape, opts.periodic, opts.words)?;
     sim.load(x)?;
     sim.set_damage(opts.damage)?;
