@@ -81,17 +81,14 @@ impl Runs {
                 let mut i = 0;
                 while i < CHUNK {
                     let first = src(i);
-                    let mut len = 1;
-                    while i + len < CHUNK
-                        && src(i + len)
-                            == if first == Run::ZERO {
-                                first
-                            } else {
-                                first + len as u32
-                            }
-                    {
-                        len += 1;
-                    }
+                    // What lane `i + len` must read to extend the run (zeros stay zeros).
+                    let extends = |len: usize| match first {
+                        Run::ZERO => Run::ZERO,
+                        _ => first + len as u32,
+                    };
+                    let len = (1..CHUNK - i)
+                        .find(|&len| src(i + len) != extends(len))
+                        .unwrap_or(CHUNK - i);
                     runs.push(Run {
                         at: i as u8,
                         len: len as u8,
