@@ -128,6 +128,11 @@ fn checkerboard_spec() -> Spec {
     }
 }
 
+/// The elements of `v` that `pred` keeps.
+fn keep<T: Copy>(v: &[T], pred: impl Fn(&T) -> bool) -> Vec<T> {
+    v.iter().copied().filter(|x| pred(x)).collect()
+}
+
 /// The perception block of the checkerboard's compiled step on one chunk: the forward
 /// gates of the training pass (one row per activation) and the matching end of the
 /// backward list, picked out by their parameters (perception parameters come first).
@@ -139,23 +144,11 @@ fn perception_block(c: &mut Criterion) {
     let (_, update_offsets, _) = program::param_offsets(&spec);
     let is_perception = |coef: u32| (coef as usize) < update_offsets[0];
     let gates = Gates {
-        instrs: step
-            .gates
-            .instrs
-            .iter()
-            .copied()
-            .filter(|i| is_perception(i.coef))
-            .collect(),
+        instrs: keep(&step.gates.instrs, |i| is_perception(i.coef)),
         ..step.gates.clone()
     };
     let back = Backward {
-        instrs: step
-            .backward
-            .instrs
-            .iter()
-            .copied()
-            .filter(|i| is_perception(i.coef))
-            .collect(),
+        instrs: keep(&step.backward.instrs, |i| is_perception(i.coef)),
         ..step.backward.clone()
     };
     let n = gates.instrs.len();
@@ -183,15 +176,8 @@ fn perception_block(c: &mut Criterion) {
     let act_rows = step.gates.n_rows;
     group.bench_function(BenchmarkId::new("backward", &id), |b| {
         b.iter(|| {
-            kernels::backward(
-                &back,
-                act_rows,
-                &coefs,
-                (&act, &mut grad),
-                &mut acc,
-                CHUNK,
-                level,
-            )
+            let arenas = (&act[..], &mut grad[..]);
+            kernels::backward(&back, act_rows, &coefs, arenas, &mut acc, CHUNK, level)
         })
     });
     group.finish();

@@ -40,7 +40,7 @@ fn main() {
     let spec = Spec::from_json(if lizard { LIZARD } else { CHECKERBOARD }).unwrap();
     let model = Model::new(spec, 3).unwrap();
     let p = Program::compile(model.spec(), model.perceive_wires(), model.update_wires());
-    let coefs: Vec<[f32; 4]> = (0..p.n_coefs() / 4)
+    let coefs: Vec<[f32; 4]> = (0..p.n_params)
         .map(|i| std::array::from_fn(|k| ((i * 7 + k * 13) % 17) as f32 / 17.0 - 0.3))
         .collect();
     let level = kernels::simd_level();
@@ -77,19 +77,10 @@ fn main() {
         best_us(|| kernels::forward(&fwd_perceive, &coefs, &mut act, CHUNK, level)),
         best_us(|| kernels::forward(&fwd_update, &coefs, &mut act, CHUNK, level)),
     ];
-    let mut backward = |b: &Backward| {
-        best_us(|| {
-            kernels::backward(
-                b,
-                act_rows,
-                &coefs,
-                (&act, &mut grad),
-                &mut acc,
-                CHUNK,
-                level,
-            )
-        })
+    let run_backward = |b: &Backward, act: &[f32], grad: &mut [f32], acc: &mut [f64]| {
+        kernels::backward(b, act_rows, &coefs, (act, grad), acc, CHUNK, level)
     };
+    let mut backward = |b: &Backward| best_us(|| run_backward(b, &act, &mut grad, &mut acc));
     let bwd = [
         backward(&p.backward),
         backward(&bwd_perceive),
@@ -139,15 +130,7 @@ fn main() {
     row("backward", bwd, BACKWARD_OPS);
     let pair = best_us(|| {
         kernels::forward(&p.gates, &coefs, &mut act, CHUNK, level);
-        kernels::backward(
-            &p.backward,
-            act_rows,
-            &coefs,
-            (&act, &mut grad),
-            &mut acc,
-            CHUNK,
-            level,
-        );
+        run_backward(&p.backward, &act, &mut grad, &mut acc);
     });
     let total = rollout + pair;
     let ideal = (2.0 * FORWARD_OPS + BACKWARD_OPS) * (n * CHUNK) as f64 / peak * 1e6;
