@@ -21,6 +21,7 @@ from datetime import date
 from pathlib import Path
 
 import logicars
+from logicars.presets import NOTEBOOK_START
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -63,7 +64,7 @@ def main_table(summaries: dict[str, dict]) -> list[str]:
         zero = s["first_epoch_hard_zero"]
         paper = PAPER_ACTIVE_GATES.get(name)
         lines.append(
-            f"| `{name}` | {'nb23' if s.get('init') else s['seed']} | {s['epochs']} "
+            f"| `{name}` | {NOTEBOOK_START if s.get('init') else s['seed']} | {s['epochs']} "
             f"| {'never' if zero is None else zero} "
             f"| {s['final_hard_loss']:g} | {solved(s)} | {s['wall_seconds']:.0f} s "
             f"| {s['active_gates']} ({'–' if paper is None else paper}) |"

@@ -178,7 +178,7 @@ def _presets_arguments(p: argparse.ArgumentParser) -> None:
 
 def presets_table() -> str:
     """The presets as an aligned text table (what `logicars presets` prints)."""
-    from .presets import PRESETS
+    from .presets import NOTEBOOK_START, PRESETS
 
     header = (
         "name", "channels", "grid", "batch", "steps", "epochs", "seed", "gates", "gate-cells/epoch",
@@ -194,7 +194,7 @@ def presets_table() -> str:
                 str(p.batch),
                 steps,
                 str(p.epochs),
-                str(p.seed) if p.init is None else "nb23",
+                p.start(),
                 f"{p.gates():,}",
                 f"{p.gate_cell_evals_per_epoch():,}",
             )
@@ -207,7 +207,7 @@ def presets_table() -> str:
         lines.append("  ".join(cells).rstrip())
     if any(p.init is not None for p in PRESETS.values()):
         lines.append(
-            "nb23: starts from the reference notebook's own seed-23 wiring "
+            f"{NOTEBOOK_START}: starts from the reference notebook's own seed-23 wiring "
             "(logicars/data); --seed N draws this engine's wiring instead"
         )
     return "\n".join(lines)

@@ -33,6 +33,9 @@ from pathlib import Path
 
 from .spec import ModelSpec, PerceiveSpec, UpdateSpec
 
+# Label of a start from the reference notebook's own seed-23 wiring (the lizard's `init`).
+NOTEBOOK_START = "nb23"
+
 
 @dataclass(frozen=True)
 class Preset:
@@ -55,6 +58,11 @@ class Preset:
         if self.init is None:
             return None
         return Path(str(resources.files("logicars") / "data" / self.init))
+
+    def start(self) -> str:
+        """How a default run starts, for tables: the seed, or `NOTEBOOK_START` when it
+        starts from the notebook's wiring (`init`)."""
+        return str(self.seed) if self.init is None else NOTEBOOK_START
 
     def gates(self) -> int:
         """Number of gates with their own logits (perceive weights are shared by channels)."""
