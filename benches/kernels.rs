@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use logicars_core::aligned::AlignedVec;
 use logicars_core::kernels::{self, CHUNK};
 use logicars_core::program::{self, BackInstr, Backward, Gates, Instr, Program};
 use logicars_core::{Model, PerceiveSpec, Spec, UpdateSpec, Wiring};
@@ -59,6 +60,12 @@ fn layer(width: usize, rng: &mut ChaCha8Rng) -> (Gates, Backward) {
     (gates, back)
 }
 
+/// Uniform floats in a cache-aligned buffer, as the engine's arenas are.
+fn random_rows(len: usize, rng: &mut ChaCha8Rng) -> AlignedVec {
+    let values: Vec<f32> = (0..len).map(|_| rng.random()).collect();
+    AlignedVec::from_slice(&values)
+}
+
 fn gate_layer(c: &mut Criterion) {
     let level = kernels::simd_level();
     let mut rng = ChaCha8Rng::seed_from_u64(1);
@@ -71,8 +78,8 @@ fn gate_layer(c: &mut Criterion) {
         for cells in [CHUNK, 1024] {
             let chunks = cells / CHUNK;
             let rows = 2 * width * CHUNK;
-            let mut act: Vec<f32> = (0..chunks * rows).map(|_| rng.random()).collect();
-            let mut grad: Vec<f32> = (0..chunks * rows).map(|_| rng.random()).collect();
+            let mut act = random_rows(chunks * rows, &mut rng);
+            let mut grad = random_rows(chunks * rows, &mut rng);
             let mut acc = vec![0f64; 4 * width];
             group.throughput(Throughput::Elements((width * cells) as u64));
             let id = format!("{width}_gates_{cells}_cells");
@@ -162,10 +169,8 @@ fn perception_block(c: &mut Criterion) {
     let coefs: Vec<[f32; 4]> = (0..step.n_params)
         .map(|_| std::array::from_fn(|_| rng.random_range(-1.0..1.0)))
         .collect();
-    let mut act: Vec<f32> = (0..step.gates.n_rows * CHUNK)
-        .map(|_| rng.random())
-        .collect();
-    let mut grad: Vec<f32> = (0..back.n_rows * CHUNK).map(|_| rng.random()).collect();
+    let mut act = random_rows(step.gates.n_rows * CHUNK, &mut rng);
+    let mut grad = random_rows(back.n_rows * CHUNK, &mut rng);
     let mut acc = vec![0f64; step.n_coefs()];
     let mut group = c.benchmark_group(format!("perception_{}", level.name()));
     group.throughput(Throughput::Elements((n * CHUNK) as u64));

@@ -10,6 +10,7 @@
 
 use std::time::Instant;
 
+use logicars_core::aligned::AlignedVec;
 use logicars_core::kernels::{self, CHUNK};
 use logicars_core::peak;
 use logicars_core::program::{Backward, Gates, Program};
@@ -44,9 +45,11 @@ fn main() {
         .map(|i| std::array::from_fn(|k| ((i * 7 + k * 13) % 17) as f32 / 17.0 - 0.3))
         .collect();
     let level = kernels::simd_level();
-    let mut act = vec![0.5f32; p.gates.n_rows * CHUNK];
-    let mut rollout_act = vec![0.5f32; p.rollout.n_rows * CHUNK];
-    let mut grad = vec![0.1f32; p.backward.n_rows * CHUNK];
+    // Cache-aligned, as the engine's arenas are.
+    let filled = |len: usize, v: f32| AlignedVec::from_slice(&vec![v; len]);
+    let mut act = filled(p.gates.n_rows * CHUNK, 0.5);
+    let mut rollout_act = filled(p.rollout.n_rows * CHUNK, 0.5);
+    let mut grad = filled(p.backward.n_rows * CHUNK, 0.1);
     let mut acc = vec![0f64; p.n_coefs()];
 
     // Perception gates come first in the forward list, last in the backward list.

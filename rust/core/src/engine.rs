@@ -11,6 +11,7 @@ use std::sync::Mutex;
 
 use rayon::prelude::*;
 
+use crate::aligned::AlignedVec;
 use crate::error::{Error, Result};
 use crate::kernels::{self, CHUNK};
 use crate::program::Program;
@@ -200,8 +201,8 @@ impl Layout {
 
 /// Scratch rows of one thread: activations and their gradients.
 struct Arena {
-    act: Vec<f32>,
-    grad: Vec<f32>,
+    act: AlignedVec,
+    grad: AlignedVec,
 }
 
 /// Every buffer a rollout or a gradient needs, allocated once per grid shape.
@@ -209,13 +210,13 @@ pub(crate) struct Workspace {
     pub layout: Layout,
     steps: usize,
     /// `steps + 1` states, each `layout.state_len()` floats.
-    pub states: Vec<f32>,
+    pub states: AlignedVec,
     /// Update masks, `steps × n_pad` (1 = the cell updates); empty when synchronous.
     pub masks: Vec<f32>,
     /// Gradients w.r.t. a state, two buffers used in turn by `backward`'s steps.
-    grad_state: [Vec<f32>; 2],
+    grad_state: [AlignedVec; 2],
     /// Gradients w.r.t. every chunk's patch rows (plus a zero chunk), two buffers.
-    gpatch: [Vec<f32>; 2],
+    gpatch: [AlignedVec; 2],
     /// Coefficient-gradient sums, `n_chunks × n_coefs`, reduced in chunk order.
     acc: Vec<f64>,
     arenas: Vec<Mutex<Arena>>,
@@ -310,11 +311,11 @@ impl Workspace {
         let state_len = layout.state_len();
         let n_chunks = layout.n_chunks;
         let mut ws = Workspace {
-            states: vec![0.0; (steps + 1) * state_len],
+            states: AlignedVec::zeros((steps + 1) * state_len),
             masks: Vec::new(),
-            grad_state: [vec![0.0; state_len], vec![0.0; state_len]],
+            grad_state: std::array::from_fn(|_| AlignedVec::zeros(state_len)),
             gpatch: std::array::from_fn(|_| {
-                vec![0.0; (n_chunks + 1) * 9 * program.channels * CHUNK]
+                AlignedVec::zeros((n_chunks + 1) * 9 * program.channels * CHUNK)
             }),
             acc: vec![0.0; n_chunks * program.n_coefs()],
             arenas: Vec::new(),
@@ -335,8 +336,8 @@ impl Workspace {
         let (act_rows, grad_rows) = self.n_rows;
         while self.arenas.len() < threads {
             self.arenas.push(Mutex::new(Arena {
-                act: vec![0.0; act_rows * CHUNK],
-                grad: vec![0.0; grad_rows * CHUNK],
+                act: AlignedVec::zeros(act_rows * CHUNK),
+                grad: AlignedVec::zeros(grad_rows * CHUNK),
             }));
         }
     }

@@ -6,6 +6,7 @@
 //! that mix into 4 coefficients per gate so a gate costs 3 multiply-adds per cell
 //! forward, and back-propagates through every CA step (see DESIGN.md §3).
 
+pub mod aligned;
 pub mod bitsliced;
 mod engine;
 pub mod error;

@@ -22,6 +22,10 @@ const ITERATIONS: usize = 1 << 18;
 /// Measurements per call; each thread's best counts (other processes only ever slow
 /// it down).
 const ROUNDS: usize = 30;
+/// Pause between rounds, so the rounds span ~0.2 s: on a VM the host sometimes takes
+/// one vCPU for tens of milliseconds, and 30 back-to-back rounds fitted inside such a
+/// spell (a 2-thread peak of 61 G measured once against 118 G otherwise).
+const PAUSE: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// FMA lane-operations (`x·y + z` on one f32) per second summed over every thread of
 /// the engine's pool, with the instructions of `level` (the kernels' is
@@ -41,6 +45,7 @@ pub fn fma_lane_ops_per_s(level: SimdLevel) -> f64 {
         for (b, s) in best.iter_mut().zip(seconds) {
             *b = b.min(s);
         }
+        std::thread::sleep(PAUSE);
     }
     let ops = (CHAINS * LANES * ITERATIONS) as f64;
     best.iter().map(|s| ops / s).sum()
