@@ -1,4 +1,4 @@
-//! Float buffers that start on a cache line.
+//! Number buffers that start on a cache line.
 //!
 //! The kernels read and write 64-float rows with 512-bit (or 256-bit) loads and stores.
 //! A `Vec<f32>` is only 16-byte aligned, so every such access straddled two cache lines
@@ -7,53 +7,61 @@
 
 use std::ops::{Deref, DerefMut};
 
-/// Floats per 64-byte cache line.
-const LINE: usize = 16;
-
+/// One 64-byte cache line of zeros to start with.
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
-struct Line([f32; LINE]);
+struct Line([u8; 64]);
 
-/// A zero-initialised, fixed-length `f32` buffer whose first element is 64-byte aligned.
-/// It derefs to `[f32]`.
+/// Element types whose all-zero bit pattern is the value 0 and that any bytes may hold.
+pub trait Plain: Copy + 'static {}
+impl Plain for f32 {}
+impl Plain for f64 {}
+impl Plain for u64 {}
+
+/// A zero-initialised, fixed-length buffer whose first element is 64-byte aligned.
+/// It derefs to `[T]`.
 #[derive(Clone)]
-pub struct AlignedVec {
+pub struct AlignedVec<T: Plain = f32> {
     lines: Vec<Line>,
     len: usize,
+    _element: std::marker::PhantomData<T>,
 }
 
-impl AlignedVec {
-    pub fn zeros(len: usize) -> AlignedVec {
+impl<T: Plain> AlignedVec<T> {
+    pub fn zeros(len: usize) -> AlignedVec<T> {
+        let bytes = len * std::mem::size_of::<T>();
         AlignedVec {
-            lines: vec![Line([0.0; LINE]); len.div_ceil(LINE)],
+            lines: vec![Line([0; 64]); bytes.div_ceil(64)],
             len,
+            _element: std::marker::PhantomData,
         }
     }
 
-    pub fn from_slice(values: &[f32]) -> AlignedVec {
+    pub fn from_slice(values: &[T]) -> AlignedVec<T> {
         let mut v = AlignedVec::zeros(values.len());
         v.copy_from_slice(values);
         v
     }
 }
 
-impl Deref for AlignedVec {
-    type Target = [f32];
-    fn deref(&self) -> &[f32] {
-        // SAFETY: `Line` is `repr(C)` over `[f32; LINE]` with no padding (64 bytes, align
-        // 64), so the lines are `lines.len() * LINE >= len` contiguous initialised floats.
+impl<T: Plain> Deref for AlignedVec<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        // SAFETY: the lines are `len * size_of::<T>()` or more contiguous initialised
+        // bytes, aligned to 64 (enough for any `Plain` type), and every bit pattern is a
+        // valid `T`.
         unsafe { std::slice::from_raw_parts(self.lines.as_ptr().cast(), self.len) }
     }
 }
 
-impl DerefMut for AlignedVec {
-    fn deref_mut(&mut self) -> &mut [f32] {
+impl<T: Plain> DerefMut for AlignedVec<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
         // SAFETY: as in `deref`, borrowed mutably through `&mut self`.
         unsafe { std::slice::from_raw_parts_mut(self.lines.as_mut_ptr().cast(), self.len) }
     }
 }
 
-impl std::fmt::Debug for AlignedVec {
+impl<T: Plain + std::fmt::Debug> std::fmt::Debug for AlignedVec<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list().entries(self.iter()).finish()
     }
@@ -66,13 +74,15 @@ mod tests {
     #[test]
     fn starts_on_a_cache_line_and_holds_exactly_its_length() {
         for len in [0, 1, 15, 16, 17, 64 * 337] {
-            let mut v = AlignedVec::zeros(len);
+            let mut v: AlignedVec = AlignedVec::zeros(len);
             assert_eq!(v.as_ptr() as usize % 64, 0);
             assert_eq!(v.len(), len);
             assert!(v.iter().all(|&x| x == 0.0));
             v.iter_mut().enumerate().for_each(|(i, x)| *x = i as f32);
             let copy = AlignedVec::from_slice(&v);
             assert_eq!(&copy[..], &v[..]);
+            let sums = AlignedVec::<f64>::zeros(len);
+            assert_eq!((sums.as_ptr() as usize % 64, sums.len()), (0, len));
         }
     }
 }

@@ -41,6 +41,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
+use crate::aligned::AlignedVec;
 use crate::engine::GridShape;
 use crate::error::{shape_err, value_err, Error, Result};
 use crate::gates::{self, N_OPS};
@@ -586,30 +587,24 @@ fn eval<const L: usize>(circuit: &Circuit, arena: &mut [[u64; L]], level: SimdLe
     }
 }
 
-/// 64 bytes: the alignment of every arena (a cache line, one AVX-512 register).
-#[repr(C, align(64))]
-#[derive(Clone, Copy)]
-struct Line([u64; 8]);
-
-/// The scratch slots of one thread, 64-byte aligned.
+/// The scratch slots of one thread, 64-byte aligned (a cache line, one AVX-512 register).
 struct Arena {
-    lines: Vec<Line>,
+    words: AlignedVec<u64>,
 }
 
 impl Arena {
     fn new(n_slots: usize, words: usize) -> Arena {
         Arena {
-            lines: vec![Line([0; 8]); (n_slots.max(1) * words).div_ceil(8)],
+            words: AlignedVec::zeros(n_slots.max(1) * words),
         }
     }
 
     /// The arena as slots of `L` words.
     fn slots<const L: usize>(&mut self) -> &mut [[u64; L]] {
-        let n = self.lines.len() * 8 / L;
-        // SAFETY: `Line` is 8 `u64`s with no padding, so the buffer holds
-        // `lines.len() * 8` initialised, suitably aligned `u64`s, of which the `n`
-        // slots of `L` take no more; the borrow of `self` keeps it exclusive.
-        unsafe { std::slice::from_raw_parts_mut(self.lines.as_mut_ptr().cast::<[u64; L]>(), n) }
+        let n = self.words.len() / L;
+        // SAFETY: `n` slots of `L` words fit in the buffer's initialised, 64-byte aligned
+        // `u64`s; the borrow of `self` keeps them exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.words.as_mut_ptr().cast::<[u64; L]>(), n) }
     }
 }
 

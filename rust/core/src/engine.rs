@@ -218,7 +218,7 @@ pub(crate) struct Workspace {
     /// Gradients w.r.t. every chunk's patch rows (plus a zero chunk), two buffers.
     gpatch: [AlignedVec; 2],
     /// Coefficient-gradient sums, `n_chunks × n_coefs`, reduced in chunk order.
-    acc: Vec<f64>,
+    acc: AlignedVec<f64>,
     arenas: Vec<Mutex<Arena>>,
     /// Rows of the activation and the gradient arena.
     n_rows: (usize, usize),
@@ -317,7 +317,7 @@ impl Workspace {
             gpatch: std::array::from_fn(|_| {
                 AlignedVec::zeros((n_chunks + 1) * 9 * program.channels * CHUNK)
             }),
-            acc: vec![0.0; n_chunks * program.n_coefs()],
+            acc: AlignedVec::zeros(n_chunks * program.n_coefs()),
             arenas: Vec::new(),
             n_rows: (program.gates.n_rows, program.backward.n_rows),
             layout,
