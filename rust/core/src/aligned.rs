@@ -12,11 +12,19 @@ use std::ops::{Deref, DerefMut};
 #[repr(C, align(64))]
 struct Line([u8; 64]);
 
-/// Element types whose all-zero bit pattern is the value 0 and that any bytes may hold.
-pub trait Plain: Copy + 'static {}
+/// Element types whose all-zero bit pattern is the value 0 and that any bytes may hold
+/// (sealed: the unsafe casts below rely on it).
+pub trait Plain: sealed::Sealed + Copy + 'static {}
 impl Plain for f32 {}
 impl Plain for f64 {}
 impl Plain for u64 {}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for f64 {}
+    impl Sealed for u64 {}
+}
 
 /// A zero-initialised, fixed-length buffer whose first element is 64-byte aligned.
 /// It derefs to `[T]`.
@@ -29,7 +37,9 @@ pub struct AlignedVec<T: Plain = f32> {
 
 impl<T: Plain> AlignedVec<T> {
     pub fn zeros(len: usize) -> AlignedVec<T> {
-        let bytes = len * std::mem::size_of::<T>();
+        let bytes = len
+            .checked_mul(std::mem::size_of::<T>())
+            .expect("buffer size overflows usize");
         AlignedVec {
             lines: vec![Line([0; 64]); bytes.div_ceil(64)],
             len,
