@@ -198,6 +198,9 @@ fn forward_impl<A: MulAdd, const N: usize>(instrs: &[Instr], coefs: &[[f32; 4]],
 /// Lanes summed in one SIMD register's worth.
 const LANES: usize = 16;
 
+/// A gate's four coefficient sums on one chunk, lane by lane, before their reduction.
+type Sums = [[f32; LANES]; 4];
+
 /// Sum of 16 lanes by halving: a fixed order, and a short dependency chain.
 #[inline(always)]
 fn tree_sum(mut v: [f32; LANES]) -> f32 {
@@ -214,12 +217,11 @@ fn tree_sum(mut v: [f32; LANES]) -> f32 {
 /// Backward through one gate whose input rows differ: input gradients (stored or
 /// added), and the four sums `Σgy, Σgy·a, Σgy·b, Σgy·a·b` of its coefficient gradient.
 #[inline(always)]
-fn backward_gate<A: MulAdd, R: Reduce, const N: usize, const STORE_A: bool, const STORE_B: bool>(
+fn backward_gate<A: MulAdd, const N: usize, const STORE_A: bool, const STORE_B: bool>(
     c: [f32; 4],
     (a, b, gy): (&Row, &Row, &Row),
     (ga, gb): (&mut Row, &mut Row),
-    acc: &mut [f64],
-) {
+) -> Sums {
     let [_, c1, c2, c3] = c;
     let mut sums = [[0f32; LANES]; 4];
     for blk in 0..N / LANES {
@@ -237,18 +239,17 @@ fn backward_gate<A: MulAdd, R: Reduce, const N: usize, const STORE_A: bool, cons
             sums[3][l] = A::mul_add(g_a, bv, sums[3][l]);
         }
     }
-    R::add_sums(sums, acc);
+    sums
 }
 
 /// The same for a gate reading one row twice (possible with `random` wiring).
 #[inline(always)]
-fn backward_gate_same_input<A: MulAdd, R: Reduce, const N: usize>(
+fn backward_gate_same_input<A: MulAdd, const N: usize>(
     ins: &BackInstr,
     c: [f32; 4],
     (a, gy): (&Row, &Row),
     ga: &mut Row,
-    acc: &mut [f64],
-) {
+) -> Sums {
     let [_, c1, c2, c3] = c;
     let mut sums = [[0f32; LANES]; 4];
     for blk in 0..N / LANES {
@@ -264,7 +265,7 @@ fn backward_gate_same_input<A: MulAdd, R: Reduce, const N: usize>(
             sums[3][l] = A::mul_add(g_a, av, sums[3][l]);
         }
     }
-    R::add_sums(sums, acc);
+    sums
 }
 
 /// How many gates ahead the backward asks for its coefficients and sums. A layer's
@@ -296,30 +297,39 @@ fn backward_impl<A: MulAdd, R: Reduce, const N: usize>(
 ) {
     let act = Rows(act.as_ptr() as *mut f32);
     let grad = Rows(grad.as_mut_ptr());
+    // Each gate's sums are reduced after the next gate's loop is issued: the reduction is
+    // a long chain of dependent shuffles, and started right after its own gate it held
+    // the out-of-order window up. The sums still reach `acc` in gate order.
+    let mut pending: Option<(Sums, usize)> = None;
     for (i, ins) in instrs.iter().enumerate() {
         if let Some(ahead) = instrs.get(i + PREFETCH_AHEAD) {
             prefetch(acc.as_ptr().wrapping_add(ahead.coef as usize * 4) as *const u8);
             prefetch(coefs.as_ptr().wrapping_add(ahead.coef as usize) as *const u8);
         }
         let c = coefs[ins.coef as usize];
-        let acc = &mut acc[ins.coef as usize * 4..][..4];
         // SAFETY: see `Rows`; `act` and `grad` are different buffers, and the gradient
         // rows ga, gb (distinct in this branch) differ from gy (`program::backward_gates`).
-        unsafe {
+        let sums = unsafe {
             let (a, gy) = (act.get(ins.a), grad.get(ins.gy));
             if ins.a == ins.b {
-                backward_gate_same_input::<A, R, N>(ins, c, (a, gy), grad.get_mut(ins.ga), acc);
-                continue;
+                backward_gate_same_input::<A, N>(ins, c, (a, gy), grad.get_mut(ins.ga))
+            } else {
+                let rows = (a, act.get(ins.b), gy);
+                let g = (grad.get_mut(ins.ga), grad.get_mut(ins.gb));
+                match (ins.store_a, ins.store_b) {
+                    (true, true) => backward_gate::<A, N, true, true>(c, rows, g),
+                    (true, false) => backward_gate::<A, N, true, false>(c, rows, g),
+                    (false, true) => backward_gate::<A, N, false, true>(c, rows, g),
+                    (false, false) => backward_gate::<A, N, false, false>(c, rows, g),
+                }
             }
-            let rows = (a, act.get(ins.b), gy);
-            let g = (grad.get_mut(ins.ga), grad.get_mut(ins.gb));
-            match (ins.store_a, ins.store_b) {
-                (true, true) => backward_gate::<A, R, N, true, true>(c, rows, g, acc),
-                (true, false) => backward_gate::<A, R, N, true, false>(c, rows, g, acc),
-                (false, true) => backward_gate::<A, R, N, false, true>(c, rows, g, acc),
-                (false, false) => backward_gate::<A, R, N, false, false>(c, rows, g, acc),
-            }
+        };
+        if let Some((sums, at)) = pending.replace((sums, ins.coef as usize * 4)) {
+            R::add_sums(sums, &mut acc[at..at + 4]);
         }
+    }
+    if let Some((sums, at)) = pending {
+        R::add_sums(sums, &mut acc[at..at + 4]);
     }
 }
 
