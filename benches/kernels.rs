@@ -80,7 +80,7 @@ fn gate_layer(c: &mut Criterion) {
             let rows = 2 * width * CHUNK;
             let mut act = random_rows(chunks * rows, &mut rng);
             let mut grad = random_rows(chunks * rows, &mut rng);
-            let mut acc = vec![0f64; 4 * width];
+            let mut acc = AlignedVec::<f64>::zeros(4 * width);
             group.throughput(Throughput::Elements((width * cells) as u64));
             let id = format!("{width}_gates_{cells}_cells");
             group.bench_function(BenchmarkId::new("forward", &id), |b| {
@@ -171,7 +171,7 @@ fn perception_block(c: &mut Criterion) {
         .collect();
     let mut act = random_rows(step.gates.n_rows * CHUNK, &mut rng);
     let mut grad = random_rows(back.n_rows * CHUNK, &mut rng);
-    let mut acc = vec![0f64; step.n_coefs()];
+    let mut acc = AlignedVec::<f64>::zeros(step.n_coefs());
     let mut group = c.benchmark_group(format!("perception_{}", level.name()));
     group.throughput(Throughput::Elements((n * CHUNK) as u64));
     let id = format!("checkerboard_{n}_gates_{CHUNK}_cells");

@@ -50,7 +50,7 @@ fn main() {
     let mut act = filled(p.gates.n_rows * CHUNK, 0.5);
     let mut rollout_act = filled(p.rollout.n_rows * CHUNK, 0.5);
     let mut grad = filled(p.backward.n_rows * CHUNK, 0.1);
-    let mut acc = vec![0f64; p.n_coefs()];
+    let mut acc = AlignedVec::<f64>::zeros(p.n_coefs());
 
     // Perception gates come first in the forward list, last in the backward list.
     let s = model.spec();
