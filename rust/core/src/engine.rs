@@ -552,21 +552,16 @@ impl Layout {
         // Channel by channel, summing a row in registers: the nine patch-gradient rows of
         // a channel lie side by side, so the reads stream (entry by entry, they jumped
         // between channels and took twice as long for the lizard's 128 channels). Every
-        // cell still adds its nine terms in entry order (zeros too: -0 + 0 is +0), then
-        // the pass-through.
+        // cell adds its terms in entry order, then the pass-through. Zero runs add
+        // nothing: a sum that starts at +0 is never -0, so adding +0 leaves it as it is.
         for (c, row) in g.chunks_exact_mut(CHUNK).enumerate() {
             let mut sum = [0f32; CHUNK];
             for e in 0..9 {
                 let rows = &gpatch[(c * 9 + e) * CHUNK..];
-                for run in self.inv.get(k, e) {
+                for run in self.inv.get(k, e).iter().filter(|r| r.src != Run::ZERO) {
                     let dst = &mut sum[run.at as usize..][..run.len as usize];
-                    match run.src {
-                        Run::ZERO => dst.iter_mut().for_each(|v| *v += 0.0),
-                        src => {
-                            let src = &rows[src as usize..][..dst.len()];
-                            dst.iter_mut().zip(src).for_each(|(v, x)| *v += x);
-                        }
-                    }
+                    let src = &rows[run.src as usize..][..dst.len()];
+                    dst.iter_mut().zip(src).for_each(|(v, x)| *v += x);
                 }
             }
             row.copy_from_slice(&sum);
