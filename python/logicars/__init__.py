@@ -13,6 +13,7 @@ from ._core import build_info as _build_info
 from ._core import num_threads
 from ._core import set_num_threads as _set_num_threads
 from .analyze import analyze  # the function shadows the submodule attribute
+from .display import Animation, show
 from .model import MAX_THREADS, Model, check_int
 from .presets import PRESETS, Preset, get_preset
 from .spec import ModelSpec, PerceiveSpec, UpdateSpec
@@ -36,6 +37,7 @@ def build_info() -> dict[str, str]:
 
 __all__ = [
     "PRESETS",
+    "Animation",
     "Model",
     "ModelSpec",
     "PerceiveSpec",
@@ -48,5 +50,6 @@ __all__ = [
     "get_preset",
     "num_threads",
     "set_num_threads",
+    "show",
     "train",
 ]

@@ -1,0 +1,294 @@
+"""Rich display in Jupyter: models and runs as HTML, grids over time as inline animations.
+
+`Model`, `RunResult` (what `train` returns) and `LoadedRun` (`logicars.runs.load_run`)
+have a `_repr_html_` built here, and `show(frames)` turns a recorded rollout or
+`simulate` result into an animated GIF. Everything is inline: images are base64 `data:`
+URIs, there are no scripts and no external URLs, so the output shows offline and stays in
+a saved notebook.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Union
+
+import numpy as np
+
+from .errors import InvalidValueError, ShapeError
+
+if TYPE_CHECKING:
+    from .model import Model
+    from .train import EpochMetrics
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+# Animations hold at most this many frames by default (more are sampled evenly).
+MAX_FRAMES = 100
+
+_BOX = "font-size:13px;line-height:1.4;margin:2px 0"
+_TABLE = "border-collapse:collapse;margin:4px 0"
+_KEY = "text-align:left;padding:1px 12px 1px 0;vertical-align:top;font-weight:600"
+_VALUE = "text-align:left;padding:1px 0;vertical-align:top"
+
+
+# ---- models -------------------------------------------------------------------------
+
+
+def model_html(model: Model) -> str:
+    """The model as HTML: its spec, gate counts through pruning and the learned ops."""
+    from .analyze import gate_histograms
+
+    s = model.spec
+    r = model.prune_report()
+    ops = gate_histograms(model)
+    counts = {g: ops["perceive"][g] + ops["update"][g] for g in ops["perceive"]}
+    learned = ", ".join(f"{g} {n:,}" for g, n in sorted(counts.items(), key=lambda kv: -kv[1]) if n)
+    kinds = ", ".join(f"{k} {r[k]:,}" for k in ("and", "and_not", "or", "xor"))
+    updates = f"asynchronous, fire rate {s.fire_rate:g}" if s.is_async else "synchronous"
+    rows = [
+        ("channels", f"{s.channels} (loss on {_join(s.loss_channels)})"),
+        (
+            "perception",
+            f"{s.perceive.n_kernels} kernels over each channel's 3×3 patch, "
+            f"layers {_layers(s.perceive.layers)}",
+        ),
+        ("update", f"layers {_layers(s.update.layers)}"),
+        (
+            "steps",
+            f"{s.num_steps}, {updates}, {'periodic' if s.periodic else 'zero'} boundary",
+        ),
+        ("learning rate", f"{s.lr:g}"),
+        (
+            "gates",
+            f"{ops['gates']:,} learned ({r['gates']:,} evaluated per cell: perception per "
+            f"channel), {r['paper_active_gates']:,} active (not a pass-through; the "
+            "paper's count)",
+        ),
+        ("learned ops", learned),
+        (
+            "pruning",
+            f"{r['reachable_gates']:,} reach the next state → {r['folded_gates']:,} after "
+            f"folding constants, pass-throughs and NOTs → {r['merged_gates']:,} after "
+            f"merging duplicates → {r['pruned_gates']:,}",
+        ),
+        (
+            "pruned circuit",
+            f"{r['pruned_gates']:,} gates ({kinds}), depth {r['depth']}, "
+            f"{r['patch_inputs']} patch inputs",
+        ),
+    ]
+    return (
+        f'<div class="logicars-model" style="{_BOX}">'
+        f"<b>logicars.Model</b>{_table(rows)}</div>"
+    )
+
+
+# ---- runs ---------------------------------------------------------------------------
+
+
+def run_html(
+    model: Model,
+    directory: PathLike,
+    summary: dict[str, Any] | None,
+    metrics: Sequence[EpochMetrics],
+) -> str:
+    """A training run as HTML: what was trained, the losses, the held-out check of the
+    hard circuit, the loss curve, the run's rollout GIF and the model (`model_html`).
+
+    `summary` is the run's `summary.json` (None: only what `metrics` and the model say).
+    """
+    from .train import plot_losses
+
+    directory = Path(directory)
+    summary = summary or {}
+    name = str(summary.get("preset") or "model")
+    last = metrics[-1] if metrics else None
+    rows: list[tuple[str, str]] = [("directory", f"<code>{_esc(directory)}</code>")]
+    if "seed" in summary:
+        start = summary.get("init")
+        rows.append(
+            ("seed", _esc(summary["seed"]) + (f", started from {_esc(start)}" if start else ""))
+        )
+    if last is not None:
+        epochs = f"{last.epoch:,}"
+        if summary.get("target_epochs"):
+            epochs += f" of {summary['target_epochs']:,}"
+        if summary.get("early_stopped"):
+            epochs += f" (stopped early: hard loss 0 for {summary['early_stop']} epochs)"
+        elif summary.get("interrupted"):
+            epochs += " (interrupted; resume to train further)"
+        rows.append(("epochs", f"{epochs} in {last.elapsed_s:.1f} s"))
+        first_zero = next((m.epoch for m in metrics if m.hard_loss == 0), None)
+        rows.append(
+            (
+                "final loss",
+                f"soft {last.soft_loss:.4g}, hard {last.hard_loss:g} "
+                + (
+                    f"(hard loss first 0 at epoch {first_zero:,})"
+                    if first_zero is not None
+                    else "(hard loss never 0)"
+                ),
+            )
+        )
+    ev = summary.get("hard_eval")
+    if isinstance(ev, dict):
+        solved = ev["solved"] == ev["samples"]
+        rows.append(
+            (
+                "held-out check",
+                f"{'✔' if solved else '✘'} the hard circuit solves {ev['solved']:,} of "
+                f"{ev['samples']:,} inputs it was not trained on "
+                f"({ev['wrong_cells']:,} of {ev['cells']:,} cells wrong)",
+            )
+        )
+    figures = []
+    if metrics:
+        png = io.BytesIO()
+        plot_losses(list(metrics), png, title=name)
+        figures.append(_figure(_img("image/png", png.getvalue(), "loss curve", 360), "losses"))
+    gif = directory / "rollout.gif"
+    if gif.is_file():
+        figures.append(
+            _figure(_img("image/gif", gif.read_bytes(), "rollout"), "hard rollout")
+        )
+    return (
+        f'<div class="logicars-run" style="{_BOX}">'
+        f"<b>logicars run: {_esc(name)}</b>{_table(rows)}"
+        f'<div style="display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start">'
+        f"{''.join(figures)}</div>"
+        f"<details><summary>model: spec and gates</summary>{model_html(model)}</details>"
+        "</div>"
+    )
+
+
+# ---- animations ---------------------------------------------------------------------
+
+
+class Animation:
+    """Grids over time as an animated GIF that Jupyter shows inline (made by `show`)."""
+
+    def __init__(self, gif: bytes, frames: int, height: int, width: int, caption: str) -> None:
+        self.gif = gif
+        self.frames = frames
+        self.height = height
+        self.width = width
+        self.caption = caption
+
+    def save(self, path: PathLike) -> None:
+        """Writes the GIF file."""
+        Path(path).write_bytes(self.gif)
+
+    def _repr_html_(self) -> str:
+        img = _img("image/gif", self.gif, "animation")
+        return f'<div class="logicars-animation" style="{_BOX}">{_figure(img, self.caption)}</div>'
+
+    def __repr__(self) -> str:
+        return f"Animation({self.caption})"
+
+
+def show(
+    frames: Any,
+    channels: Sequence[int] | None = None,
+    board: int = 0,
+    max_frames: int = MAX_FRAMES,
+) -> Animation:
+    """Grids over time as an inline animation, e.g. `show(model.simulate(x, 60,
+    record=True))` or `show(model.rollout(x, hard=True, record=True))`.
+
+    Args:
+        frames: `(T, B, H, W, C)` (board `board` is shown), `(T, H, W, C)` or `(T, H, W)`
+            of 0/1 (soft values in [0, 1] show as grey levels).
+        channels: one channel as grayscale or three as RGB (default: channel 0; e.g.
+            `model.spec.loss_channels`).
+        board: which board of a batch to show.
+        max_frames: longer sequences are sampled evenly (first and last frame kept).
+    """
+    from .model import check_int
+    from .train import write_frames_gif
+
+    arr = np.asarray(frames)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"frames: expected a numeric array, got dtype {arr.dtype}")
+    if arr.ndim == 5:
+        board = check_int("board", board, 0, arr.shape[1] - 1)
+        arr = arr[:, board]
+    elif arr.ndim == 3:
+        arr = arr[..., None]
+    elif arr.ndim != 4:
+        raise ShapeError(
+            f"frames: expected shape (T, B, H, W, C), (T, H, W, C) or (T, H, W), got {arr.shape}"
+        )
+    if 0 in arr.shape:
+        raise ShapeError(f"frames: no grid to show in shape {arr.shape}")
+    chosen = [0] if channels is None else [int(c) for c in channels]
+    if len(chosen) not in (1, 3) or not all(0 <= c < arr.shape[-1] for c in chosen):
+        raise InvalidValueError(
+            f"channels: expected one or three channels below {arr.shape[-1]}, got {chosen}"
+        )
+    max_frames = check_int("max_frames", max_frames, 2)
+    total = arr.shape[0]
+    if total > max_frames:
+        arr = arr[np.unique(np.linspace(0, total - 1, max_frames).round().astype(int))]
+    buf = io.BytesIO()
+    write_frames_gif(arr.astype(np.float32), chosen, buf)
+    h, w = arr.shape[1], arr.shape[2]
+    what = "RGB of channels " + _join(chosen) if len(chosen) == 3 else f"channel {chosen[0]}"
+    sampled = f" (sampled from {total})" if len(arr) < total else ""
+    caption = f"{len(arr)} frames{sampled}, {h}×{w}, {what}"
+    return Animation(buf.getvalue(), len(arr), h, w, caption)
+
+
+# ---- HTML pieces --------------------------------------------------------------------
+
+
+def _esc(value: object) -> str:
+    return html.escape(str(value))
+
+
+def _table(rows: list[tuple[str, str]]) -> str:
+    """Key/value rows; keys are escaped here, values are HTML already."""
+    body = "".join(
+        f'<tr><th style="{_KEY}">{_esc(k)}</th><td style="{_VALUE}">{v}</td></tr>'
+        for k, v in rows
+    )
+    return f'<table style="{_TABLE}">{body}</table>'
+
+
+def _img(mime: str, data: bytes, alt: str, width: int | None = None) -> str:
+    size = f' width="{width}"' if width else ""
+    # Pixelated: grid cells stay sharp squares if the browser scales the image.
+    style = "" if mime == "image/png" else ' style="image-rendering:pixelated"'
+    return (
+        f'<img src="data:{mime};base64,{base64.b64encode(data).decode("ascii")}" '
+        f'alt="{_esc(alt)}"{size}{style}>'
+    )
+
+
+def _figure(img: str, caption: str) -> str:
+    return (
+        f'<figure style="margin:0">{img}'
+        f'<figcaption style="font-size:12px;opacity:0.75">{_esc(caption)}</figcaption></figure>'
+    )
+
+
+def _join(values: Sequence[int]) -> str:
+    return ", ".join(str(v) for v in values)
+
+
+def _layers(layers: Sequence[int]) -> str:
+    """Layer widths with repeats folded: `264, 256×10, 128`."""
+    parts: list[str] = []
+    i = 0
+    while i < len(layers):
+        j = i
+        while j + 1 < len(layers) and layers[j + 1] == layers[i]:
+            j += 1
+        run = j - i + 1
+        parts.append(f"{layers[i]}×{run}" if run > 2 else ", ".join([str(layers[i])] * run))
+        i = j + 1
+    return ", ".join(parts)
