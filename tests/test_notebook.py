@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO
 
 NOTEBOOK = REPO / "examples" / "tutorial.ipynb"

@@ -82,10 +82,7 @@ def model_html(model: Model) -> str:
             f"{r['patch_inputs']} patch inputs",
         ),
     ]
-    return (
-        f'<div class="logicars-model" style="{_BOX}">'
-        f"<b>logicars.Model</b>{_table(rows)}</div>"
-    )
+    return f'<div class="logicars-model" style="{_BOX}"><b>logicars.Model</b>{_table(rows)}</div>'
 
 
 # ---- runs ---------------------------------------------------------------------------
@@ -153,9 +150,7 @@ def run_html(
         figures.append(_figure(_img("image/png", png.getvalue(), "loss curve", 360), "losses"))
     gif = directory / "rollout.gif"
     if gif.is_file():
-        figures.append(
-            _figure(_img("image/gif", gif.read_bytes(), "rollout"), "hard rollout")
-        )
+        figures.append(_figure(_img("image/gif", gif.read_bytes(), "rollout"), "hard rollout"))
     return (
         f'<div class="logicars-run" style="{_BOX}">'
         f"<b>logicars run: {_esc(name)}</b>{_table(rows)}"
@@ -253,8 +248,7 @@ def _esc(value: object) -> str:
 def _table(rows: list[tuple[str, str]]) -> str:
     """Key/value rows; keys are escaped here, values are HTML already."""
     body = "".join(
-        f'<tr><th style="{_KEY}">{_esc(k)}</th><td style="{_VALUE}">{v}</td></tr>'
-        for k, v in rows
+        f'<tr><th style="{_KEY}">{_esc(k)}</th><td style="{_VALUE}">{v}</td></tr>' for k, v in rows
     )
     return f'<table style="{_TABLE}">{body}</table>'
 

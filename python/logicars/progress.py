@@ -21,10 +21,11 @@ def progress_bar(**kwargs: Any) -> Any:
     """A tqdm bar (notebook or text) with the policy above; `kwargs` go to tqdm and win
     over the defaults chosen here."""
     from tqdm.auto import tqdm
+    from tqdm.autonotebook import tqdm as front_end  # imported (quietly) by tqdm.auto
     from tqdm.std import tqdm as text_tqdm
 
     file = kwargs.setdefault("file", sys.stderr)
-    if tqdm is text_tqdm:  # not in a notebook
+    if front_end is text_tqdm:  # not in a notebook
         if _is_terminal(file):
             kwargs.setdefault("dynamic_ncols", True)
         else:
