@@ -56,7 +56,7 @@ def test_fresh_model_html_shows_its_spec_and_no_logic() -> None:
     assert "16 kernels" in html and "layers 9, 8, 4, 2" in html
     assert "layers 264, 256×10, 128, 64, 32, 16, 8, 8" in html  # repeats folded
     assert "20, synchronous, zero boundary" in html
-    assert "learning rate</th><td" in html and ">0.05<" in html
+    assert "learning rate 0.05, relaxation softmax" in html
     # Every gate starts as a pass-through of its first input: no logic yet.
     gates = logicars.get_preset("checkerboard").gates()
     assert f"{gates:,} learned" in html and "0 active" in html
@@ -98,6 +98,16 @@ def test_run_html_has_losses_held_out_check_and_plots(gol_run: logicars.RunResul
     assert len(loaded.metrics) == 300 and loaded.summary == s
     assert loaded._repr_html_() == html
     assert "epochs=300" in repr(loaded) and "epochs=300" in repr(gol_run)
+
+
+def test_run_html_names_the_relaxation(tmp_path: Path) -> None:
+    run = logicars.train(
+        "gol", epochs=20, out=tmp_path / "run", relax="gumbel-st", tau=0.5, quiet=True
+    )
+    html = run._repr_html_()
+    assert html.count("learning rate 0.05, relaxation gumbel-st(tau=0.5)") == 2  # run, model
+    # Loaded from the checkpoint the spec names the engine's defaults too (noise, warmup).
+    assert load_run(run.run_dir)._repr_html_().count("relaxation gumbel-st(tau=0.5") == 2
 
 
 def test_run_html_without_summary_or_metrics(gol_run: logicars.RunResult, tmp_path: Path) -> None:

@@ -62,7 +62,7 @@ def model_html(model: Model) -> str:
             "steps",
             f"{s.num_steps}, {updates}, {'periodic' if s.periodic else 'zero'} boundary",
         ),
-        ("learning rate", f"{s.lr:g}"),
+        ("training", f"learning rate {s.lr:g}, relaxation {s.relax.label()}"),
         (
             "gates",
             f"{ops['gates']:,} learned ({r['gates']:,} evaluated per cell: perception per "
@@ -132,6 +132,8 @@ def run_html(
                 ),
             )
         )
+    spec = model.spec
+    rows.append(("training", f"learning rate {spec.lr:g}, relaxation {spec.relax.label()}"))
     ev = summary.get("hard_eval")
     if isinstance(ev, dict):
         solved = ev["solved"] == ev["samples"]
