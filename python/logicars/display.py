@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import itertools
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -152,7 +153,9 @@ def run_html(
         figures.append(_figure(_img("image/png", png.getvalue(), "loss curve", 360), "losses"))
     gif = directory / "rollout.gif"
     if gif.is_file():
-        figures.append(_figure(_img("image/gif", gif.read_bytes(), "rollout"), "hard rollout"))
+        figures.append(
+            _figure(_img("image/gif", gif.read_bytes(), "rollout", grid=True), "hard rollout")
+        )
     return (
         f'<div class="logicars-run" style="{_BOX}">'
         f"<b>logicars run: {_esc(name)}</b>{_table(rows)}"
@@ -181,7 +184,7 @@ class Animation:
         Path(path).write_bytes(self.gif)
 
     def _repr_html_(self) -> str:
-        img = _img("image/gif", self.gif, "animation")
+        img = _img("image/gif", self.gif, "animation", grid=True)
         return f'<div class="logicars-animation" style="{_BOX}">{_figure(img, self.caption)}</div>'
 
     def __repr__(self) -> str:
@@ -255,10 +258,10 @@ def _table(rows: list[tuple[str, str]]) -> str:
     return f'<table style="{_TABLE}">{body}</table>'
 
 
-def _img(mime: str, data: bytes, alt: str, width: int | None = None) -> str:
+def _img(mime: str, data: bytes, alt: str, width: int | None = None, grid: bool = False) -> str:
     size = f' width="{width}"' if width else ""
-    # Pixelated: grid cells stay sharp squares if the browser scales the image.
-    style = "" if mime == "image/png" else ' style="image-rendering:pixelated"'
+    # A grid's cells stay sharp squares if the browser scales the image.
+    style = ' style="image-rendering:pixelated"' if grid else ""
     return (
         f'<img src="data:{mime};base64,{base64.b64encode(data).decode("ascii")}" '
         f'alt="{_esc(alt)}"{size}{style}>'
@@ -277,14 +280,9 @@ def _join(values: Sequence[int]) -> str:
 
 
 def _layers(layers: Sequence[int]) -> str:
-    """Layer widths with repeats folded: `264, 256×10, 128`."""
-    parts: list[str] = []
-    i = 0
-    while i < len(layers):
-        j = i
-        while j + 1 < len(layers) and layers[j + 1] == layers[i]:
-            j += 1
-        run = j - i + 1
-        parts.append(f"{layers[i]}×{run}" if run > 2 else ", ".join([str(layers[i])] * run))
-        i = j + 1
+    """Layer widths with runs of three or more folded: `264, 256×10, 128`."""
+    parts = []
+    for width, group in itertools.groupby(layers):
+        n = len(list(group))
+        parts.append(f"{width}×{n}" if n > 2 else ", ".join([str(width)] * n))
     return ", ".join(parts)
