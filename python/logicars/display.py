@@ -33,7 +33,9 @@ MAX_FRAMES = 100
 
 _BOX = "font-size:13px;line-height:1.4;margin:2px 0"
 _TABLE = "border-collapse:collapse;margin:4px 0"
-_KEY = "text-align:left;padding:1px 12px 1px 0;vertical-align:top;font-weight:600"
+_KEY = (
+    "text-align:left;padding:1px 12px 1px 0;vertical-align:top;font-weight:600;white-space:nowrap"
+)
 _VALUE = "text-align:left;padding:1px 0;vertical-align:top"
 
 
@@ -150,7 +152,7 @@ def run_html(
     if metrics:
         png = io.BytesIO()
         plot_losses(list(metrics), png, title=name)
-        figures.append(_figure(_img("image/png", png.getvalue(), "loss curve", 360), "losses"))
+        figures.append(_figure(_img("image/png", png.getvalue(), "loss curve", 440), "losses"))
     gif = directory / "rollout.gif"
     if gif.is_file():
         figures.append(
