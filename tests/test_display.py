@@ -42,9 +42,11 @@ def images(html: str) -> list[tuple[str, Image.Image]]:
 
 @pytest.fixture(scope="module")
 def gol_run(tmp_path_factory: pytest.TempPathFactory) -> logicars.RunResult:
-    """A short Game of Life run: a few hundred epochs leave some gates active."""
+    """The Game of Life on its defaults: it stops once solved (about 1000 epochs, seconds)."""
     out = tmp_path_factory.mktemp("display") / "gol"
-    return logicars.train("gol", epochs=300, out=out, threads=1, quiet=True)
+    run = logicars.train("gol", out=out, threads=1, quiet=True)
+    assert run.summary["solved_epoch"] == len(run.metrics) < 3000
+    return run
 
 
 def test_fresh_model_html_shows_its_spec_and_no_logic() -> None:
@@ -85,9 +87,12 @@ def test_run_html_has_losses_held_out_check_and_plots(gol_run: logicars.RunResul
     assert 'class="logicars-run"' in html and "logicars run: gol" in html
     assert f"<code>{gol_run.run_dir}</code>" in html
     assert ">2<" in html  # the preset's seed
-    assert f"300 of 300 in {last.elapsed_s:.1f} s" in html
-    assert f"soft {last.soft_loss:.4g}, hard {last.hard_loss:g}" in html
-    assert f"solves {ev['solved']:,} of 512 inputs" in html
+    epochs = len(gol_run.metrics)
+    assert f"{epochs:,} of 3,000 (stopped: the hard circuit passed the validation check)" in html
+    assert f"in {last.elapsed_s:.1f} s" in html
+    assert f"soft {last.soft_loss:.4g}, hard 0 (hard loss first 0 at epoch " in html
+    assert f"validation check at epoch {epochs:,} ({s['solved_seconds']:.1f} s)" in html
+    assert f"✔ the hard circuit solves {ev['solved']:,} of 512 inputs" in html
     assert f"{ev['wrong_cells']:,} of {ev['cells']:,} cells wrong" in html
     kinds = [(mime, img.format) for mime, img in images(html)]
     assert kinds == [("image/png", "PNG"), ("image/gif", "GIF")]  # loss curve, rollout
@@ -95,9 +100,9 @@ def test_run_html_has_losses_held_out_check_and_plots(gol_run: logicars.RunResul
     assert external_urls(html) == []
     # The run as loaded from its directory shows the same.
     loaded = load_run(gol_run.run_dir)
-    assert len(loaded.metrics) == 300 and loaded.summary == s
+    assert len(loaded.metrics) == epochs and loaded.summary == s
     assert loaded._repr_html_() == html
-    assert "epochs=300" in repr(loaded) and "epochs=300" in repr(gol_run)
+    assert f"epochs={epochs}" in repr(loaded) and f"epochs={epochs}" in repr(gol_run)
 
 
 def test_run_html_names_the_relaxation(tmp_path: Path) -> None:
@@ -116,11 +121,12 @@ def test_run_html_without_summary_or_metrics(gol_run: logicars.RunResult, tmp_pa
     run.mkdir()
     for name in ("model.safetensors", "metrics.csv"):
         (run / name).write_bytes((gol_run.run_dir / name).read_bytes())
-    (run / "summary.json").write_text(json.dumps({**gol_run.summary, "epochs": 200}))
+    epochs = len(gol_run.metrics)
+    (run / "summary.json").write_text(json.dumps({**gol_run.summary, "epochs": epochs - 1}))
     stale = load_run(run)
-    assert stale.summary is None and len(stale.metrics) == 300
+    assert stale.summary is None and len(stale.metrics) == epochs
     html = stale._repr_html_()
-    assert "300 in" in html and "held-out" not in html
+    assert f"{epochs:,} in" in html and "held-out" not in html and "solved" not in html
     assert [mime for mime, _ in images(html)] == ["image/png"]
     # Parameters alone (.npz): the model, no losses.
     gol_run.model.to_npz(tmp_path / "gol.npz")

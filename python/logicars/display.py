@@ -118,7 +118,10 @@ def run_html(
         epochs = f"{last.epoch:,}"
         if summary.get("target_epochs"):
             epochs += f" of {summary['target_epochs']:,}"
-        if summary.get("early_stopped"):
+        solved_at = summary.get("solved_epoch")
+        if summary.get("early_stopped") and solved_at == last.epoch:
+            epochs += " (stopped: the hard circuit passed the validation check)"
+        elif summary.get("early_stopped"):
             epochs += f" (stopped early: hard loss 0 for {summary['early_stop']} epochs)"
         elif summary.get("interrupted"):
             epochs += " (interrupted; resume to train further)"
@@ -135,6 +138,14 @@ def run_html(
                 ),
             )
         )
+        if solved_at is not None:
+            rows.append(
+                (
+                    "solved",
+                    f"the hard circuit passed the validation check at epoch {solved_at:,} "
+                    f"({summary['solved_seconds']:.1f} s)",
+                )
+            )
     spec = model.spec
     rows.append(("training", f"learning rate {spec.lr:g}, relaxation {spec.relax.label()}"))
     ev = summary.get("hard_eval")
