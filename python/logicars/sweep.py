@@ -654,17 +654,19 @@ def plot_sweep(rows: list[dict[str, Any]], cells: list[dict[str, Any]], path: Pa
     from matplotlib.figure import Figure
 
     labels = [_cell_label(c["options"], _varying_keys(cells)) for c in cells]
-    fig = Figure(figsize=(max(7.0, 2 + 0.9 * len(cells)), 4.5), dpi=100)
+    fig = Figure(figsize=(10, 1.5 + 0.45 * len(cells)), dpi=100)
     FigureCanvasAgg(fig)
-    left, right = fig.subplots(1, 2)
-    ys = range(len(cells))
-    left.barh(list(ys), [100 * (c["success_rate"] or 0) for c in cells], color="tab:green")
-    left.set_yticks(list(ys), labels)
+    left, right = fig.subplots(1, 2, sharey=True)
+    ys = list(range(len(cells)))
+    rates = [100 * (c["success_rate"] or 0) for c in cells]
+    left.barh(ys, rates, height=0.6, color="tab:green")
+    left.set_yticks(ys, labels)
     left.invert_yaxis()
-    left.set_xlim(0, 100)
+    left.set_xlim(0, 115)
+    left.set_xticks(range(0, 101, 20))
     left.set_xlabel("runs that solve every held-out input (%)")
-    for y, c in zip(ys, cells):
-        left.text(1, y, f"{c['solved']}/{c['runs']}", va="center")
+    for y, rate, c in zip(ys, rates, cells):
+        left.text(rate + 1.5, y, f"{c['solved']}/{c['runs']}", va="center", fontsize="small")
     index = {json.dumps(c["options"]): i for i, c in enumerate(cells)}
     for solved, color, label in (
         (True, "tab:green", "solved"),
@@ -679,8 +681,6 @@ def plot_sweep(rows: list[dict[str, Any]], cells: list[dict[str, Any]], path: Pa
         ]
         if pts:
             right.scatter(*zip(*pts), color=color, label=label, s=18, alpha=0.8)
-    right.set_yticks(list(ys), [""] * len(cells))
-    right.set_ylim(left.get_ylim())
     right.set_xlabel("first epoch with hard loss 0")
     right.grid(True, axis="x", alpha=0.3)
     if right.collections:
