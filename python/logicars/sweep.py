@@ -830,9 +830,11 @@ class _RayExecutor:
         self._ray = ray
         self._started = not ray.is_initialized()
         if self._started:
-            kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
-            if address == "local" and workers is not None:
-                kwargs["num_cpus"] = workers * threads
+            kwargs: dict[str, Any] = {"log_to_driver": False}
+            if address == "local":
+                kwargs["include_dashboard"] = False
+                if workers is not None:
+                    kwargs["num_cpus"] = workers * threads
             ray.init(address=address, **kwargs)
         cpus = int(ray.cluster_resources().get("CPU", 1))
         self.slots = workers if workers is not None else max(1, cpus // threads)
