@@ -46,7 +46,7 @@ from .errors import CheckpointError, InvalidValueError
 from .evaluate import evaluate
 from .model import MAX_SEED, MAX_THREADS, Model, check_int
 from .presets import Preset, get_preset
-from .spec import ModelSpec
+from .spec import ModelSpec, Relaxation
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -91,17 +91,13 @@ class RunResult:
 
 
 def active_gates(model: Model) -> int:
-    """Gates whose hard op (argmax of the logits) is real logic, not pass-through A or B.
+    """Gates whose hard op (most likely op) is real logic, not pass-through A or B.
 
     Counted as the paper does: every perception gate once per kernel (kernel weights are
     shared by all channels, so a channel does not add gates) plus every update gate.
     """
-    count = 0
-    for name, logits in model.params().items():
-        if name.startswith(("perceive_logits_", "update_logits_")):
-            ops = np.argmax(logits, axis=-1)
-            count += int(np.count_nonzero(~np.isin(ops, PASS_THROUGH_OPS)))
-    return count
+    ops = model.hard_ops().values()
+    return sum(int(np.count_nonzero(~np.isin(o, PASS_THROUGH_OPS))) for o in ops)
 
 
 # ---- argument checks ------------------------------------------------------------------
@@ -271,6 +267,23 @@ class _State:
             ) from None
 
 
+def _relaxation(
+    preset: Preset, relax: str | Relaxation | None, options: dict[str, Any]
+) -> Relaxation:
+    """`relax` (default: the preset's) with the `options` (tau, noise, warmup) that are
+    given. A mode named by string starts from the engine's defaults, not the preset's
+    parameters; the engine checks that the mode takes them and their ranges."""
+    if isinstance(relax, Relaxation):
+        base = relax
+    elif relax is None:
+        base = preset.spec.relax
+    elif isinstance(relax, str):
+        base = Relaxation(mode=relax)
+    else:
+        raise TypeError(f"relax must be a mode name or a Relaxation, got {type(relax).__name__}")
+    return dataclasses.replace(base, **{k: v for k, v in options.items() if v is not None})
+
+
 def _checkpoint_path(resume: PathLike) -> Path:
     path = Path(resume)
     return path / CHECKPOINT_NAME if path.is_dir() else path
@@ -303,7 +316,8 @@ def _initial_model(path: PathLike, preset: Preset, seed: int) -> Model:
     (the learning rate excepted, which the preset or `lr` sets); `seed` seeds the async
     mask stream as `Model(spec, seed)` would."""
     loaded = Model.from_npz(path)
-    have, want = loaded.spec.replace(lr=preset.spec.lr).to_dict(), preset.spec.to_dict()
+    common = {"lr": preset.spec.lr, "relax": preset.spec.relax}
+    have, want = loaded.spec.replace(**common).to_dict(), preset.spec.to_dict()
     if have != want:
         diff = ", ".join(
             f"{k} {have.get(k)!r} (preset: {want.get(k)!r})"
@@ -376,6 +390,10 @@ def train(
     early_stop: int | None = None,
     checkpoint_every: int | None = DEFAULT_CHECKPOINT_EVERY,
     init: PathLike | None = None,
+    relax: str | Relaxation | None = None,
+    tau: float | None = None,
+    noise: float | None = None,
+    warmup: int | None = None,
 ) -> RunResult:
     """Trains `preset` (a name from `PRESETS` or a `Preset`) and writes a run directory.
 
@@ -386,6 +404,11 @@ def train(
     - `seed`: fixes wiring, data and async masks (default: the preset's `seed`, see
       `logicars.presets`; a resumed run keeps its own seed).
     - `lr`: overrides the preset's learning rate.
+    - `relax`: the training relaxation (a mode of `logicars.spec.RELAX_MODES`, or a
+      `Relaxation`; default: the preset's), `tau` its backward temperature, `noise`
+      its Gumbel noise scale and `warmup` its softmax epochs before the straight-through
+      forward (for the modes that take them; see `logicars.spec.Relaxation`).
+      `relax="softmax"` is the reference notebook's. A resumed run keeps its relaxation.
     - `out`: run directory (default `runs/<preset>-<timestamp>`; on resume, the resumed
       directory).
     - `threads`: engine worker threads for this run (0: one per core); results do not
@@ -419,6 +442,12 @@ def train(
         checkpoint_every = check_int("checkpoint_every", checkpoint_every, 1)
     if preset is None and resume is None:
         raise ValueError("a preset is required unless resuming a run")
+    relax_options = {"tau": tau, "noise": noise, "warmup": warmup}
+    new_relax = relax is not None or any(v is not None for v in relax_options.values())
+    if resume is not None and new_relax:
+        raise ValueError(
+            "a resumed run keeps its relaxation; relax, tau, noise and warmup start new runs"
+        )
     if init is not None and resume is not None:
         raise ValueError("init starts a new run; a resumed run continues from its checkpoint")
     given = None if preset is None else _resolve_preset(preset)
@@ -466,6 +495,9 @@ def train(
         p = given
         if lr is not None:
             p = dataclasses.replace(p, spec=p.spec.replace(lr=lr))
+        if new_relax:
+            relaxation = _relaxation(p, relax, relax_options)
+            p = dataclasses.replace(p, spec=p.spec.replace(relax=relaxation))
         if init is None and seed is None and p.init is not None:
             init = p.init_path()  # the preset's default start (see `Preset.init`)
         seed = p.seed if seed is None else seed
@@ -585,6 +617,7 @@ def _summary(model: Model, state: _State, interrupted: bool, early_stopped: bool
         "epochs": state.epoch,
         "target_epochs": state.target_epochs,
         "lr": model.spec.lr,
+        "relax": model.spec.relax.to_dict(),
         "final_soft_loss": None if last is None else last.soft_loss,
         "final_hard_loss": None if last is None else last.hard_loss,
         "first_epoch_hard_zero": state.first_zero,
