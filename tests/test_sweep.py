@@ -204,6 +204,36 @@ def test_sweep_files(tmp_path: Path) -> None:
             read_sweep_file(tmp_path / name)
 
 
+def test_several_grids_from_a_file_with_command_line_options(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A relaxation with its temperatures next to one without: two grids, one sweep.
+    path = tmp_path / "relax.toml"
+    path.write_text(
+        '[[grid]]\npreset = "gol"\nrelax = "softmax"\n\n'
+        '[[grid]]\npreset = "gol"\nrelax = "gumbel-st"\ntau = [0.5, 1]\n'
+    )
+    yaml = tmp_path / "relax.yaml"
+    yaml.write_text(
+        "grid:\n- {preset: gol, relax: softmax}\n- {preset: gol, relax: gumbel-st, tau: [0.5, 1]}\n"
+    )
+    assert read_sweep_file(path) == read_sweep_file(yaml)
+    out = tmp_path / "out"
+    argv = ["--file", str(path), "--seeds", "0-1", "--epochs", "3", "--out", str(out), "--quiet"]
+    code, table, _ = run_cli(capsys, *argv)
+    assert code == 0
+    assert sorted(d.name for d in out.glob("gol_*")) == sorted(
+        f"gol_relax={r}_epochs=3_seed={s}"
+        for r in ("softmax", "gumbel-st_tau=0.5", "gumbel-st_tau=1.0")
+        for s in (0, 1)
+    )
+    summary = json.loads(
+        (out / "gol_relax=gumbel-st_tau=0.5_epochs=3_seed=1/summary.json").read_text()
+    )
+    assert summary["relax"]["mode"] == "gumbel-st" and summary["relax"]["tau"] == 0.5
+    assert "| gol | gumbel-st | 0.5 | 2 |" in table and "| gol | softmax | – | 2 |" in table
+
+
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     code = main(["sweep", *argv])
     captured = capsys.readouterr()

@@ -48,7 +48,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
@@ -209,11 +209,33 @@ class Point:
     options: dict[str, Any]
 
 
-def expand_grid(grid: Mapping[str, Any]) -> list[Point]:
+Grid = Union[Mapping[str, Any], Sequence[Mapping[str, Any]]]
+
+
+def expand_grid(grid: Grid) -> list[Point]:
     """The points of `grid` (option -> value or list of values), in order: the product
-    of the options in the grid's order, seeds innermost."""
-    if not isinstance(grid, Mapping):
-        raise TypeError(f"a sweep grid is a mapping of option -> values, got {type(grid)}")
+    of the options in the grid's order, seeds innermost. A list of grids gives their
+    points one grid after the other (e.g. a mode with its parameters, another without)."""
+    grids = [grid] if isinstance(grid, Mapping) else grid
+    if isinstance(grids, (str, bytes)) or not all(isinstance(g, Mapping) for g in grids):
+        raise TypeError("a sweep grid is a mapping of option -> values, or a list of them")
+    if not grids:
+        raise ValueError("no sweep grid given")
+    points = []
+    seen: dict[str, dict[str, Any]] = {}
+    for g in grids:
+        for options in _product(g):
+            name = point_name(options)
+            if name in seen:
+                if seen[name] == options:
+                    raise ValueError(f"the grid holds the point {name} twice")
+                raise ValueError(f"two points get the same directory name {name}: {options}")
+            seen[name] = options
+            points.append(Point(name, options))
+    return points
+
+
+def _product(grid: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
     if "preset" not in grid:
         raise ValueError("a sweep needs a preset (e.g. preset='checkerboard', or --file)")
     keys = ["preset"] + [k for k in grid if k not in ("preset", "seed")]
@@ -224,21 +246,11 @@ def expand_grid(grid: Mapping[str, Any]) -> list[Point]:
         if not isinstance(key, str):
             raise TypeError(f"option names are strings, got {key!r}")
         axes.append(_values(key, grid[key], _check_option(key)))
-    points = []
-    seen: dict[str, dict[str, Any]] = {}
     for combo in itertools.product(*axes):
-        options = dict(zip(keys, combo))
-        name = point_name(options)
-        if name in seen:
-            if seen[name] == options:
-                raise ValueError(f"the grid holds the point {name} twice")
-            raise ValueError(f"two points get the same directory name {name}: {options}")
-        seen[name] = options
-        points.append(Point(name, options))
-    return points
+        yield dict(zip(keys, combo))
 
 
-def read_sweep_file(path: PathLike) -> dict[str, Any]:
+def read_sweep_file(path: PathLike) -> dict[str, Any] | list[dict[str, Any]]:
     """A grid from a TOML (`.toml`) or YAML (`.yaml`, `.yml`) file: train options at the
     top level, a list to sweep or one value, `seed` also as a range string:
 
@@ -246,6 +258,8 @@ def read_sweep_file(path: PathLike) -> dict[str, Any]:
         seed = "0-15"
         lr = [0.03, 0.06]
         epochs = 500
+
+    or several grids, one after the other, as `[[grid]]` tables (a `grid:` list in YAML).
     """
     p = Path(path)
     try:
@@ -268,8 +282,11 @@ def read_sweep_file(path: PathLike) -> dict[str, Any]:
             data = yaml.safe_load(text)
     except Exception as e:  # the parsers' own error types
         raise ValueError(f"sweep file {p}: {e}".replace("\n", " ")) from None
-    if not isinstance(data, dict):
-        raise ValueError(f"sweep file {p}: expected a table of train options at the top")
+    if isinstance(data, dict) and list(data) == ["grid"]:
+        data = data["grid"]
+    grids = data if isinstance(data, list) else [data]
+    if not grids or not all(isinstance(g, dict) for g in grids):
+        raise ValueError(f"sweep file {p}: expected a table of train options, or [[grid]] tables")
     return data
 
 
@@ -983,7 +1000,7 @@ def _default_workers(threads: int) -> int:
 
 
 def sweep(
-    grid: Mapping[str, Any] | PathLike,
+    grid: Grid | PathLike,
     *,
     out: PathLike,
     workers: int | None = None,
@@ -997,7 +1014,8 @@ def sweep(
 
     - `grid`: train option -> one value or a list (a range, a tuple) of values to sweep,
       e.g. `{"preset": "gol", "seed": range(10), "lr": [0.03, 0.05]}` (`seed` also as a
-      string `"0-9"`), or the path of a TOML/YAML sweep file (`read_sweep_file`).
+      string `"0-9"`); a list of such grids (their points one after the other); or the
+      path of a TOML/YAML sweep file (`read_sweep_file`).
     - `out`: the sweep directory; running the same sweep again skips the finished points
       and resumes the interrupted ones.
     - `workers`: points trained at once (default: cores // threads_per_run; with Ray:

@@ -36,8 +36,8 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--file",
         metavar="FILE",
-        help="TOML or YAML sweep file: train options, a list per swept one; "
-        "command-line options replace its keys",
+        help="TOML or YAML sweep file: train options, a list per swept one (or several "
+        "[[grid]] tables); command-line options replace its keys",
     )
     p.add_argument(
         "--workers",
@@ -79,24 +79,28 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _grid(args: argparse.Namespace) -> dict[str, object]:
+def _grids(args: argparse.Namespace) -> list[dict[str, object]]:
+    """The file's grid(s) with the command line's options put into each."""
     from .sweep import parse_values, read_sweep_file
 
-    grid: dict[str, object] = {} if args.file is None else read_sweep_file(args.file)
+    given: dict[str, object] = {}
     if args.preset:
-        grid["preset"] = [p for text in args.preset for p in text.split(",") if p]
+        given["preset"] = [p for text in args.preset for p in text.split(",") if p]
     for flag, (key, _) in SHORTCUTS.items():
         text = getattr(args, flag)
         if text is not None:
-            grid[key] = parse_values(key, text)
+            given[key] = parse_values(key, text)
     for item in args.set:
         key, eq, text = item.partition("=")
         if not eq or not key.strip():
             raise UsageError(f"{PROG} sweep: --set expects KEY=V1,V2, got {item!r}")
-        grid[key.strip()] = parse_values(key.strip(), text)
-    if "preset" not in grid:
+        given[key.strip()] = parse_values(key.strip(), text)
+    from_file = [] if args.file is None else read_sweep_file(args.file)
+    grids = [dict(g) for g in (from_file if isinstance(from_file, list) else [from_file])]
+    grids = [{**g, **given} for g in grids] or [given]
+    if any("preset" not in g for g in grids):
         raise UsageError(f"{PROG} sweep: give a preset (or a --file with one); see --help")
-    return grid
+    return grids
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -108,7 +112,7 @@ def _run(args: argparse.Namespace) -> int:
             raise UsageError(f"{PROG} sweep: --report DIR takes no other options")
         print(report(args.report).table)
         return 0
-    grid = _grid(args)
+    grids = _grids(args)
     if args.out is None:
         raise UsageError(
             f"{PROG} sweep: --out DIR is required (the sweep directory; running the same "
@@ -116,7 +120,7 @@ def _run(args: argparse.Namespace) -> int:
         )
     try:
         result = sweep(
-            grid,
+            grids,
             out=args.out,
             workers=args.workers,
             threads_per_run=args.threads_per_run,
