@@ -54,12 +54,13 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Union
 
+import numpy as np
+
 PathLike = Union[str, "os.PathLike[str]"]
 
 POINT_FILE = "point.json"  # the point's options, written before its run starts
 ERROR_FILE = "error.txt"  # why the point's last attempt failed
 LOCK_FILE = ".sweep.lock"  # held by the process training the point
-REPORT_FILES = ("sweep.csv", "sweep.json", "sweep.md", "sweep.png")
 # Options of `train` that the sweep sets itself for every point.
 RESERVED = {
     "out": "every point trains into its own directory under the sweep's out",
@@ -137,7 +138,7 @@ def parse_values(key: str, text: str) -> list[Any]:
 
 def _normalize(key: str, value: Any, param: inspect.Parameter) -> Any:
     """One option value as JSON can store it: numbers, strings, booleans, None."""
-    if hasattr(value, "item") and callable(value.item):  # numpy scalars
+    if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, os.PathLike):
         value = os.fspath(value)
@@ -148,13 +149,8 @@ def _normalize(key: str, value: Any, param: inspect.Parameter) -> Any:
         )
     # An int for a float-only option (`lr=1`) is that float, so that its points are the
     # same whichever way it was written. `train`'s annotations are strings (PEP 563).
-    annotation = str(param.annotation)
-    if (
-        isinstance(value, int)
-        and not isinstance(value, bool)
-        and "float" in annotation
-        and "int" not in annotation
-    ):
+    types = set(re.findall(r"\w+", str(param.annotation)))
+    if type(value) is int and "float" in types and "int" not in types:
         value = float(value)
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"option {key!r}: {value} is not a finite number")
@@ -166,8 +162,8 @@ def _values(key: str, value: Any, param: inspect.Parameter) -> list[Any]:
         values: list[Any] = parse_seeds(value)
     elif isinstance(value, _SWEPT_TYPES):
         values = list(value)
-    elif _is_ndarray(value):
-        values = list(value.tolist())
+    elif isinstance(value, np.ndarray):
+        values = list(value.reshape(-1))
     elif isinstance(value, (set, frozenset)):
         raise TypeError(f"option {key!r}: a set has no order; give a list")
     else:
@@ -175,10 +171,6 @@ def _values(key: str, value: Any, param: inspect.Parameter) -> list[Any]:
     if not values:
         raise ValueError(f"option {key!r}: no values to sweep")
     return [_normalize(key, v, param) for v in values]
-
-
-def _is_ndarray(value: Any) -> bool:
-    return type(value).__name__ == "ndarray" and getattr(value, "ndim", 0) >= 1
 
 
 def _format_value(value: Any) -> str:
@@ -422,9 +414,7 @@ def _input_error(e: BaseException) -> bool:
     alike); anything else (a diverged run, an engine panic) fails only its point."""
     from ._core import MemoryLimitError
 
-    return isinstance(e, (ValueError, TypeError, MemoryLimitError)) and not isinstance(
-        e, FloatingPointError
-    )
+    return isinstance(e, (ValueError, TypeError, MemoryLimitError))
 
 
 def run_point(out: str, name: str, options: dict[str, Any], threads: int) -> dict[str, Any]:
@@ -577,7 +567,9 @@ def summarize_cells(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         done = [r for r in members if r["status"] == "done"]
         reached = [r for r in done if r["first_epoch_hard_zero"] is not None]
         solved = sum(bool(r["solved"]) for r in done)
-        seconds = [r["seconds_to_hard_zero"] for r in reached if r["seconds_to_hard_zero"]]
+        seconds = [
+            r["seconds_to_hard_zero"] for r in reached if r["seconds_to_hard_zero"] is not None
+        ]
         out.append(
             {
                 "options": cells[key],
@@ -745,7 +737,7 @@ def report(out: PathLike) -> SweepReport:
             rows.append(row)
     if not rows:
         raise ValueError(f"{root}: no sweep points here (no */{POINT_FILE})")
-    rows.sort(key=lambda r: (_sort_key(_cell_of(r["options"])), r["options"].get("seed", -1)))
+    rows.sort(key=lambda r: _sort_key(r["options"]))  # by cell, then seed (the last option)
     cells = summarize_cells(rows)
     table = cells_table(cells)
     doc = {"logicars_version": __version__, "cells": cells, "rows": rows}
@@ -952,7 +944,9 @@ class _StopRequest:
 
     def __exit__(self, *exc: object) -> None:
         for sig, previous in self._previous.items():
-            signal.signal(sig, signal.SIG_DFL if previous is None else previous)
+            if previous is None:  # not set from Python: Python's own defaults
+                previous = signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL
+            signal.signal(sig, previous)
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         if self.requested and signum == signal.SIGINT:
