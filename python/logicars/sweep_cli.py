@@ -42,6 +42,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--workers",
         type=_int_at_least(1),
+        metavar="N",
         help="points trained at once (default: cores // threads per run; "
         "with Ray: the cluster's CPUs // threads per run)",
     )
