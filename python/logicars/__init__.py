@@ -16,6 +16,7 @@ from .analyze import analyze  # the function shadows the submodule attribute
 from .model import MAX_THREADS, Model, check_int
 from .presets import PRESETS, Preset, get_preset
 from .spec import ModelSpec, PerceiveSpec, Relaxation, UpdateSpec
+from .sweep import sweep  # the function shadows the submodule attribute
 from .train import RunResult, train  # the function shadows the submodule attribute
 
 __version__ = dict(_build_info())["version"]
@@ -49,5 +50,6 @@ __all__ = [
     "get_preset",
     "num_threads",
     "set_num_threads",
+    "sweep",
     "train",
 ]
