@@ -16,7 +16,8 @@ from .analyze import analyze  # the function shadows the submodule attribute
 from .display import Animation, show
 from .model import MAX_THREADS, Model, check_int
 from .presets import PRESETS, Preset, get_preset
-from .spec import ModelSpec, PerceiveSpec, UpdateSpec
+from .spec import ModelSpec, PerceiveSpec, Relaxation, UpdateSpec
+from .sweep import sweep  # the function shadows the submodule attribute
 from .train import RunResult, train  # the function shadows the submodule attribute
 
 __version__ = dict(_build_info())["version"]
@@ -43,6 +44,7 @@ __all__ = [
     "PerceiveSpec",
     "Preset",
     "RunResult",
+    "Relaxation",
     "UpdateSpec",
     "analyze",
     "build_info",
@@ -51,5 +53,6 @@ __all__ = [
     "num_threads",
     "set_num_threads",
     "show",
+    "sweep",
     "train",
 ]
