@@ -135,6 +135,26 @@ def test_run_html_without_summary_or_metrics(gol_run: logicars.RunResult, tmp_pa
     assert 'class="logicars-model"' in html and external_urls(html) == []
 
 
+def test_sweep_html_has_the_cell_table_and_plot(tmp_path: Path) -> None:
+    from logicars.sweep import report
+
+    grid = {"preset": "gol", "seed": [0, 1], "epochs": 30}
+    result = logicars.sweep(grid, out=tmp_path / "sweep", workers=2, quiet=True)
+    html = result._repr_html_()
+    assert 'class="logicars-sweep"' in html and f"<code>{tmp_path / 'sweep'}</code>" in html
+    assert "2 run directories" in html and "2 trained" in html
+    header, _, row = result.table.splitlines()[:3]
+    assert "success" in header and "median wall s" in header
+    for cell in row.strip("| ").split(" | "):  # every value of the cell's row, in order
+        assert f'<td style="text-align:right;padding:1px 8px">{cell}</td>' in html
+    assert [(m, img.format) for m, img in images(html)] == [("image/png", "PNG")]
+    assert external_urls(html) == []
+    again = logicars.sweep(grid, out=tmp_path / "sweep", quiet=True)._repr_html_()
+    assert "2 skipped" in again and "trained" not in again
+    assert report(tmp_path / "sweep")._repr_html_().count("<tr>") == html.count("<tr>") - 1
+    assert "points=2" in repr(result) and len(repr(result)) < 300
+
+
 def test_show_animates_simulate_and_rollout_results() -> None:
     model = logicars.Model(logicars.get_preset("checkerboard").spec, seed=0)
     x = np.random.default_rng(0).integers(0, 2, size=(2, 12, 10, 8), dtype=np.uint8)

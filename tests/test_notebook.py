@@ -60,10 +60,11 @@ def test_tutorial_runs_in_a_fresh_kernel(tmp_path: Path, monkeypatch: pytest.Mon
     html = [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {})]
     assert any('class="logicars-model"' in h and "pruned circuit" in h for h in html)
     assert any('class="logicars-run"' in h and "data:image/png;base64," in h for h in html)
+    assert any('class="logicars-sweep"' in h and "4 trained" in h for h in html)
     animations = [h for h in html if 'class="logicars-animation"' in h]
     assert len(animations) >= 4 and all("data:image/gif;base64," in h for h in animations)
-    # Training shows tqdm's notebook widget, not text bars on stderr.
-    assert any(WIDGET_VIEW in o.get("data", {}) for o in outputs)
-    stderr = [o["text"] for o in outputs if o.output_type == "stream" and o.name == "stderr"]
-    assert not stderr, f"the tutorial wrote to stderr: {stderr}"
-    assert len(list((work / "runs").iterdir())) == 3
+    # Training and the sweep show tqdm's notebook widget, not text bars on stderr.
+    assert sum(WIDGET_VIEW in o.get("data", {}) for o in outputs) >= 4
+    stderr = "".join(o["text"] for o in outputs if o.output_type == "stream" and o.name == "stderr")
+    assert "%|" not in stderr, f"a text progress bar on stderr: {stderr}"
+    assert len(list((work / "runs").iterdir())) == 4  # three runs and the sweep

@@ -1,10 +1,10 @@
-"""Rich display in Jupyter: models and runs as HTML, grids over time as inline animations.
+"""Rich display in Jupyter: models, runs and sweeps as HTML, grids over time as animations.
 
-`Model`, `RunResult` (what `train` returns) and `LoadedRun` (`logicars.runs.load_run`)
-have a `_repr_html_` built here, and `show(frames)` turns a recorded rollout or
-`simulate` result into an animated GIF. Everything is inline: images are base64 `data:`
-URIs, there are no scripts and no external URLs, so the output shows offline and stays in
-a saved notebook.
+`Model`, `RunResult` (what `train` returns), `LoadedRun` (`logicars.runs.load_run`) and
+the results of `logicars.sweep` have a `_repr_html_` built here, and `show(frames)` turns
+a recorded rollout or `simulate` result into an animated GIF. Everything is inline:
+images are base64 `data:` URIs, there are no scripts and no external URLs, so the output
+shows offline and stays in a saved notebook.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from .errors import InvalidValueError, ShapeError
 
 if TYPE_CHECKING:
     from .model import Model
+    from .sweep import SweepReport
     from .train import EpochMetrics
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -37,6 +38,7 @@ _KEY = (
     "text-align:left;padding:1px 12px 1px 0;vertical-align:top;font-weight:600;white-space:nowrap"
 )
 _VALUE = "text-align:left;padding:1px 0;vertical-align:top"
+_CELL = "text-align:right;padding:1px 8px"
 
 
 # ---- models -------------------------------------------------------------------------
@@ -177,6 +179,55 @@ def run_html(
         f"<details><summary>model: spec and gates</summary>{model_html(model)}</details>"
         "</div>"
     )
+
+
+# ---- sweeps -------------------------------------------------------------------------
+
+
+def sweep_html(
+    report: SweepReport,
+    counts: dict[str, int] | None = None,
+    interrupted: bool = False,
+    until_solved_reached: bool = False,
+) -> str:
+    """A sweep as HTML: its directory, what this call did (`counts` of `SweepResult`),
+    the per-cell table of `sweep.md` and the sweep's plot."""
+    rows = [
+        ("directory", f"<code>{_esc(report.out)}</code>"),
+        ("points", f"{len(report.rows):,} run directories"),
+    ]
+    if counts is not None:
+        did = ", ".join(f"{n:,} {what}" for what, n in counts.items() if n) or "nothing to do"
+        if interrupted:
+            did += " (interrupted: run the same sweep again to resume it)"
+        elif until_solved_reached:
+            did += " (until_solved reached: no further points launched)"
+        rows.append(("this call", _esc(did)))
+    plot = report.out / "sweep.png"
+    figure = ""
+    if plot.is_file():
+        figure = _figure(_img("image/png", plot.read_bytes(), "sweep plot", 560), "per cell")
+    return (
+        f'<div class="logicars-sweep" style="{_BOX}"><b>logicars sweep</b>{_table(rows)}'
+        f"{_markdown_table(report.table)}{figure}</div>"
+    )
+
+
+def _markdown_table(text: str) -> str:
+    """A Markdown table of plain cells (`logicars.sweep.cells_table`) as HTML."""
+    lines = text.splitlines()
+    if len(lines) < 2:
+        return ""
+
+    def cells(line: str) -> list[str]:
+        return [_esc(c.strip()) for c in line.strip().strip("|").split("|")]
+
+    head = "".join(f'<th style="{_CELL};border-bottom:1px solid">{c}</th>' for c in cells(lines[0]))
+    body = "".join(
+        "<tr>" + "".join(f'<td style="{_CELL}">{c}</td>' for c in cells(line)) + "</tr>"
+        for line in lines[2:]
+    )
+    return f'<table style="{_TABLE}"><tr>{head}</tr>{body}</table>'
 
 
 # ---- animations ---------------------------------------------------------------------
