@@ -39,7 +39,7 @@ _BLACK, _WHITE = "#000000", "#ffffff"
 _LIZARD = "#2e7d32"
 
 
-def kernel_source(net: Netlist, gates_per_kernel: int = KERNEL_GATES) -> tuple[str, int]:
+def kernel_source(net: Netlist, gates_per_kernel: int | None = None) -> tuple[str, int]:
     """The circuit as a JavaScript array `KERNELS` of functions, and how many spill
     arrays they use.
 
@@ -48,6 +48,7 @@ def kernel_source(net: Netlist, gates_per_kernel: int = KERNEL_GATES) -> tuple[s
     state of channel `c` to `O[c * plane + base + w]`. Gate values needed by a later
     function go through the spill arrays `S`.
     """
+    gates_per_kernel = gates_per_kernel or KERNEL_GATES
     n_in = len(net.inputs)
     n_gates = len(net.gates)
     n_kernels = max(1, -(-n_gates // gates_per_kernel))
@@ -72,7 +73,9 @@ def kernel_source(net: Netlist, gates_per_kernel: int = KERNEL_GATES) -> tuple[s
         own = range(k * gates_per_kernel, min(n_gates, (k + 1) * gates_per_kernel))
         loads = sorted(node for node in reads[k] if kernel_of(node) < k)
         head = [f"const a{node} = I[{node}];" for node in loads if node < n_in]
-        head += [f"const s{spill[node]} = S[{spill[node]}];" for node in loads if node >= n_in]
+        spilled = [node for node in loads if node >= n_in]
+        spilled += [n_in + g for g in own if n_in + g in spill]
+        head += [f"const s{spill[node]} = S[{spill[node]}];" for node in spilled]
         body = [
             f"const v{node} = a{node}[w];" if node < n_in else f"const v{node} = s{spill[node]}[w];"
             for node in loads
