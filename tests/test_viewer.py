@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import FIXTURES
 from test_bitsliced import random_model
 
 import logicars
@@ -156,6 +157,11 @@ def test_cli_view(
     assert logicars.cli.main(["view", str(gol_run / "model.safetensors")]) == 0
     assert (gol_run / "model.html").read_text() == expected
     assert "open file://" in capsys.readouterr().err
+    # A model without a preset (fixture format): random bits, channel 0 in grey.
+    npz = FIXTURES / "sync_small.npz"
+    assert logicars.cli.main(["view", str(npz), "--no-open", "--out", str(out)]) == 0
+    assert out.read_text() == logicars.Model.from_npz(npz).export("html")
+    assert "<title>logicars circuit · logicars</title>" in out.read_text()
     # Bad input: one line, exit 2.
     for argv, message in (
         (["view", str(tmp_path / "nope")], "no such run directory"),
@@ -342,6 +348,12 @@ def test_mouse_drag_erases_a_square(browser: Any, checkerboard_run: Path) -> Non
     erased[10 - 3 : 25 + 3, 30 - 3 : 30 + 3] = True
     assert (y[erased] == 0).all(), "cells under the drag were not cleared"
     assert (y[~erased] == 1).all(), "cells away from the drag changed"
+    # Drawing sets the shown channel (channel 0) of the cells under the brush.
+    browser.execute_script("logicars.configure({tool: 'draw', brush: 1})")
+    ActionChains(browser).move_to_element_with_offset(canvas, *offset(10, 20)).click().perform()
+    drawn = y.copy()
+    drawn[10, 20, 0] = 1
+    np.testing.assert_array_equal(read_state(browser, c), drawn)
     assert browser.execute_script("return logicars.stats().steps") == 0
 
 
