@@ -28,6 +28,9 @@ if TYPE_CHECKING:
     from .model import Model
     from .presets import Preset
 
+# A preset or its name; None for none.
+PresetLike = Union["Preset", str, None]
+
 # Gates per generated JavaScript function: V8 stops optimising very large functions, so
 # big circuits are split, the values that cross a split kept in per-band arrays.
 KERNEL_GATES = 2000
@@ -35,7 +38,7 @@ KERNEL_GATES = 2000
 DEFAULT_SIZE = 128
 # Colours (CSS hex). Grey shows a channel as the project's GIFs do: 0 black, 1 white.
 _BLACK, _WHITE = "#000000", "#ffffff"
-# The lizard's channel 0 is its alpha: the silhouette in the image's green over white.
+# The lizard's channel 0 is its alpha: the silhouette in green over white.
 _LIZARD = "#2e7d32"
 
 
@@ -105,7 +108,8 @@ def kernel_source(net: Netlist, gates_per_kernel: int | None = None) -> tuple[st
 
 def _palette(model: Model, preset: Preset | None) -> dict[str, Any]:
     """Which channels colour a cell and the colour of each combination of their bits
-    (bit i of the index = `channels[i]`): the loss channels as the notebook shows them."""
+    (bit i of the index = `channels[i]`): the loss channels as the run's GIF shows them
+    (three as RGB, else the first in grey), the lizard's as the alpha of its silhouette."""
     loss = model.spec.loss_channels
     if len(loss) == 3:  # the coloured G: channels as R, G, B
         colours = [
@@ -118,7 +122,7 @@ def _palette(model: Model, preset: Preset | None) -> dict[str, Any]:
     return {"channels": [loss[0]], "colours": [_BLACK, _WHITE]}
 
 
-def _start(model: Model, preset: Preset | None) -> dict[str, Any]:
+def _start(preset: Preset | None) -> dict[str, Any]:
     """The preset's start state: random bits, or the grow presets' fixed grid as the
     cells set to 1, relative to its centre cell (the page centres it, as `simulate` does)."""
     from .simulate import _grow_dataset
@@ -142,7 +146,7 @@ def page_config(model: Model, preset: Preset | None = None) -> dict[str, Any]:
 
     spec = model.spec
     net = model.netlist()
-    start = _start(model, preset)
+    start = _start(preset)
     report = prune_report(model)
     return {
         "title": preset.name if preset is not None else "logicars circuit",
@@ -165,15 +169,13 @@ def _script_json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":")).replace("</", "<\\/")
 
 
-PresetLike = Union["Preset", str, None]
-
-
 def page_html(model: Model, preset: PresetLike = None) -> str:
     """The self-contained interactive page of `model`'s pruned circuit.
 
     `preset` (a `Preset` or its name) gives the page its start state (random bits, or
     the grow presets' seed), colours and title; without one the page starts from random
-    bits and shows the first loss channel in grey.
+    bits and colours the loss channels as a preset's (three as RGB, else the first in
+    grey).
     """
     from .presets import get_preset
 
