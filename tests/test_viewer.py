@@ -1,7 +1,7 @@
 """The interactive page (`export --format html`, `view`): built in Python, run in headless
 Chromium (Debian's `chromium` and `chromium-driver`, driven by Selenium) against the engine.
 
-Without the browser these tests skip locally and fail in CI (`CI=true`; `.ci/run`
+Without the browser the tests that need it skip locally and fail in CI (`CI=true`; `.ci/run`
 installs it).
 """
 
@@ -210,8 +210,8 @@ def open_page(browser: Any, page: Path) -> None:
 
 def set_state(browser: Any, x: np.ndarray) -> None:
     h, w, _ = x.shape
-    browser.execute_script("logicars.setState(arguments[0], arguments[1], arguments[2])",
-                           x.ravel().tolist(), h, w)  # fmt: skip
+    script = "logicars.setState(arguments[0], arguments[1], arguments[2])"
+    browser.execute_script(script, x.ravel().tolist(), h, w)
 
 
 def read_state(browser: Any, channels: int) -> np.ndarray:
