@@ -34,6 +34,7 @@ COMMAND_MODULES: list[str] = [
     "logicars.export",
     "logicars.analyze",
     "logicars.viewer",
+    "logicars.sweep_cli",
 ]
 
 
