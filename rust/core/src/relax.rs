@@ -331,12 +331,26 @@ fn argmax_f64(v: &[f64]) -> usize {
 /// resumed. SplitMix64's finaliser over the key words, then `−ln(−ln u)` with `u` the
 /// top 53 bits of the hash, centred in its bin (never 0 or 1).
 pub fn gumbel(seed: u64, step: u64, gate: u64, op: u64) -> f64 {
-    let mut h = mix(seed ^ 0x6c6f_6769_6361_7273); // "logicars"
-    h = mix(h ^ step);
-    h = mix(h ^ gate);
-    h = mix(h ^ op);
-    let u = ((h >> 11) as f64 + 0.5) * (1.0 / (1u64 << 53) as f64);
-    -(-u.ln()).ln()
+    GateNoise::new(seed, step, gate).draw(op)
+}
+
+/// The noise of one gate in one step: the key's hash up to the gate, so that its 16
+/// draws cost one mix each.
+#[derive(Debug, Clone, Copy)]
+pub struct GateNoise(u64);
+
+impl GateNoise {
+    pub fn new(seed: u64, step: u64, gate: u64) -> GateNoise {
+        let h = mix(seed ^ 0x6c6f_6769_6361_7273); // "logicars"
+        GateNoise(mix(mix(h ^ step) ^ gate))
+    }
+
+    /// The Gumbel draw for op `op`.
+    pub fn draw(&self, op: u64) -> f64 {
+        let h = mix(self.0 ^ op);
+        let u = ((h >> 11) as f64 + 0.5) * (1.0 / (1u64 << 53) as f64);
+        -(-u.ln()).ln()
+    }
 }
 
 /// SplitMix64's output function (Steele, Lea & Flood 2014).
