@@ -1,4 +1,4 @@
-"""Rich display in Jupyter (`logicars.display`): HTML of models and runs, `show`, progress."""
+"""Rich display in Jupyter (`logicars.display`): models, runs, sweeps, live pages, progress."""
 
 from __future__ import annotations
 
@@ -8,11 +8,14 @@ import json
 import re
 import subprocess
 import sys
+from html import escape, unescape
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from PIL import Image
+from test_viewer import browser, check_sync_steps  # noqa: F401 (browser: a fixture)
 
 import logicars
 from logicars.display import show
@@ -23,13 +26,28 @@ from logicars.train import active_gates
 _DATA_URI = re.compile(r"data:([\w/+.-]+);base64,([A-Za-z0-9+/=]*)")
 
 
-def external_urls(html: str) -> list[str]:
-    """Anything in `html` that would make the browser fetch: http(s) or scheme-relative
-    URLs, and `src`/`href` attributes that are not inline `data:` URIs."""
-    text = _DATA_URI.sub("data:", html)  # base64 may hold "//"
-    found = re.findall(r"https?://\S*|//\S*", text)
-    found += [a for a in re.findall(r'(?:src|href)="([^"]*)"', text) if not a.startswith("data:")]
-    return found
+def external_urls(page: str) -> list[str]:
+    """Whatever in `page` refers to a resource outside it: any http(s) URL, and URL
+    attributes (`src`, `href`, ...) or CSS `url()`/`@import` that are not inline `data:`
+    (so also scheme-relative `//host/...` ones), network APIs in scripts; the same
+    inside the document of an iframe's `srcdoc`."""
+    inner = [unescape(d) for d in re.findall(r'srcdoc="([^"]*)"', page)]
+    text = _DATA_URI.sub("data:", re.sub(r'srcdoc="[^"]*"', "", page))  # base64 may hold "//"
+    found = re.findall(r"https?://\S*", text)
+    attributes = r"\b(?:src|href|action|poster|srcset|background)\s*=\s*[\"']?([^\"'\s>]*)"
+    found += [a for a in re.findall(attributes, text) if not a.startswith("data:")]
+    found += re.findall(r"url\(\s*[\"']?(?!data:)[^)]*\)|@import", text)
+    found += re.findall(r"\b(?:fetch|XMLHttpRequest|WebSocket|EventSource|sendBeacon)\b", text)
+    return found + [url for doc in inner for url in external_urls(doc)]
+
+
+def test_external_urls_finds_them() -> None:
+    assert external_urls('<img src="data:image/png;base64,a//b">') == []
+    assert external_urls('<img src="//cdn.example/x.png">') == ["//cdn.example/x.png"]
+    assert external_urls("<a href=https://x.example>") != []
+    assert external_urls('<div style="background:url(//x.example/a.png)">') != []
+    page = escape('<script src="/app.js"></script><script>fetch("a")</script>')
+    assert external_urls(f'<iframe srcdoc="{page}"></iframe>') == ["/app.js", "fetch"]
 
 
 def images(html: str) -> list[tuple[str, Image.Image]]:
@@ -97,6 +115,10 @@ def test_run_html_has_losses_held_out_check_and_plots(gol_run: logicars.RunResul
     kinds = [(mime, img.format) for mime, img in images(html)]
     assert kinds == [("image/png", "PNG"), ("image/gif", "GIF")]  # loss curve, rollout
     assert gol_run.model._repr_html_() in html  # the model's table, folded away
+    # The live page, as `logicars view` writes it, in the iframe's document.
+    (page,) = [unescape(d) for d in re.findall(r'srcdoc="([^"]*)"', html)]
+    assert page == gol_run.model.export("html", preset="gol")
+    assert "Content-Security-Policy" in page and "default-src 'none'" in page
     assert external_urls(html) == []
     # The run as loaded from its directory shows the same.
     loaded = load_run(gol_run.run_dir)
@@ -133,6 +155,51 @@ def test_run_html_without_summary_or_metrics(gol_run: logicars.RunResult, tmp_pa
     html = load_run(tmp_path / "gol.npz")._repr_html_()
     assert "logicars run: model" in html and "epochs" not in html and images(html) == []
     assert 'class="logicars-model"' in html and external_urls(html) == []
+
+
+def test_live_page_of_a_model_a_run_or_a_path(gol_run: logicars.RunResult, tmp_path: Path) -> None:
+    page = gol_run.model.export("html", preset="gol")
+    for source in (gol_run, load_run(gol_run.run_dir), gol_run.run_dir, str(gol_run.run_dir)):
+        assert logicars.live(source).html == page
+    assert logicars.live(gol_run.model, preset="gol").html == page
+    bare = logicars.live(gol_run.model)  # no preset: random start, loss channels' colours
+    assert bare.html == gol_run.model.export("html") != page
+    shown = logicars.live(gol_run, height=300)._repr_html_()
+    assert shown.startswith("<iframe") and 'sandbox="allow-scripts"' in shown
+    assert "height:300px" in shown and external_urls(shown) == []
+    assert unescape(re.findall(r'srcdoc="([^"]*)"', shown)[0]) == page
+    bare.save(tmp_path / "circuit.html")
+    assert (tmp_path / "circuit.html").read_text(encoding="utf-8") == bare.html
+    with pytest.raises(TypeError, match="source must be a Model"):
+        logicars.live(42)
+    with pytest.raises(ValueError, match="height must be"):
+        logicars.live(gol_run, height=10)
+
+
+def test_live_page_runs_inside_the_run_display(
+    browser: Any,  # noqa: F811 (the fixture of test_viewer)
+    gol_run: logicars.RunResult,
+    tmp_path: Path,
+) -> None:
+    """The run's display as a notebook shows it: the iframe's page steps like the engine
+    and nothing but the file itself is requested."""
+    shown = gol_run._repr_html_().replace("<details>", "<details open>")
+    page = tmp_path / "display.html"
+    page.write_text(f"<!DOCTYPE html><html><body>{shown}</body></html>", encoding="utf-8")
+    browser.get_log("performance")  # drop earlier events
+    browser.get(page.as_uri())
+    browser.switch_to.frame(browser.find_element("css selector", "iframe"))
+    try:
+        assert browser.execute_script("return typeof window.logicars") == "object"
+        check_sync_steps(browser, gol_run.model, [(20, 30, True), (9, 40, False)])
+    finally:
+        browser.switch_to.default_content()
+    events = [json.loads(e["message"])["message"] for e in browser.get_log("performance")]
+    urls = [
+        e["params"]["request"]["url"] for e in events if e["method"] == "Network.requestWillBeSent"
+    ]
+    assert [u for u in urls if not u.startswith("data:")] == [page.as_uri()]
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
 
 
 def test_sweep_html_has_the_cell_table_and_plot(tmp_path: Path) -> None:

@@ -1,10 +1,12 @@
 """Rich display in Jupyter: models, runs and sweeps as HTML, grids over time as animations.
 
 `Model`, `RunResult` (what `train` returns), `LoadedRun` (`logicars.runs.load_run`) and
-the results of `logicars.sweep` have a `_repr_html_` built here, and `show(frames)` turns
-a recorded rollout or `simulate` result into an animated GIF. Everything is inline:
-images are base64 `data:` URIs, there are no scripts and no external URLs, so the output
-shows offline and stays in a saved notebook.
+the results of `logicars.sweep` have a `_repr_html_` built here, `show(frames)` turns a
+recorded rollout or `simulate` result into an animated GIF and `live(run)` shows the
+circuit's interactive page. Everything is inline: images are base64 `data:` URIs, the
+live page is the self-contained page of `logicars view` in a sandboxed iframe's `srcdoc`,
+and nothing refers to an external URL, so the output shows offline and stays in a saved
+notebook.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from .errors import InvalidValueError, ShapeError
 
 if TYPE_CHECKING:
     from .model import Model
+    from .presets import Preset
     from .sweep import SweepReport
     from .train import EpochMetrics
 
@@ -31,6 +34,8 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 # Animations hold at most this many frames by default (more are sampled evenly).
 MAX_FRAMES = 100
+# Pixels of height of an inline live page (its controls sit beside the grid).
+LIVE_HEIGHT = 640
 
 _BOX = "font-size:13px;line-height:1.4;margin:2px 0"
 _TABLE = "border-collapse:collapse;margin:4px 0"
@@ -98,9 +103,11 @@ def run_html(
     directory: PathLike,
     summary: dict[str, Any] | None,
     metrics: Sequence[EpochMetrics],
+    preset: Preset | None,
 ) -> str:
     """A training run as HTML: what was trained, the losses, the held-out check of the
-    hard circuit, the loss curve, the run's rollout GIF and the model (`model_html`).
+    hard circuit, the loss curve, the run's rollout GIF, the model (`model_html`) and the
+    live page of its circuit (`live`; `preset` gives it its start states and colours).
 
     `summary` is the run's `summary.json` (None: only what `metrics` and the model say).
     """
@@ -177,7 +184,70 @@ def run_html(
         f'<div style="display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start">'
         f"{''.join(figures)}</div>"
         f"<details><summary>model: spec and gates</summary>{model_html(model)}</details>"
+        "<details><summary>live page: run the circuit, damage it with the mouse</summary>"
+        f"{_iframe(model.export('html', preset=preset), LIVE_HEIGHT)}</details>"
         "</div>"
+    )
+
+
+# ---- the live page ------------------------------------------------------------------
+
+
+class LivePage:
+    """The interactive page of a circuit (`Model.export("html")`, `logicars view`) to show
+    inline: Jupyter renders it in a sandboxed iframe whose document is the page itself, so
+    it runs offline, as the file does (made by `live`)."""
+
+    def __init__(self, page: str, height: int = LIVE_HEIGHT) -> None:
+        self.html = page
+        self.height = height
+
+    def save(self, path: PathLike) -> None:
+        """Writes the page as a file (what `logicars view --no-open` writes)."""
+        Path(path).write_text(self.html, encoding="utf-8")
+
+    def _repr_html_(self) -> str:
+        return _iframe(self.html, self.height)
+
+    def __repr__(self) -> str:
+        return f"LivePage({len(self.html):,} characters)"
+
+
+def live(source: Any, preset: Preset | str | None = None, height: int = LIVE_HEIGHT) -> LivePage:
+    """The live page of a trained circuit, shown inline in Jupyter: play, step, damage
+    cells with the mouse (see `logicars.viewer`).
+
+    `source` is a `Model`, what `train` returns, a `LoadedRun` or a run directory or model
+    file (`logicars.runs.load_run`); `preset` (a `Preset` or its name) overrides the run's,
+    which sets the page's start states and colours.
+    """
+    from .model import Model, check_int
+    from .runs import LoadedRun, load_run
+    from .train import RunResult
+
+    height = check_int("height", height, 100)
+    if isinstance(source, Model):
+        model, known = source, None
+    elif isinstance(source, (RunResult, LoadedRun)):
+        model, known = source.model, source.preset
+    elif isinstance(source, (str, os.PathLike)):
+        run = load_run(source)
+        model, known = run.model, run.preset
+    else:
+        raise TypeError(
+            "source must be a Model, a run (train's result, load_run's) or a path, "
+            f"got {type(source).__name__}"
+        )
+    return LivePage(model.export("html", preset=known if preset is None else preset), height)
+
+
+def _iframe(page: str, height: int) -> str:
+    # srcdoc keeps the page in the output (no file, no server); the sandbox lets its
+    # scripts run but keeps it apart from the notebook.
+    return (
+        f'<iframe srcdoc="{html.escape(page, quote=True)}" sandbox="allow-scripts" '
+        f'title="live circuit" style="width:100%;height:{height}px;border:1px solid #8884">'
+        "</iframe>"
     )
 
 

@@ -35,7 +35,7 @@ class LoadedRun:
         """Jupyter's display: the run's table, loss curve and rollout (`logicars.display`)."""
         from .display import run_html
 
-        return run_html(self.model, self.directory, self.summary, self.metrics)
+        return run_html(self.model, self.directory, self.summary, self.metrics, self.preset)
 
     def __repr__(self) -> str:  # short: the metrics hold a row per epoch
         name = None if self.preset is None else self.preset.name

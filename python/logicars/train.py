@@ -76,6 +76,7 @@ class RunResult:
     metrics: list[EpochMetrics]
     interrupted: bool = False
     early_stopped: bool = False
+    preset: Preset | None = None  # the preset as the run used it
 
     @property
     def checkpoint(self) -> Path:
@@ -93,7 +94,7 @@ class RunResult:
         """Jupyter's display: the run's table, loss curve and rollout (`logicars.display`)."""
         from .display import run_html
 
-        return run_html(self.model, self.run_dir, self.summary, self.metrics)
+        return run_html(self.model, self.run_dir, self.summary, self.metrics, self.preset)
 
     def __repr__(self) -> str:  # short: the metrics hold a row per epoch
         return (
@@ -642,7 +643,9 @@ def _run(
         _write_atomic(run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
         plot_losses(state.metrics, run_dir / "loss.png", title=state.preset.name)
         write_rollout_gif(model, state.preset, run_dir / "rollout.gif", seed=state.seed)
-    return RunResult(run_dir, model, summary, list(state.metrics), interrupted, early_stopped)
+    return RunResult(
+        run_dir, model, summary, list(state.metrics), interrupted, early_stopped, state.preset
+    )
 
 
 # `evaluate`'s seed for the validation check during training; the held-out check of the
