@@ -28,8 +28,14 @@ PLOT = ROOT / "docs" / "img" / "results" / "relax-success.png"
 START, END = "<!-- relaxations:start -->", "<!-- relaxations:end -->"
 
 
+# The engine's defaults: a run written with them explicit (a resumed one reads its spec
+# back from the engine) is the same relaxation as one that left them out.
+DEFAULTS = {"tau": 1.0, "noise": 1.0, "warmup": 0, "steps": 1000}
+
+
 def label(relax: dict) -> str:
-    args = ", ".join(f"{k}={v:g}" for k, v in relax.items() if k != "mode")
+    given = {k: v for k, v in relax.items() if k != "mode" and DEFAULTS.get(k) != v}
+    args = ", ".join(f"{k}={v:g}" for k, v in given.items())
     return f"{relax['mode']}({args})" if args else relax["mode"]
 
 
