@@ -130,9 +130,8 @@ fn pack_bits(cells: &[u8], step: usize, words: &mut [u64]) -> u8 {
 /// 64 bytes of 0/1 to 64 bits, and the OR of the bytes.
 #[inline]
 fn pack64(bytes: &[u8]) -> (u64, u8) {
-    #[cfg(target_arch = "x86_64")]
+    use std::arch::x86_64::*;
     {
-        use std::arch::x86_64::*;
         // SAFETY: SSE2 is part of x86-64; the four unaligned loads read the 64 bytes.
         unsafe {
             let p = bytes.as_ptr().cast::<__m128i>();
@@ -151,15 +150,6 @@ fn pack64(bytes: &[u8]) -> (u64, u8) {
             ));
             (word, if high == 0xFFFF { 0 } else { 2 })
         }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let (mut word, mut seen) = (0u64, 0u8);
-        for (k, &v) in bytes.iter().enumerate() {
-            seen |= v;
-            word |= ((v & 1) as u64) << k;
-        }
-        (word, seen)
     }
 }
 
@@ -271,15 +261,6 @@ impl GridSim {
                 .map(|_| Mutex::new(AlignedVec::zeros(words.max(LANES))))
                 .collect();
         }
-    }
-
-    pub(crate) fn layout(&self) -> &Layout {
-        &self.lay
-    }
-
-    /// Machine instructions of the plain (synchronous, undamaged) kernel.
-    pub(crate) fn kernel_instructions(&self) -> usize {
-        self.kernels[0].as_ref().map_or(0, Kernel::instructions)
     }
 
     fn cells(&self) -> usize {

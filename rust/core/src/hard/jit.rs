@@ -80,12 +80,7 @@ pub(crate) struct Kernel {
     _code: memmap2::Mmap,
     entry: unsafe extern "sysv64" fn(*const RowArgs),
     spill_words: usize,
-    instructions: usize,
 }
-
-// SAFETY: the mapping is immutable after construction and the code keeps no state.
-unsafe impl Send for Kernel {}
-unsafe impl Sync for Kernel {}
 
 impl Kernel {
     /// Compiles `net` for rows of `stride` words per channel; `masked` and `damaged`
@@ -96,7 +91,7 @@ impl Kernel {
         masked: bool,
         damaged: bool,
     ) -> io::Result<Kernel> {
-        let (code, spill_slots, instructions) =
+        let (code, spill_slots) =
             generate(net, stride, masked, damaged).map_err(io::Error::other)?;
         let mut map = memmap2::MmapMut::map_anon(code.len())?;
         map.copy_from_slice(&code);
@@ -112,18 +107,12 @@ impl Kernel {
             _code: map,
             entry,
             spill_words: spill_slots * LANES,
-            instructions,
         })
     }
 
     /// Words of spill area a call needs.
     pub(crate) fn spill_words(&self) -> usize {
         self.spill_words
-    }
-
-    /// Machine instructions in the kernel (loop body and prologue).
-    pub(crate) fn instructions(&self) -> usize {
-        self.instructions
     }
 
     /// Runs the kernel on one row.
@@ -520,13 +509,13 @@ fn spill_mem(slot: u32) -> MemoryOperand {
     MemoryOperand::with_base_displ_size(SPILL_BASE, slot as i64 * VBYTES, 1)
 }
 
-/// The kernel's machine code, its spill slots and its instruction count.
+/// The kernel's machine code and its spill slots.
 fn generate(
     net: &Netlist,
     stride: usize,
     masked: bool,
     damaged: bool,
-) -> Result<(Vec<u8>, usize, usize), IcedError> {
+) -> Result<(Vec<u8>, usize), IcedError> {
     let stride_bytes = (stride * 8) as i64;
     let inputs: Vec<InputAt> = net
         .inputs
@@ -604,8 +593,7 @@ fn generate(
     for ins in &tail {
         ip += enc.encode(ins, ip)? as u64;
     }
-    let n_ins = code.len() + body.len() + tail.len();
-    Ok((enc.take_buffer(), gen.n_slots as usize, n_ins))
+    Ok((enc.take_buffer(), gen.n_slots as usize))
 }
 
 #[cfg(test)]

@@ -12,7 +12,10 @@
 //! Both give bit-identical results (the same masks, the same damage, the same frames).
 //! [`default_engine`] picks one at run time; `build_info()` reports it.
 
+// The JIT emits x86-64 code; elsewhere only the slot engine is built.
+#[cfg(target_arch = "x86_64")]
 pub(crate) mod grid;
+#[cfg(target_arch = "x86_64")]
 pub(crate) mod jit;
 
 use std::sync::OnceLock;
@@ -20,7 +23,9 @@ use std::sync::OnceLock;
 use crate::bitsliced::{self, Circuit, Masks, SimOptions, StepMask};
 use crate::engine::GridShape;
 use crate::error::{shape_err, value_err, Error, Result};
+#[cfg(target_arch = "x86_64")]
 use crate::kernels::{self, SimdLevel};
+#[cfg(target_arch = "x86_64")]
 use crate::netlist::Netlist;
 use crate::threads;
 
@@ -133,6 +138,7 @@ pub fn default_engine() -> HardEngine {
 }
 
 enum Inner {
+    #[cfg(target_arch = "x86_64")]
     Jit(Box<grid::GridSim>),
     Slots(Box<bitsliced::Simulator>),
 }
@@ -160,21 +166,35 @@ impl Simulator {
         if shape.batch == 0 || shape.height == 0 || shape.width == 0 {
             return shape_err!("batch, height and width must be >= 1, got {shape:?}");
         }
+        let bytes = Simulator::estimate_bytes(circuit, shape, words);
+        if crate::engine::over_memory_cap(bytes) {
+            return Err(Error::Memory(format!(
+                "a simulator of {}x{}x{} cells x {} channels needs about {} MB, more than the \
+                 limit of {} MB (set LOGICARS_MAX_MEMORY_MB to raise it)",
+                shape.batch,
+                shape.height,
+                shape.width,
+                circuit.channels(),
+                bytes >> 20,
+                crate::engine::memory_cap_mb()
+            )));
+        }
         let engine = engine.unwrap_or_else(default_engine);
         let inner = match engine {
+            HardEngine::Jit if !jit_available() => {
+                return value_err!(
+                    "the JIT engine needs an x86-64 CPU with AVX2 and executable memory; \
+                     this machine runs the 'slots' engine"
+                );
+            }
+            #[cfg(target_arch = "x86_64")]
             HardEngine::Jit => {
-                if !jit_available() {
-                    return value_err!(
-                        "the JIT engine needs an x86-64 CPU with AVX2 and executable memory; \
-                         this machine runs the 'slots' engine"
-                    );
-                }
                 let net = Netlist::from_circuit(circuit);
                 let sim = grid::GridSim::new(net, shape, periodic)
                     .map_err(|e| Error::Value(format!("JIT: {e}")))?;
                 Inner::Jit(Box::new(sim))
             }
-            HardEngine::Slots => Inner::Slots(Box::new(bitsliced::Simulator::new(
+            _ => Inner::Slots(Box::new(bitsliced::Simulator::new(
                 circuit, shape, periodic, words,
             )?)),
         };
@@ -188,12 +208,15 @@ impl Simulator {
 
     /// Bytes of the buffers a simulator of this size holds (the larger engine's).
     pub fn estimate_bytes(circuit: &Circuit, shape: GridShape, words: usize) -> usize {
-        bitsliced::Simulator::estimate_bytes(circuit, shape, words)
-            .max(grid::GridSim::estimate_bytes(circuit.channels(), shape))
+        let slots = bitsliced::Simulator::estimate_bytes(circuit, shape, words);
+        #[cfg(target_arch = "x86_64")]
+        let slots = slots.max(grid::GridSim::estimate_bytes(circuit.channels(), shape));
+        slots
     }
 
     pub fn engine(&self) -> HardEngine {
         match self.inner {
+            #[cfg(target_arch = "x86_64")]
             Inner::Jit(_) => HardEngine::Jit,
             Inner::Slots(_) => HardEngine::Slots,
         }
@@ -214,6 +237,7 @@ impl Simulator {
     /// Sets the state from a `B × H × W × C` grid of 0/1 bytes.
     pub fn load(&mut self, x: &[u8]) -> Result<()> {
         threads::pool().install(|| match &mut self.inner {
+            #[cfg(target_arch = "x86_64")]
             Inner::Jit(s) => s.load(x),
             Inner::Slots(s) => s.load(x),
         })
@@ -222,6 +246,7 @@ impl Simulator {
     /// Writes the current state into `out` (`B × H × W × C` bytes of 0/1).
     pub fn read_into(&self, out: &mut [u8]) {
         match &self.inner {
+            #[cfg(target_arch = "x86_64")]
             Inner::Jit(s) => s.read_into(out),
             Inner::Slots(s) => s.read_into(out),
         }
@@ -237,6 +262,7 @@ impl Simulator {
     /// Sets the damage plane (`H × W` or `B × H × W` bytes, 1 = dead; `None` removes it).
     pub fn set_damage(&mut self, cells: Option<&[u8]>) -> Result<()> {
         threads::pool().install(|| match &mut self.inner {
+            #[cfg(target_arch = "x86_64")]
             Inner::Jit(s) => s.set_damage(cells),
             Inner::Slots(s) => s.set_damage(cells),
         })
@@ -246,6 +272,7 @@ impl Simulator {
     /// `damaged`, the cells of the damage plane are set to 0 in every channel.
     pub fn step(&mut self, mask: StepMask<'_>, damaged: bool) -> Result<()> {
         match &mut self.inner {
+            #[cfg(target_arch = "x86_64")]
             Inner::Jit(s) => s.step(mask, damaged),
             Inner::Slots(s) => s.step(mask, damaged),
         }
@@ -377,19 +404,12 @@ pub fn simulate_on(
     shape: GridShape,
     opts: &SimOptions<'_>,
 ) -> Result<Vec<u8>> {
-    check_options(shape, opts)?;
-    let frames = bitsliced::n_frames(opts.steps, opts.record_every);
-    let frame_len = shape.cells().saturating_mul(circuit.channels());
-    let out_bytes = frame_len.saturating_mul(frames);
-    let bytes =
-        out_bytes.saturating_add(Simulator::estimate_bytes(circuit, shape, opts.words));
-    check_memory(shape, circuit.channels(), frames, bytes)?;
     // One hand-over to the pool for the whole run: the steps' parallel loops then start
     // on a worker instead of waking the pool from outside twice per step.
     threads::pool().install(|| {
         let mut sim = Simulator::new(circuit, shape, opts.periodic, Some(engine), opts.words)?;
         sim.load(x)?;
-        sim.run_in_pool(opts, out_bytes, frames)
+        sim.run(opts)
     })
 }
 

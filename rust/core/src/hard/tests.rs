@@ -11,7 +11,13 @@ use crate::gates::N_OPS;
 use crate::model::{Decoding, Model};
 use crate::netlist::{Gate, NetOutput, PatchInput};
 
+/// Whether the JIT runs here; on a CPU with AVX2 (not forced to the portable kernels)
+/// it must, or a broken kernel that fails the start-up self-test would skip every test.
 fn jit_here() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if is_x86_feature_detected!("avx2") && kernels::simd_level() != SimdLevel::Portable {
+        assert!(jit_available(), "this CPU has AVX2 but the JIT failed its self-test");
+    }
     if !jit_available() {
         eprintln!("the JIT is not available on this machine: JIT tests skipped");
     }
@@ -276,6 +282,7 @@ fn interpret_step(
     out
 }
 
+#[cfg(target_arch = "x86_64")]
 /// Fuzz: random netlists of 0 to 600 gates (far more live values than registers) on
 /// small grids, plain, masked and damaged, against the netlist interpreter.
 #[test]
