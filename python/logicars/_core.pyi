@@ -108,7 +108,8 @@ class Simulator:
         damage_from: int = 0,
         damage_until: int | None = None,
         record_every: int = 0,
-    ) -> npt.NDArray[np.uint8]: ...
+        read: bool = True,
+    ) -> npt.NDArray[np.uint8] | None: ...
     @property
     def engine(self) -> str: ...
     @property

@@ -299,7 +299,7 @@ def steps_for(side: int) -> int:
 def simulator_step_ns(sim: Any, steps: int) -> float:
     """Nanoseconds per step of `sim` (a `logicars.Simulator`), over `steps` steps."""
     t0 = time.perf_counter()
-    sim.run(steps)
+    sim.advance(steps)
     return (time.perf_counter() - t0) * 1e9 / steps
 
 
@@ -332,7 +332,7 @@ def compare(
                 set_num_threads(t)
                 times: dict[str, list[float]] = {k: [] for k in ("default", "slots", "c")}
                 for sim in sims.values():
-                    sim.run(2)  # warm-up
+                    sim.advance(2)  # warm-up
                 for _ in range(rounds):
                     for name, sim in sims.items():
                         times[name].append(simulator_step_ns(sim, steps))

@@ -512,6 +512,23 @@ class Simulator:
         )
         return self._sim.run(steps, **run)
 
+    def advance(
+        self,
+        steps: int,
+        *,
+        fire_rate: float | None = None,
+        seed: int = 0,
+        masks: Any = None,
+        damage: Any = None,
+        damage_steps: tuple[int, int] | None = None,
+    ) -> None:
+        """`run` without reading any grid back (`state()` reads the grid when needed)."""
+        steps = check_int("steps", steps, 0, MAX_STEPS)
+        run = _run_arguments(
+            self._spec, self.shape, steps, fire_rate, seed, masks, damage, damage_steps, False
+        )
+        self._sim.run(steps, read=False, **run)
+
 
 def _as_wires(name: str, a: Any) -> np.ndarray:
     """Wire indices as C-contiguous int32; floats are refused rather than truncated."""

@@ -363,12 +363,13 @@ impl HardCircuit {
         let circuit = &self.circuit;
         let periodic = periodic.unwrap_or(self.periodic);
         let x = x.data()?;
-        run.call(py, shape, c, |opts| {
+        let out = run.call(py, shape, |opts| {
             let mut opts = opts.clone();
             opts.periodic = periodic;
             opts.words = words;
             hard::simulate(circuit, x, shape, &opts)
-        })
+        })?;
+        run.frames(py, out, shape, c)
     }
 
     /// Gate counts: `program_gates` (live gates of the float program, perception
@@ -481,14 +482,13 @@ struct RunArgs<'a, 'py> {
 
 impl<'py> RunArgs<'_, 'py> {
     /// Checks the arguments against `shape`, then calls `run` with the options (the GIL
-    /// released) and shapes its bytes as `(B, H, W, C)` or `(frames, B, H, W, C)`.
-    fn call(
-        self,
+    /// released).
+    fn call<T: Send>(
+        &self,
         py: Python<'py>,
         shape: GridShape,
-        channels: usize,
-        run: impl FnOnce(&SimOptions<'_>) -> core::Result<Vec<u8>> + Send,
-    ) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
+        run: impl FnOnce(&SimOptions<'_>) -> core::Result<T> + Send,
+    ) -> PyResult<T> {
         let steps = self.steps;
         let masks = self
             .masks
@@ -531,22 +531,30 @@ impl<'py> RunArgs<'_, 'py> {
         let mut opts = SimOptions::new(steps, false);
         opts.record_every = self.record_every;
         opts.damage_steps = self.damage_from..damage_until;
-        let out = {
-            let m = masks.as_ref().map(|m| m.data()).transpose()?;
-            opts.damage = damage.as_ref().map(|d| d.data()).transpose()?;
-            opts.masks = match (m, self.fire_rate) {
-                (Some(m), _) => Masks::Given(m),
-                (None, Some(fire_rate)) => Masks::Random {
-                    fire_rate,
-                    seed: self.seed,
-                },
-                (None, None) => Masks::Sync,
-            };
-            py.detach(|| run(&opts)).map_err(to_py)?
+        let m = masks.as_ref().map(|m| m.data()).transpose()?;
+        opts.damage = damage.as_ref().map(|d| d.data()).transpose()?;
+        opts.masks = match (m, self.fire_rate) {
+            (Some(m), _) => Masks::Given(m),
+            (None, Some(fire_rate)) => Masks::Random {
+                fire_rate,
+                seed: self.seed,
+            },
+            (None, None) => Masks::Sync,
         };
+        py.detach(|| run(&opts)).map_err(to_py)
+    }
+
+    /// The bytes of a run as `(B, H, W, C)`, or `(frames, B, H, W, C)` when recording.
+    fn frames(
+        &self,
+        py: Python<'py>,
+        out: Vec<u8>,
+        shape: GridShape,
+        channels: usize,
+    ) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
         let mut dims = vec![shape.batch, shape.height, shape.width, channels];
         if self.record_every > 0 {
-            dims.insert(0, bitsliced::n_frames(steps, self.record_every));
+            dims.insert(0, bitsliced::n_frames(self.steps, self.record_every));
         }
         PyArray1::from_vec(py, out).reshape(dims)
     }
@@ -613,10 +621,11 @@ impl Simulator {
     }
 
     /// Runs `steps` steps from the current grid (arguments as `HardCircuit.simulate`;
-    /// the mask stream of a seed starts again at each call, as in `simulate`).
+    /// the mask stream of a seed starts again at each call, as in `simulate`). With
+    /// `read` false nothing is read back and None is returned.
     #[pyo3(signature = (
         steps, fire_rate=None, seed=0, masks=None, damage=None, damage_from=0,
-        damage_until=None, record_every=0
+        damage_until=None, record_every=0, read=true
     ))]
     #[allow(clippy::too_many_arguments)]
     fn run<'py>(
@@ -630,7 +639,8 @@ impl Simulator {
         damage_from: usize,
         damage_until: Option<usize>,
         record_every: usize,
-    ) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
+        read: bool,
+    ) -> PyResult<Option<Bound<'py, PyArrayDyn<u8>>>> {
         let run = RunArgs {
             steps,
             fire_rate,
@@ -643,7 +653,12 @@ impl Simulator {
         };
         let (shape, c) = (self.sim.shape(), self.sim.channels());
         let sim = &mut self.sim;
-        run.call(py, shape, c, |opts| sim.run(opts))
+        if !read {
+            run.call(py, shape, |opts| sim.advance(opts))?;
+            return Ok(None);
+        }
+        let out = run.call(py, shape, |opts| sim.run(opts))?;
+        run.frames(py, out, shape, c).map(Some)
     }
 
     /// `jit` or `slots`: the engine this simulator runs.

@@ -220,7 +220,7 @@ impl GridSim {
     /// A simulator for `shape`; fails if the OS refuses executable memory.
     pub(crate) fn new(net: Netlist, shape: GridShape, periodic: bool) -> std::io::Result<GridSim> {
         let lay = Layout::new(shape, net.channels, periodic);
-        let plain = Kernel::compile(&net, lay.stride, false, false)?;
+        let plain = Kernel::compile(&net, lay.stride, lay.nw, false, false)?;
         let mut sim = GridSim {
             lay,
             geo: Geo::new(shape, net.channels, periodic),
@@ -394,7 +394,7 @@ impl GridSim {
         let damaged = damaged && !self.damage.is_empty();
         let variant = masked as usize + 2 * damaged as usize;
         if self.kernels[variant].is_none() {
-            let k = Kernel::compile(&self.net, self.lay.stride, masked, damaged)
+            let k = Kernel::compile(&self.net, self.lay.stride, self.lay.nw, masked, damaged)
                 .map_err(|e| crate::error::Error::Value(format!("JIT: {e}")))?;
             self.kernels[variant] = Some(k);
             self.size_spills();
@@ -418,45 +418,62 @@ impl GridSim {
                     let i = rayon::current_thread_index().unwrap_or(0) % spills.len();
                     let mut spill = spills[i].lock().unwrap_or_else(|e| e.into_inner());
                     let row0 = task * rows_per_task;
-                    for (k, out_row) in out.chunks_exact_mut(row_words).enumerate() {
+                    let n_rows = out.len() / row_words;
+                    let at = |row: usize| cur[lay.row_at(row)..].as_ptr();
+                    let zero = zero[DATA..].as_ptr();
+                    let mut k = 0;
+                    while k < n_rows {
                         let g = row0 + k;
                         let r = g % lay.height;
-                        let at = |row: usize| cur[lay.row_at(row)..].as_ptr();
-                        let zero = zero[DATA..].as_ptr();
-                        let up = if r > 0 {
-                            at(g - 1)
-                        } else if lay.periodic {
-                            at(g + lay.height - 1)
+                        // A row at a board's edge alone (its neighbours wrap or are 0),
+                        // else every row up to the board's last but one in one call.
+                        let (up, down, rows) = if r == 0 || r + 1 == lay.height {
+                            let up = if r > 0 {
+                                at(g - 1)
+                            } else if lay.periodic {
+                                at(g + lay.height - 1)
+                            } else {
+                                zero
+                            };
+                            let down = if r + 1 < lay.height {
+                                at(g + 1)
+                            } else if lay.periodic {
+                                at(g + 1 - lay.height)
+                            } else {
+                                zero
+                            };
+                            (up, down, 1)
                         } else {
-                            zero
-                        };
-                        let down = if r + 1 < lay.height {
-                            at(g + 1)
-                        } else if lay.periodic {
-                            at(g + 1 - lay.height)
-                        } else {
-                            zero
+                            let rows = (lay.height - 1 - r).min(n_rows - k);
+                            (at(g - 1), at(g + 1), rows)
                         };
                         let args = RowArgs {
                             up,
                             mid: at(g),
                             down,
-                            out: out_row[DATA..].as_mut_ptr(),
+                            out: out[k * row_words + DATA..].as_mut_ptr(),
                             mask: mask.map_or(std::ptr::null(), |m| m[g * lay.nw..].as_ptr()),
                             damage: damage.map_or(std::ptr::null(), |d| {
                                 d[g % damage_rows * lay.nw..].as_ptr()
                             }),
                             spill: spill.as_mut_ptr(),
                             vectors: lay.vectors,
+                            rows,
                         };
                         // SAFETY: the simulator exists only where the JIT is available
                         // (AVX2); rows hold `C·stride` words with the data at `DATA`, so
                         // every load of a kernel (one word before the data to one vector
-                        // past it) stays inside a row; mask and damage planes have a
-                        // vector of slack; the spill area is sized for every kernel; `out`
-                        // is in the other buffer.
+                        // past it) stays inside a row, and the `rows` rows are all in
+                        // one board, as are their mask and damage rows (planes with a
+                        // vector of slack); the spill area is sized for every kernel;
+                        // `out` is in the other buffer.
                         unsafe { kernel.run(&args) };
-                        lay.fix_row(out_row);
+                        for row in
+                            out[k * row_words..(k + rows) * row_words].chunks_exact_mut(row_words)
+                        {
+                            lay.fix_row(row);
+                        }
+                        k += rows;
                     }
                 });
         });

@@ -38,10 +38,11 @@ const VBYTES: i64 = 32;
 const N_REGS: usize = 15;
 const SCRATCH: u8 = 15;
 
-/// What one call of a kernel processes: `vectors` consecutive vectors of one grid row.
-/// Every row pointer points at data word 0 of channel 0 of its row (channel `c` is
-/// `stride` words further per channel, with a ghost word before word 0); `mask` and
-/// `damage` at the row's first mask word (read only by kernels compiled for them).
+/// What one call of a kernel processes: `rows` consecutive grid rows of `vectors`
+/// vectors each. Every row pointer points at data word 0 of channel 0 of the first row
+/// (channel `c` is `stride` words further per channel, with a ghost word before word
+/// 0; the next row `C·stride` words further); `mask` and `damage` at the first row's
+/// first mask word (`nw` words per row; read only by kernels compiled for them).
 #[repr(C)]
 pub(crate) struct RowArgs {
     pub(crate) up: *const u64,
@@ -53,6 +54,7 @@ pub(crate) struct RowArgs {
     /// `Kernel::spill_words` words, 32-byte aligned.
     pub(crate) spill: *mut u64,
     pub(crate) vectors: usize,
+    pub(crate) rows: usize,
 }
 
 // Where the prologue finds each field (the struct is `repr(C)`, 8 bytes per field).
@@ -74,6 +76,8 @@ const SPILL_BASE: Register = Register::RCX;
 const END: Register = Register::RAX;
 /// The byte offset of the current vector in its row.
 const INDEX: Register = Register::RDI;
+/// Rows left (callee-saved: pushed and popped).
+const ROWS: Register = Register::RBX;
 
 /// A compiled kernel: machine code in a read-execute mapping.
 pub(crate) struct Kernel {
@@ -83,16 +87,18 @@ pub(crate) struct Kernel {
 }
 
 impl Kernel {
-    /// Compiles `net` for rows of `stride` words per channel; `masked` and `damaged`
-    /// select the output variant. Fails only if the OS refuses executable memory.
+    /// Compiles `net` for rows of `stride` words per channel and `nw` mask words;
+    /// `masked` and `damaged` select the output variant. Fails only if the OS refuses
+    /// executable memory.
     pub(crate) fn compile(
         net: &Netlist,
         stride: usize,
+        nw: usize,
         masked: bool,
         damaged: bool,
     ) -> io::Result<Kernel> {
         let (code, spill_slots) =
-            generate(net, stride, masked, damaged).map_err(io::Error::other)?;
+            generate(net, stride, nw, masked, damaged).map_err(io::Error::other)?;
         let mut map = memmap2::MmapMut::map_anon(code.len())?;
         map.copy_from_slice(&code);
         let map = map.make_exec()?;
@@ -118,12 +124,13 @@ impl Kernel {
     /// Runs the kernel on one row.
     ///
     /// # Safety
-    /// The CPU supports AVX2; `args.vectors >= 1`; every row pointer is valid for reads
-    /// of `C` channels of `stride` words from one word before it, `out` for writes of
-    /// `C·stride` words, `mask`/`damage` (where compiled in) for reads of
-    /// `LANES·vectors` words, `spill` for `spill_words` words; `out` overlaps no input.
+    /// The CPU supports AVX2; `args.vectors >= 1` and `args.rows >= 1`; every row
+    /// pointer is valid for reads of `rows` rows of `C` channels of `stride` words from
+    /// one word before it, `out` for such writes, `mask`/`damage` (where compiled in)
+    /// for reads of `nw·(rows - 1) + LANES·vectors` words, `spill` for `spill_words`
+    /// words; `out` overlaps no input.
     pub(crate) unsafe fn run(&self, args: &RowArgs) {
-        debug_assert!(args.vectors >= 1);
+        debug_assert!(args.vectors >= 1 && args.rows >= 1);
         // SAFETY: the caller's contract.
         unsafe { (self.entry)(args) }
     }
@@ -246,7 +253,9 @@ impl Gen<'_> {
             let at = self.inputs[v as usize];
             return MemoryOperand::with_base_index_scale_displ_size(at.base, INDEX, 1, at.disp, 1);
         }
-        let slot = self.place[v as usize].slot.expect("spilled value has a slot");
+        let slot = self.place[v as usize]
+            .slot
+            .expect("spilled value has a slot");
         spill_mem(slot)
     }
 
@@ -324,7 +333,8 @@ impl Gen<'_> {
     fn shifted_input(&mut self, v: u32) {
         let at = self.inputs[v as usize];
         let r = self.alloc(&[]);
-        let word = |d: i64| MemoryOperand::with_base_index_scale_displ_size(at.base, INDEX, 1, d, 1);
+        let word =
+            |d: i64| MemoryOperand::with_base_index_scale_displ_size(at.base, INDEX, 1, d, 1);
         let (near, far, carry_from) = if at.dc < 0 {
             (
                 Code::VEX_Vpsllq_ymm_ymm_imm8,
@@ -339,11 +349,24 @@ impl Gen<'_> {
             )
         };
         let s = ymm(SCRATCH);
-        self.emit(Instruction::with2(Code::VEX_Vmovdqu_ymm_ymmm256, ymm(r), word(at.disp)));
+        self.emit(Instruction::with2(
+            Code::VEX_Vmovdqu_ymm_ymmm256,
+            ymm(r),
+            word(at.disp),
+        ));
         self.emit(Instruction::with3(near, ymm(r), ymm(r), 1u32));
-        self.emit(Instruction::with2(Code::VEX_Vmovdqu_ymm_ymmm256, s, word(carry_from)));
+        self.emit(Instruction::with2(
+            Code::VEX_Vmovdqu_ymm_ymmm256,
+            s,
+            word(carry_from),
+        ));
         self.emit(Instruction::with3(far, s, s, 63u32));
-        self.emit(Instruction::with3(Code::VEX_Vpor_ymm_ymm_ymmm256, ymm(r), ymm(r), s));
+        self.emit(Instruction::with3(
+            Code::VEX_Vpor_ymm_ymm_ymmm256,
+            ymm(r),
+            ymm(r),
+            s,
+        ));
         self.bind(v, r);
     }
 
@@ -360,13 +383,16 @@ impl Gen<'_> {
         };
         let commutative = gate.kind != Kind::AndNot;
         let reg = |s: &Self, x: u32| s.place[x as usize].reg;
-        let (first, second) = if commutative && reg(self, first).is_none() && reg(self, second).is_some()
-        {
-            (second, first)
-        } else {
-            (first, second)
-        };
-        let pinned: Vec<u8> = [first, second].iter().filter_map(|&x| reg(self, x)).collect();
+        let (first, second) =
+            if commutative && reg(self, first).is_none() && reg(self, second).is_some() {
+                (second, first)
+            } else {
+                (first, second)
+            };
+        let pinned: Vec<u8> = [first, second]
+            .iter()
+            .filter_map(|&x| reg(self, x))
+            .collect();
         let dst;
         if let Some(r1) = reg(self, first) {
             dst = if self.dies_at(first, pos) {
@@ -406,7 +432,11 @@ impl Gen<'_> {
             if commutative && reg(self, second) == Some(dst) {
                 self.op3(code, dst, dst, Op::Mem(m));
             } else {
-                self.emit(Instruction::with2(Code::VEX_Vmovdqu_ymm_ymmm256, ymm(dst), m));
+                self.emit(Instruction::with2(
+                    Code::VEX_Vmovdqu_ymm_ymmm256,
+                    ymm(dst),
+                    m,
+                ));
                 let src2 = match reg(self, second) {
                     Some(r2) => Op::Reg(r2),
                     None => Op::Mem(self.mem(second)),
@@ -478,21 +508,37 @@ impl Gen<'_> {
         self.holder[r as usize] = None; // a temporary from here on
         let d = ymm(r);
         if negate {
-            self.emit(Instruction::with3(Code::VEX_Vpcmpeqd_ymm_ymm_ymmm256, s, s, s));
+            self.emit(Instruction::with3(
+                Code::VEX_Vpcmpeqd_ymm_ymm_ymmm256,
+                s,
+                s,
+                s,
+            ));
             self.emit(Instruction::with3(Code::VEX_Vpxor_ymm_ymm_ymmm256, d, d, s));
         }
         if masked {
             let mask = MemoryOperand::with_base_index_scale_displ_size(MASK_BASE, INDEX, 1, 0, 1);
-            let old = MemoryOperand::with_base_index_scale_displ_size(ROW_BASE[1], INDEX, 1, chan, 1);
+            let old =
+                MemoryOperand::with_base_index_scale_displ_size(ROW_BASE[1], INDEX, 1, chan, 1);
             self.emit(Instruction::with2(Code::VEX_Vmovdqu_ymm_ymmm256, s, mask));
             self.emit(Instruction::with3(Code::VEX_Vpand_ymm_ymm_ymmm256, d, d, s));
-            self.emit(Instruction::with3(Code::VEX_Vpandn_ymm_ymm_ymmm256, s, s, old));
+            self.emit(Instruction::with3(
+                Code::VEX_Vpandn_ymm_ymm_ymmm256,
+                s,
+                s,
+                old,
+            ));
             self.emit(Instruction::with3(Code::VEX_Vpor_ymm_ymm_ymmm256, d, d, s));
         }
         if damaged {
             let dead = MemoryOperand::with_base_index_scale_displ_size(DAMAGE_BASE, INDEX, 1, 0, 1);
             self.emit(Instruction::with2(Code::VEX_Vmovdqu_ymm_ymmm256, s, dead));
-            self.emit(Instruction::with3(Code::VEX_Vpandn_ymm_ymm_ymmm256, d, s, d));
+            self.emit(Instruction::with3(
+                Code::VEX_Vpandn_ymm_ymm_ymmm256,
+                d,
+                s,
+                d,
+            ));
         }
         let out = MemoryOperand::with_base_index_scale_displ_size(OUT_BASE, INDEX, 1, chan, 1);
         self.emit(Instruction::with2(Code::VEX_Vmovdqu_ymmm256_ymm, out, d));
@@ -513,6 +559,7 @@ fn spill_mem(slot: u32) -> MemoryOperand {
 fn generate(
     net: &Netlist,
     stride: usize,
+    nw: usize,
     masked: bool,
     damaged: bool,
 ) -> Result<(Vec<u8>, usize), IcedError> {
@@ -566,30 +613,55 @@ fn generate(
     }
     let body = std::mem::take(&mut gen.code);
 
-    // Prologue: arguments into registers, the end offset, the index at 0.
-    let mut code = Vec::with_capacity(body.len() + 16);
+    // Prologue: arguments into registers, the end offset of a row.
+    let mut head = vec![Instruction::with1(Code::Push_r64, ROWS)?];
     for (i, &r) in ARG_REGS.iter().enumerate() {
         let field = MemoryOperand::with_base_displ_size(Register::RDI, 8 * i as i64, 1);
-        code.push(Instruction::with2(Code::Mov_r64_rm64, r, field)?);
+        head.push(Instruction::with2(Code::Mov_r64_rm64, r, field)?);
     }
-    code.push(Instruction::with2(Code::Shl_rm64_imm8, END, 5u32)?);
-    code.push(Instruction::with2(Code::Xor_r32_rm32, Register::EDI, Register::EDI)?);
+    let rows_field =
+        MemoryOperand::with_base_displ_size(Register::RDI, 8 * ARG_REGS.len() as i64, 1);
+    head.push(Instruction::with2(Code::Mov_r64_rm64, ROWS, rows_field)?);
+    head.push(Instruction::with2(Code::Shl_rm64_imm8, END, 5u32)?);
     let mut enc = Encoder::new(64);
     let mut ip = 0u64;
-    for ins in &code {
+    for ins in &head {
         ip += enc.encode(ins, ip)? as u64;
     }
-    let loop_start = ip;
+    // Per row: the index at 0, the vectors, then every pointer on to the next row.
+    let row_start = ip;
+    ip += enc.encode(
+        &Instruction::with2(Code::Xor_r32_rm32, Register::EDI, Register::EDI)?,
+        ip,
+    )? as u64;
+    let vector_start = ip;
     for ins in &body {
         ip += enc.encode(ins, ip)? as u64;
     }
-    let tail = [
+    let row_bytes = (net.channels * stride * 8) as i32;
+    let mask_bytes = (nw * 8) as i32;
+    let mut tail = vec![
         Instruction::with2(Code::Add_rm64_imm8, INDEX, VBYTES as i32)?,
         Instruction::with2(Code::Cmp_r64_rm64, INDEX, END)?,
-        Instruction::with_branch(Code::Jb_rel32_64, loop_start)?,
+        Instruction::with_branch(Code::Jb_rel32_64, vector_start)?,
+    ];
+    for (r, step) in [
+        (ROW_BASE[0], row_bytes),
+        (ROW_BASE[1], row_bytes),
+        (ROW_BASE[2], row_bytes),
+        (OUT_BASE, row_bytes),
+        (MASK_BASE, mask_bytes),
+        (DAMAGE_BASE, mask_bytes),
+    ] {
+        tail.push(Instruction::with2(Code::Add_rm64_imm32, r, step)?);
+    }
+    tail.extend([
+        Instruction::with1(Code::Dec_rm64, ROWS)?,
+        Instruction::with_branch(Code::Jne_rel32_64, row_start)?,
+        Instruction::with1(Code::Pop_r64, ROWS)?,
         Instruction::with(Code::VEX_Vzeroupper),
         Instruction::with(Code::Retnq),
-    ];
+    ]);
     for ins in &tail {
         ip += enc.encode(ins, ip)? as u64;
     }

@@ -282,8 +282,21 @@ impl Simulator {
     /// replaces the damage plane; `opts.periodic` and `opts.words` are the simulator's
     /// own). Returns the grids of [`bitsliced::frame_steps`] concatenated.
     pub fn run(&mut self, opts: &SimOptions<'_>) -> Result<Vec<u8>> {
+        self.run_frames(opts, true)
+    }
+
+    /// [`Simulator::run`] without reading any grid back (not even the last).
+    pub fn advance(&mut self, opts: &SimOptions<'_>) -> Result<()> {
+        self.run_frames(opts, false).map(|_| ())
+    }
+
+    fn run_frames(&mut self, opts: &SimOptions<'_>, read: bool) -> Result<Vec<u8>> {
         check_options(self.shape, opts)?;
-        let frames = bitsliced::n_frames(opts.steps, opts.record_every);
+        let frames = if read {
+            bitsliced::n_frames(opts.steps, opts.record_every)
+        } else {
+            0
+        };
         let frame_len = self.shape.cells() * self.channels;
         let out_bytes = frame_len.saturating_mul(frames);
         check_memory(self.shape, self.channels, frames, out_bytes)?;
@@ -319,7 +332,7 @@ impl Simulator {
                 let damaged = opts.damage.is_some() && opts.damage_steps.contains(&(t - 1));
                 self.step(mask, damaged)?;
             }
-            if bitsliced::is_frame(t, steps, opts.record_every) {
+            if frames > 0 && bitsliced::is_frame(t, steps, opts.record_every) {
                 self.read_into(&mut out[written * frame_len..(written + 1) * frame_len]);
                 written += 1;
             }

@@ -16,7 +16,10 @@ use crate::netlist::{Gate, NetOutput, PatchInput};
 fn jit_here() -> bool {
     #[cfg(target_arch = "x86_64")]
     if is_x86_feature_detected!("avx2") && kernels::simd_level() != SimdLevel::Portable {
-        assert!(jit_available(), "this CPU has AVX2 but the JIT failed its self-test");
+        assert!(
+            jit_available(),
+            "this CPU has AVX2 but the JIT failed its self-test"
+        );
     }
     if !jit_available() {
         eprintln!("the JIT is not available on this machine: JIT tests skipped");
@@ -74,7 +77,8 @@ fn jit_matches_slots_and_float_hard_rollout() {
                 let steps = 3;
                 let x = random_bits(sh.cells() * c, 0.5, case);
                 let masks = masked.then(|| random_bits(sh.cells() * steps, 0.6, case + 99));
-                let (jit, slots) = both_engines(&circuit, &x, sh, steps, periodic, masks.as_deref(), None);
+                let (jit, slots) =
+                    both_engines(&circuit, &x, sh, steps, periodic, masks.as_deref(), None);
                 if let Some(i) = first_difference(&jit, &slots) {
                     panic!(
                         "C={c} periodic={periodic} masked={masked} {sh:?}: JIT and slots differ \
@@ -124,7 +128,10 @@ fn every_gate_op_matches_on_the_jit() {
         let float = m
             .rollout(&to_f32(&x), sh, 2, Decoding::Hard, None, true)
             .unwrap();
-        assert!(jit.iter().zip(&float).all(|(&a, &b)| a as f32 == b), "op {op}");
+        assert!(
+            jit.iter().zip(&float).all(|(&a, &b)| a as f32 == b),
+            "op {op}"
+        );
     }
 }
 
@@ -179,7 +186,12 @@ fn gol_sized_circuit_matches_on_the_jit() {
         let sh = shape(1, 33, 300);
         let x = random_bits(sh.cells(), 0.5, seed);
         let (jit, slots) = both_engines(&circuit, &x, sh, 4, true, None, None);
-        assert_eq!(first_difference(&jit, &slots), None, "{:?}", circuit.stats());
+        assert_eq!(
+            first_difference(&jit, &slots),
+            None,
+            "{:?}",
+            circuit.stats()
+        );
     }
 }
 
@@ -273,7 +285,11 @@ fn interpret_step(
                 let fire = mask.is_none_or(|m| m[cell] == 1);
                 let dead = damage.is_some_and(|d| d[cell] == 1);
                 for c in 0..c_n {
-                    let v = if fire { next[c] as u8 } else { x[cell * c_n + c] };
+                    let v = if fire {
+                        next[c] as u8
+                    } else {
+                        x[cell * c_n + c]
+                    };
                     out[cell * c_n + c] = if dead { 0 } else { v };
                 }
             }
@@ -352,7 +368,9 @@ fn load_and_read_round_trip_and_reject_non_binary_values() {
         let sp = spec(c, 1, &[9, 8, 4, 2], &[8], true);
         let circuit = Circuit::from_model(&random_model(sp, 1, 0.5));
         let sh = shape(2, 3, w);
-        let x: Vec<u8> = (0..sh.cells() * c).map(|_| rng.random_range(0..2)).collect();
+        let x: Vec<u8> = (0..sh.cells() * c)
+            .map(|_| rng.random_range(0..2))
+            .collect();
         let mut sim = Simulator::new(&circuit, sh, true, Some(HardEngine::Jit), 0).unwrap();
         sim.load(&x).unwrap();
         assert_eq!(sim.read(), x);
@@ -360,7 +378,10 @@ fn load_and_read_round_trip_and_reject_non_binary_values() {
         let at = bad.len() - 1 - (rng.next_u32() as usize % bad.len());
         bad[at] = 2;
         let err = sim.load(&bad).unwrap_err().to_string();
-        assert!(err.contains(&format!("found 2 at flat index {at}")), "{err}");
+        assert!(
+            err.contains(&format!("found 2 at flat index {at}")),
+            "{err}"
+        );
     }
 }
 
