@@ -77,6 +77,7 @@ _C_HEAD = r"""/* Reference evaluator of a logicars circuit over 256-bit vectors 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <omp.h>
 
 #define C LOGICARS_CHANNELS
@@ -140,7 +141,8 @@ static void setup(long h, long w) {
 }
 
 /* usage: ref check H W STEPS IN OUT   (grids of H*W*C bytes 0/1)
- *        ref time SIDE STEPS THREADS  (prints ns per step of a random SIDE x SIDE grid) */
+ *        ref time SIDE STEPS THREADS  (ns per step of a random SIDE x SIDE grid: wall-clock,
+ *                                      then CPU time of all threads) */
 int main(int argc, char **argv) {
     if (argc == 7 && !strcmp(argv[1], "check")) {
         setup(atol(argv[2]), atol(argv[3]));
@@ -181,10 +183,14 @@ int main(int argc, char **argv) {
             fix(a + r * C * S);
         }
         step(a, b); step(b, a); /* warm-up */
+        struct timespec c0, c1;
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
         double t0 = omp_get_wtime();
         for (long t = 0; t < steps; t++) { step(a, b); uint64_t *tmp = a; a = b; b = tmp; }
         double t1 = omp_get_wtime();
-        printf("%.1f\n", (t1 - t0) * 1e9 / steps);
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+        double cpu = (c1.tv_sec - c0.tv_sec) * 1e9 + (c1.tv_nsec - c0.tv_nsec);
+        printf("%.1f %.1f\n", (t1 - t0) * 1e9 / steps, cpu / steps);
         return (int)(a[4] & 0); /* keep the result live */
     }
     fprintf(stderr, "usage: ref check H W STEPS IN OUT | ref time SIDE STEPS THREADS\n");
@@ -281,11 +287,13 @@ def _threads_env(threads: int) -> dict[str, str]:
     return {**os.environ, "OMP_NUM_THREADS": str(threads)}
 
 
-def reference_step_ns(exe: Path, side: int, steps: int, threads: int) -> float:
-    """Nanoseconds per step of the reference on a random `side x side` grid."""
+def reference_step_ns(exe: Path, side: int, steps: int, threads: int) -> tuple[float, float]:
+    """Nanoseconds per step of the reference on a random `side x side` grid: wall-clock,
+    and CPU time (all threads)."""
     cmd = [str(exe), "time", str(side), str(steps), str(threads)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=_threads_env(threads))
-    return float(out.stdout.strip())
+    wall, cpu = out.stdout.split()
+    return float(wall), float(cpu)
 
 
 # ---- timing -----------------------------------------------------------------------------
@@ -296,19 +304,28 @@ def steps_for(side: int) -> int:
     return max(4, 250_000_000 // (side * side))
 
 
-def simulator_step_ns(sim: Any, steps: int) -> float:
-    """Nanoseconds per step of `sim` (a `logicars.Simulator`), over `steps` steps."""
-    t0 = time.perf_counter()
+def simulator_step_ns(sim: Any, steps: int) -> tuple[float, float]:
+    """Nanoseconds per step of `sim` (a `logicars.Simulator`) over `steps` steps:
+    wall-clock, and CPU time of the process (all threads)."""
+    c0, t0 = time.process_time(), time.perf_counter()
     sim.advance(steps)
-    return (time.perf_counter() - t0) * 1e9 / steps
+    t1, c1 = time.perf_counter(), time.process_time()
+    return (t1 - t0) * 1e9 / steps, (c1 - c0) * 1e9 / steps
 
 
 def compare(
-    sides: list[int], threads: list[int], rounds: int, workdir: Path | None = None
+    sides: list[int],
+    threads: list[int],
+    rounds: int,
+    workdir: Path | None = None,
+    progress: Any = None,
 ) -> list[dict[str, Any]]:
-    """Rates in G cell-updates/s of the default engine, the slot engine and the C
-    reference, measured in alternating rounds (medians), one row per side and thread
-    count."""
+    """The trained GoL circuit on `side x side` periodic grids: the rate of this
+    machine's engine (`build_info()["hard_engine"]`), of the slot engine and of the C
+    reference, in alternating rounds. Rates are cell-updates per second in units of
+    1e9 from the median wall-clock time (`gcups*`) and per CPU-second of all threads
+    (`*_per_cpu`, robust to a busy host). `progress(text)` is called before each
+    measurement."""
     from . import Simulator, build_info, set_num_threads
 
     model = trained_gol_model()
@@ -317,43 +334,79 @@ def compare(
     with tempfile.TemporaryDirectory() as tmp:
         try:
             exe: Path | None = build_reference(model, workdir or Path(tmp))
-        except RuntimeError as e:
+        except (RuntimeError, OSError, subprocess.CalledProcessError) as e:
             exe, ref_error = None, str(e)
         rng = np.random.default_rng(7)
         rows = []
         for side in sides:
             x = (rng.random((1, side, side, 1)) < 0.5).astype(np.uint8)
             steps = steps_for(side)
-            sims = {
-                engine: Simulator(model, x, engine=engine)
-                for engine in ("default", "slots")
-            }
+            sims = {"engine": Simulator(model, x), "slots": Simulator(model, x, engine="slots")}
             for t in threads:
+                if progress is not None:
+                    progress(f"{side}x{side}, {t} thread(s)")
                 set_num_threads(t)
-                times: dict[str, list[float]] = {k: [] for k in ("default", "slots", "c")}
+                wall: dict[str, list[float]] = {k: [] for k in ("engine", "slots", "c")}
+                cpu: dict[str, list[float]] = {k: [] for k in ("engine", "slots", "c")}
                 for sim in sims.values():
                     sim.advance(2)  # warm-up
                 for _ in range(rounds):
                     for name, sim in sims.items():
-                        times[name].append(simulator_step_ns(sim, steps))
+                        w, c = simulator_step_ns(sim, steps)
+                        wall[name].append(w)
+                        cpu[name].append(c)
                     if exe is not None:
-                        times["c"].append(reference_step_ns(exe, side, steps, t))
-                rate = {
-                    k: side * side / statistics.median(v) if v else None for k, v in times.items()
+                        w, c = reference_step_ns(exe, side, steps, t)
+                        wall["c"].append(w)
+                        cpu["c"].append(c)
+                cells = side * side
+
+                def rate(v: list[float]) -> float | None:
+                    return round(cells / statistics.median(v), 3) if v else None
+
+                row = {
+                    "side": side,
+                    "threads": t,
+                    "engine": build_info()["hard_engine"],
+                    "simd_level": build_info()["simd_level"],
+                    "steps_per_sample": steps,
+                    "rounds": rounds,
+                    "gcups": rate(wall["engine"]),
+                    "gcups_slots": rate(wall["slots"]),
+                    "gcups_c": rate(wall["c"]),
+                    "gcups_per_cpu": rate(cpu["engine"]),
+                    "gcups_per_cpu_slots": rate(cpu["slots"]),
+                    "gcups_per_cpu_c": rate(cpu["c"]),
                 }
-                rows.append(
-                    {
-                        "side": side,
-                        "threads": t,
-                        "engine": sims["default"].engine,
-                        "steps_per_sample": steps,
-                        "rounds": rounds,
-                        "gcups": round(rate["default"], 3),
-                        "gcups_slots": round(rate["slots"], 3),
-                        "gcups_c_reference": None if rate["c"] is None else round(rate["c"], 3),
-                        "ratio_to_c": None if rate["c"] is None else round(rate["default"] / rate["c"], 3),
-                        "c_reference_error": ref_error,
-                        "simd_level": build_info()["simd_level"],
-                    }
-                )
+                if exe is None:
+                    row["c_reference_error"] = ref_error
+                else:
+                    row["ratio_to_c"] = round(row["gcups"] / row["gcups_c"], 3)
+                    row["ratio_to_c_per_cpu"] = round(
+                        row["gcups_per_cpu"] / row["gcups_per_cpu_c"], 3
+                    )
+                rows.append(row)
     return rows
+
+
+def format_rows(rows: list[dict[str, Any]]) -> str:
+    """The rows of `compare` as a table."""
+    head = f"{'grid':>11} {'thr':>3} {'engine':>9} {'slots':>7} {'C ref':>7} {'ratio':>6}"
+    head += f" {'engine/cpu':>11} {'C/cpu':>7} {'ratio':>6}"
+    lines = ["G cell-updates/s (median wall-clock; /cpu: per CPU-second)", head]
+
+    def f(v: Any, width: int, digits: int = 2) -> str:
+        return f"{v:>{width}.{digits}f}" if isinstance(v, (int, float)) else f"{'-':>{width}}"
+
+    for r in rows:
+        grid = f"{r['side']}x{r['side']}"
+        lines.append(
+            f"{grid:>11} {r['threads']:>3} {f(r['gcups'], 9)} {f(r['gcups_slots'], 7)} "
+            f"{f(r['gcups_c'], 7)} {f(r.get('ratio_to_c'), 6)} {f(r['gcups_per_cpu'], 11)} "
+            f"{f(r['gcups_per_cpu_c'], 7)} {f(r.get('ratio_to_c_per_cpu'), 6)}"
+        )
+    errors = {r["c_reference_error"] for r in rows if "c_reference_error" in r}
+    lines += [f"C reference not run: {e}" for e in errors]
+    if rows:
+        lines.append(f"engine: {rows[0]['engine']} ({rows[0]['simd_level']} kernels)")
+    return "\n".join(lines)
