@@ -57,6 +57,14 @@ const ARENA_BUDGET: usize = 40 << 10;
 /// Block widths (in 64-bit words) the engine is compiled for.
 pub const SUPPORTED_WORDS: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
 
+/// Checks a block width asked for (0: automatic).
+pub fn check_words(words: usize) -> Result<()> {
+    if words != 0 && !SUPPORTED_WORDS.contains(&words) {
+        return value_err!("words must be one of {SUPPORTED_WORDS:?} (or 0), got {words}");
+    }
+    Ok(())
+}
+
 /// The block width used when none is asked for: the widest whose arena fits in 40 KiB
 /// (64 words = 4096 cells for circuits of up to 80 slots, 16 words up to 320 slots).
 /// Wider blocks spread each gate's fixed cost (reading the instruction, the loop) over
@@ -981,9 +989,7 @@ impl Simulator {
         } else {
             words
         };
-        if !SUPPORTED_WORDS.contains(&words) {
-            return value_err!("words must be one of {SUPPORTED_WORDS:?} (or 0), got {words}");
-        }
+        check_words(words)?;
         if shape.batch == 0 || shape.height == 0 || shape.width == 0 {
             return shape_err!("batch, height and width must be >= 1, got {shape:?}");
         }

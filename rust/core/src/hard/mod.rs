@@ -166,6 +166,7 @@ impl Simulator {
         if shape.batch == 0 || shape.height == 0 || shape.width == 0 {
             return shape_err!("batch, height and width must be >= 1, got {shape:?}");
         }
+        bitsliced::check_words(words)?;
         let bytes = Simulator::estimate_bytes(circuit, shape, words);
         if crate::engine::over_memory_cap(bytes) {
             return Err(Error::Memory(format!(
