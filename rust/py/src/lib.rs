@@ -363,13 +363,14 @@ impl HardCircuit {
         let circuit = &self.circuit;
         let periodic = periodic.unwrap_or(self.periodic);
         let x = x.data()?;
-        let out = run.call(py, shape, |opts| {
+        let out = run.call(py, shape, c, true, |opts, out| {
             let mut opts = opts.clone();
             opts.periodic = periodic;
             opts.words = words;
-            hard::simulate(circuit, x, shape, &opts)
+            let out = out.expect("an output array");
+            hard::simulate_into(None, circuit, x, shape, &opts, out)
         })?;
-        run.frames(py, out, shape, c)
+        Ok(out.expect("an output array"))
     }
 
     /// Gate counts: `program_gates` (live gates of the float program, perception
@@ -481,14 +482,17 @@ struct RunArgs<'a, 'py> {
 }
 
 impl<'py> RunArgs<'_, 'py> {
-    /// Checks the arguments against `shape`, then calls `run` with the options (the GIL
-    /// released).
-    fn call<T: Send>(
+    /// Checks the arguments against `shape`, then calls `run` with the options and an
+    /// output array of `(B, H, W, C)`, or `(frames, B, H, W, C)` when recording (the GIL
+    /// released); without `read`, with no array, and returns None.
+    fn call(
         &self,
         py: Python<'py>,
         shape: GridShape,
-        run: impl FnOnce(&SimOptions<'_>) -> core::Result<T> + Send,
-    ) -> PyResult<T> {
+        channels: usize,
+        read: bool,
+        run: impl FnOnce(&SimOptions<'_>, Option<&mut [u8]>) -> core::Result<()> + Send,
+    ) -> PyResult<Option<Bound<'py, PyArrayDyn<u8>>>> {
         let steps = self.steps;
         let masks = self
             .masks
@@ -541,22 +545,27 @@ impl<'py> RunArgs<'_, 'py> {
             },
             (None, None) => Masks::Sync,
         };
-        py.detach(|| run(&opts)).map_err(to_py)
-    }
-
-    /// The bytes of a run as `(B, H, W, C)`, or `(frames, B, H, W, C)` when recording.
-    fn frames(
-        &self,
-        py: Python<'py>,
-        out: Vec<u8>,
-        shape: GridShape,
-        channels: usize,
-    ) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
+        if !read {
+            py.detach(|| run(&opts, None)).map_err(to_py)?;
+            return Ok(None);
+        }
+        // Checked first, so that no array is made for a run that is refused.
+        hard::output_len(shape, channels, &opts).map_err(to_py)?;
         let mut dims = vec![shape.batch, shape.height, shape.width, channels];
         if self.record_every > 0 {
-            dims.insert(0, bitsliced::n_frames(self.steps, self.record_every));
+            dims.insert(0, bitsliced::n_frames(steps, self.record_every));
         }
-        PyArray1::from_vec(py, out).reshape(dims)
+        // numpy's allocator, unlike Rust's, asks for huge pages on big arrays: a 16 MB
+        // grid is then written without thousands of page faults.
+        let array = PyArrayDyn::<u8>::zeros(py, dims, false);
+        {
+            let mut rw = array.readwrite();
+            let out = rw
+                .as_slice_mut()
+                .map_err(|e| ShapeError::new_err(e.to_string()))?;
+            py.detach(|| run(&opts, Some(out))).map_err(to_py)?;
+        }
+        Ok(Some(array))
     }
 }
 
@@ -616,8 +625,16 @@ impl Simulator {
     /// The current grid as uint8 `(B, H, W, C)`.
     fn read<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
         let s = self.sim.shape();
-        let out = py.detach(|| self.sim.read());
-        PyArray1::from_vec(py, out).reshape(vec![s.batch, s.height, s.width, self.sim.channels()])
+        let dims = vec![s.batch, s.height, s.width, self.sim.channels()];
+        let array = PyArrayDyn::<u8>::zeros(py, dims, false);
+        {
+            let mut rw = array.readwrite();
+            let out = rw
+                .as_slice_mut()
+                .map_err(|e| ShapeError::new_err(e.to_string()))?;
+            py.detach(|| self.sim.read_into(out));
+        }
+        Ok(array)
     }
 
     /// Runs `steps` steps from the current grid (arguments as `HardCircuit.simulate`;
@@ -653,12 +670,10 @@ impl Simulator {
         };
         let (shape, c) = (self.sim.shape(), self.sim.channels());
         let sim = &mut self.sim;
-        if !read {
-            run.call(py, shape, |opts| sim.advance(opts))?;
-            return Ok(None);
-        }
-        let out = run.call(py, shape, |opts| sim.run(opts))?;
-        run.frames(py, out, shape, c).map(Some)
+        run.call(py, shape, c, read, |opts, out| match out {
+            Some(out) => sim.run_into(opts, out),
+            None => sim.advance(opts),
+        })
     }
 
     /// `jit` or `slots`: the engine this simulator runs.

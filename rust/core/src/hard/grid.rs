@@ -12,6 +12,7 @@
 //! row's padding is rewritten ([`Layout::fix_row`]). Vertical neighbours come from the
 //! row pointers (a zero row outside a zero-boundary grid).
 
+use std::arch::x86_64::*;
 use std::sync::Mutex;
 
 use rayon::prelude::*;
@@ -130,7 +131,6 @@ fn pack_bits(cells: &[u8], step: usize, words: &mut [u64]) -> u8 {
 /// 64 bytes of 0/1 to 64 bits, and the OR of the bytes.
 #[inline]
 fn pack64(bytes: &[u8]) -> (u64, u8) {
-    use std::arch::x86_64::*;
     {
         // SAFETY: SSE2 is part of x86-64; the four unaligned loads read the 64 bytes.
         unsafe {
@@ -153,24 +153,37 @@ fn pack64(bytes: &[u8]) -> (u64, u8) {
     }
 }
 
-/// Spreads the 8 bits of `b` to 8 bytes of 0/1 (byte `j` = bit `j`).
-#[inline]
-fn spread8(b: u64) -> u64 {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    // Byte j keeps bit j of b; + 0x7F carries it into the byte's top bit, never further.
-    let picked = (b * ONES) & 0x8040_2010_0804_0201;
-    ((picked + 0x7F7F_7F7F_7F7F_7F7F) >> 7) & ONES
+/// 32 bits to 32 bytes of 0/1 (byte `j` = bit `j`).
+///
+/// # Safety
+/// The CPU has AVX2 (every `GridSim` runs where the JIT does) and `dst` holds 32 bytes.
+#[target_feature(enable = "avx2")]
+unsafe fn spread32(bits: u32, dst: *mut u8) {
+    // Byte j of the result takes byte j / 8 of `bits` (a shuffle within each 128-bit
+    // half, where the broadcast puts all four), then keeps bit j % 8 of it.
+    let v = _mm256_set1_epi32(bits as i32);
+    let pick = _mm256_setr_epi8(
+        0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3,
+        3, 3,
+    );
+    let bit = _mm256_set1_epi64x(0x8040_2010_0804_0201u64 as i64);
+    let set = _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(v, pick), bit), bit);
+    let ones = _mm256_and_si256(set, _mm256_set1_epi8(1));
+    // SAFETY: the caller's contract.
+    unsafe { _mm256_storeu_si256(dst.cast(), ones) };
 }
 
 /// Unpacks `words` to `cells[k·step]` for every k that `cells` holds.
 fn unpack_bits(words: &[u64], step: usize, cells: &mut [u8]) {
     if step == 1 {
-        let mut chunks = cells.chunks_exact_mut(8);
+        let mut chunks = cells.chunks_exact_mut(32);
         let mut k = 0;
         for chunk in &mut chunks {
-            let b = (words[k / 64] >> (k % 64)) & 0xFF;
-            chunk.copy_from_slice(&spread8(b).to_le_bytes());
-            k += 8;
+            let b = (words[k / 64] >> (k % 64)) as u32;
+            // SAFETY: a `GridSim` exists only where the JIT runs, which needs AVX2; the
+            // chunk holds 32 bytes.
+            unsafe { spread32(b, chunk.as_mut_ptr()) };
+            k += 32;
         }
         for (j, v) in chunks.into_remainder().iter_mut().enumerate() {
             *v = ((words[(k + j) / 64] >> ((k + j) % 64)) & 1) as u8;

@@ -283,37 +283,30 @@ impl Simulator {
     /// replaces the damage plane; `opts.periodic` and `opts.words` are the simulator's
     /// own). Returns the grids of [`bitsliced::frame_steps`] concatenated.
     pub fn run(&mut self, opts: &SimOptions<'_>) -> Result<Vec<u8>> {
-        self.run_frames(opts, true)
+        let mut out = vec![0u8; output_len(self.shape, self.channels, opts)?];
+        threads::pool().install(|| self.run_in_pool(opts, Some(&mut out)))?;
+        Ok(out)
+    }
+
+    /// [`Simulator::run`] into `out`, which holds [`output_len`] bytes.
+    pub fn run_into(&mut self, opts: &SimOptions<'_>, out: &mut [u8]) -> Result<()> {
+        let want = output_len(self.shape, self.channels, opts)?;
+        if out.len() != want {
+            return shape_err!("out: expected {want} bytes, got {}", out.len());
+        }
+        threads::pool().install(|| self.run_in_pool(opts, Some(out)))
     }
 
     /// [`Simulator::run`] without reading any grid back (not even the last).
     pub fn advance(&mut self, opts: &SimOptions<'_>) -> Result<()> {
-        self.run_frames(opts, false).map(|_| ())
-    }
-
-    fn run_frames(&mut self, opts: &SimOptions<'_>, read: bool) -> Result<Vec<u8>> {
         check_options(self.shape, opts)?;
-        let frames = if read {
-            bitsliced::n_frames(opts.steps, opts.record_every)
-        } else {
-            0
-        };
-        let frame_len = self.shape.cells() * self.channels;
-        let out_bytes = frame_len.saturating_mul(frames);
-        check_memory(self.shape, self.channels, frames, out_bytes)?;
-        threads::pool().install(|| self.run_in_pool(opts, out_bytes, frames))
+        threads::pool().install(|| self.run_in_pool(opts, None))
     }
 
-    fn run_in_pool(
-        &mut self,
-        opts: &SimOptions<'_>,
-        out_bytes: usize,
-        frames: usize,
-    ) -> Result<Vec<u8>> {
+    fn run_in_pool(&mut self, opts: &SimOptions<'_>, mut out: Option<&mut [u8]>) -> Result<()> {
         let steps = opts.steps;
         let frame_len = self.shape.cells() * self.channels;
         self.set_damage(opts.damage)?;
-        let mut out = vec![0u8; out_bytes];
         let mut written = 0;
         for t in 0..=steps {
             if t > 0 {
@@ -333,14 +326,28 @@ impl Simulator {
                 let damaged = opts.damage.is_some() && opts.damage_steps.contains(&(t - 1));
                 self.step(mask, damaged)?;
             }
-            if frames > 0 && bitsliced::is_frame(t, steps, opts.record_every) {
-                self.read_into(&mut out[written * frame_len..(written + 1) * frame_len]);
-                written += 1;
+            if let Some(out) = out.as_deref_mut() {
+                if bitsliced::is_frame(t, steps, opts.record_every) {
+                    self.read_into(&mut out[written * frame_len..(written + 1) * frame_len]);
+                    written += 1;
+                }
             }
         }
-        debug_assert_eq!(written, frames);
-        Ok(out)
+        Ok(())
     }
+}
+
+/// Bytes of the grids a run with `opts` returns (`frames × B × H × W × C`), after
+/// checking the options and that they fit the memory limit.
+pub fn output_len(shape: GridShape, channels: usize, opts: &SimOptions<'_>) -> Result<usize> {
+    check_options(shape, opts)?;
+    let frames = bitsliced::n_frames(opts.steps, opts.record_every);
+    let bytes = shape
+        .cells()
+        .saturating_mul(channels)
+        .saturating_mul(frames);
+    check_memory(shape, channels, frames, bytes)?;
+    Ok(bytes)
 }
 
 /// The checks of [`simulate`]'s options that do not depend on the engine.
@@ -418,12 +425,31 @@ pub fn simulate_on(
     shape: GridShape,
     opts: &SimOptions<'_>,
 ) -> Result<Vec<u8>> {
-    // One hand-over to the pool for the whole run: the steps' parallel loops then start
-    // on a worker instead of waking the pool from outside twice per step.
+    let mut out = vec![0u8; output_len(shape, circuit.channels(), opts)?];
     threads::pool().install(|| {
         let mut sim = Simulator::new(circuit, shape, opts.periodic, Some(engine), opts.words)?;
         sim.load(x)?;
-        sim.run(opts)
+        sim.run_in_pool(opts, Some(&mut out))
+    })?;
+    Ok(out)
+}
+
+/// [`simulate`] into `out`, which holds [`output_len`] bytes, on `engine` (`None`: the
+/// [`default_engine`]).
+pub fn simulate_into(
+    engine: Option<HardEngine>,
+    circuit: &Circuit,
+    x: &[u8],
+    shape: GridShape,
+    opts: &SimOptions<'_>,
+    out: &mut [u8],
+) -> Result<()> {
+    // One hand-over to the pool for the whole run: the steps' parallel loops then start
+    // on a worker instead of waking the pool from outside twice per step.
+    threads::pool().install(|| {
+        let mut sim = Simulator::new(circuit, shape, opts.periodic, engine, opts.words)?;
+        sim.load(x)?;
+        sim.run_into(opts, out)
     })
 }
 
