@@ -79,6 +79,7 @@ fn gol_spec() -> Spec {
             layers: update,
         },
         lr: 0.05,
+        relax: Default::default(),
     }
 }
 

@@ -132,6 +132,7 @@ fn checkerboard_spec() -> Spec {
             layers: update,
         },
         lr: 0.05,
+        relax: Default::default(),
     }
 }
 

@@ -5,9 +5,10 @@
 For each preset it reads the run directory `<runs>/<preset>` (with `--train`, a missing
 one is trained first with the preset's defaults, exactly what
 `python -m logicars train <preset>` does), copies its loss plot and rollout GIF to
-docs/img/results/, and writes one table of all presets and a section per preset. Seed
-sweeps written by scripts/seed_sweep.py (`<sweeps>/<preset>/sweep.json`) become the
-success-rate tables.
+docs/img/results/, and writes one table of all presets and a section per preset. The
+seed sweeps of `python -m logicars sweep <preset> --seeds ... --out <sweeps>`
+(scripts/seed_sweep.py runs them all) become the success-rate tables: the points of
+`<sweeps>/sweep.json` that set nothing but the preset and the seed.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ def lowest_hard_loss(metrics: Path) -> tuple[float, int]:
     return min(rows)
 
 
-def sweep_table(rows: list[dict], runs: Path) -> list[str]:
+def sweep_table(rows: list[dict], sweeps: Path) -> list[str]:
     lines = [
         "| seed | first epoch with hard loss 0 | final soft loss | final hard loss "
         "| lowest hard loss (epoch) | held-out inputs solved | active gates |",
@@ -87,15 +88,25 @@ def sweep_table(rows: list[dict], runs: Path) -> list[str]:
     ]
     for r in rows:
         zero = r["first_epoch_hard_zero"]
-        run_dir = runs / f"seed-{r['seed']}"
-        summary = json.loads((run_dir / "summary.json").read_text())
-        low, at = lowest_hard_loss(run_dir / "metrics.csv")
+        low, at = lowest_hard_loss(sweeps / r["name"] / "metrics.csv")
         lines.append(
-            f"| {r['seed']} | {'never' if zero is None else zero} "
-            f"| {summary['final_soft_loss']:.3g} | {r['final_hard_loss']:g} | {low:g} ({at}) "
-            f"| {solved(r)} | {r['active_gates']} |"
+            f"| {r['options']['seed']} | {'never' if zero is None else zero} "
+            f"| {r['final_soft_loss']:.3g} | {r['final_hard_loss']:g} | {low:g} ({at}) "
+            f"| {r['held_out_solved']}/{r['held_out_samples']} | {r['active_gates']} |"
         )
     return lines
+
+
+def seed_sweeps(sweeps: Path) -> dict[str, list[dict]]:
+    """Per preset, the finished points of the sweep in `sweeps` that vary the seed alone
+    (the preset's defaults otherwise), in seed order."""
+    path = sweeps / "sweep.json"
+    rows = json.loads(path.read_text())["rows"] if path.exists() else []
+    by_preset: dict[str, list[dict]] = {}
+    for r in rows:
+        if r["status"] == "done" and set(r["options"]) == {"preset", "seed"}:
+            by_preset.setdefault(r["options"]["preset"], []).append(r)
+    return {k: sorted(v, key=lambda r: r["options"]["seed"]) for k, v in by_preset.items()}
 
 
 def longer_runs(extra: Path) -> list[str]:
@@ -195,15 +206,15 @@ def write(runs: Path, sweeps: Path, train: bool) -> Path:
         "to hard loss 0 on all 512 Game of Life boards: the semantics match, and "
         "whether a run reaches hard loss 0 depends on the draws. Each preset's default "
         "seed is therefore the lowest seed from 0 up that reaches it (tables below, from "
-        "`python scripts/seed_sweep.py <preset> --seeds ...`, one engine thread per run; "
+        "`python -m logicars sweep <preset> --seeds ...`, one engine thread per run; "
         "results do not depend on the thread count). The lizard is the exception: none "
         "of this engine's seeds tried solves it, so it starts from the notebook's own "
         "seed-23 wiring (seed column `nb23`; `--seed N` trains this engine's draw "
         "instead). The hyper-parameters are the notebook's.",
         "",
     ]
+    sweep_rows = seed_sweeps(sweeps)
     for name in logicars.PRESETS:
-        path = sweeps / name / "sweep.json"
         out.append(f"### `{name}`")
         out.append("")
         if name in summaries:
@@ -212,12 +223,12 @@ def write(runs: Path, sweeps: Path, train: bool) -> Path:
                 f"![{name} rollout](img/results/{name}-rollout.gif)"
             )
             out.append("")
-        if path.exists():
-            rows = json.loads(path.read_text())
-            ok = sum(r["hard_eval"]["solved"] == r["hard_eval"]["samples"] for r in rows)
+        rows = sweep_rows.get(name)
+        if rows:
+            ok = sum(r["solved"] for r in rows)
             out.append(f"Seeds that solve every held-out input: {ok} of {len(rows)}.")
             out.append("")
-            out.extend(sweep_table(rows, sweeps / name))
+            out.extend(sweep_table(rows, sweeps))
             out.append("")
     out.extend(longer_runs(sweeps.parent / "extra"))
     out.extend(analysis_section())

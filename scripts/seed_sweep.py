@@ -1,80 +1,41 @@
-"""Train a preset over several seeds and record which reach hard loss 0, and when.
+"""The seed sweeps of docs/results.md: `logicars sweep` of each preset on its defaults.
 
-    python scripts/seed_sweep.py checkerboard --seeds 0-9 [--epochs N] [--root runs/sweep]
+    python scripts/seed_sweep.py [PRESET ...] [--seeds 0-9] [--root runs/sweep] [--workers N]
 
-Each seed trains into `<root>/<preset>/seed-<s>` (a normal run directory); a seed whose
-run directory already has a `summary.json` for the same epochs is not trained again. One
-JSON line per seed is printed, and `<root>/<preset>/sweep.json` collects them all.
-Training uses one engine thread per run (results do not depend on the thread count), so
-two sweeps can share a 2-core machine.
+Every preset sweeps into the one sweep directory `<root>` (the same as
+`python -m logicars sweep <preset> --seeds <seeds> --out <root>`), with the seeds
+docs/results.md reports unless `--seeds` is given; re-running skips the finished points
+and resumes the interrupted ones. `<root>/sweep.json` then holds every preset's points
+and scripts/make_results.py turns them into the success-rate tables.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 import logicars
-from logicars.evaluate import evaluate
 
-
-def parse_seeds(text: str) -> list[int]:
-    """`"0-4,7"` -> `[0, 1, 2, 3, 4, 7]`."""
-    seeds: list[int] = []
-    for part in text.split(","):
-        lo, _, hi = part.partition("-")
-        seeds.extend(range(int(lo), int(hi or lo) + 1))
-    return seeds
-
-
-def sweep(preset: str, seeds: list[int], epochs: int | None, root: Path) -> list[dict]:
-    rows = []
-    for seed in seeds:
-        run_dir = root / preset / f"seed-{seed}"
-        summary_path = run_dir / "summary.json"
-        target = epochs or logicars.get_preset(preset).epochs
-        summary = json.loads(summary_path.read_text()) if summary_path.exists() else None
-        if summary is None or summary["epochs"] != target:
-            if run_dir.exists():
-                for f in run_dir.iterdir():
-                    f.unlink()
-            summary = logicars.train(
-                preset,
-                epochs=target,
-                seed=seed,
-                out=run_dir,
-                threads=1,
-                quiet=True,
-                checkpoint_every=None,
-            ).summary
-        keys = ("seed", "epochs", "final_hard_loss", "first_epoch_hard_zero", "wall_seconds")
-        row = {"preset": preset, **{key: summary[key] for key in keys}}
-        row["active_gates"] = summary["active_gates"]
-        model = logicars.Model.load(run_dir / "model.safetensors")
-        row["hard_eval"] = evaluate(model, logicars.get_preset(preset))
-        print(json.dumps(row), flush=True)
-        rows.append(row)
-    every = {r["seed"]: r for r in _read(root / preset / "sweep.json")}
-    every.update({r["seed"]: r for r in rows})
-    (root / preset / "sweep.json").write_text(
-        json.dumps([every[s] for s in sorted(every)], indent=1) + "\n"
-    )
-    return rows
-
-
-def _read(path: Path) -> list[dict]:
-    return json.loads(path.read_text()) if path.exists() else []
+# The seeds docs/results.md reports per preset.
+SEEDS = {
+    "gol": "0-9",
+    "checkerboard": "0-9",
+    "checkerboard-async": "0-4",
+    "lizard": "0-10",
+    "colored-g": "0-15",
+}
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("preset")
-    p.add_argument("--seeds", default="0-4", help="e.g. 0-4 or 0,2,5 (default 0-4)")
-    p.add_argument("--epochs", type=int, help="default: the preset's")
+    p.add_argument("presets", nargs="*", default=list(SEEDS), help="default: all five")
+    p.add_argument("--seeds", help="e.g. 0-9 (default: the ones docs/results.md reports)")
     p.add_argument("--root", type=Path, default=Path("runs/sweep"))
+    p.add_argument("--workers", type=int, help="default: one per core")
     args = p.parse_args()
-    sweep(args.preset, parse_seeds(args.seeds), args.epochs, args.root)
+    for name in args.presets:
+        grid = {"preset": name, "seed": args.seeds or SEEDS.get(name, "0-9")}
+        logicars.sweep(grid, out=args.root, workers=args.workers)
 
 
 if __name__ == "__main__":

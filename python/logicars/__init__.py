@@ -15,7 +15,8 @@ from ._core import set_num_threads as _set_num_threads
 from .analyze import analyze  # the function shadows the submodule attribute
 from .model import MAX_THREADS, Model, Simulator, check_int
 from .presets import PRESETS, Preset, get_preset
-from .spec import ModelSpec, PerceiveSpec, UpdateSpec
+from .spec import ModelSpec, PerceiveSpec, Relaxation, UpdateSpec
+from .sweep import sweep  # the function shadows the submodule attribute
 from .train import RunResult, train  # the function shadows the submodule attribute
 
 __version__ = dict(_build_info())["version"]
@@ -42,6 +43,7 @@ __all__ = [
     "PerceiveSpec",
     "Preset",
     "RunResult",
+    "Relaxation",
     "Simulator",
     "UpdateSpec",
     "analyze",
@@ -50,5 +52,6 @@ __all__ = [
     "get_preset",
     "num_threads",
     "set_num_threads",
+    "sweep",
     "train",
 ]

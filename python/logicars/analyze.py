@@ -439,9 +439,9 @@ def _single_reset_recovery(
 def gate_histograms(model: Any) -> dict:
     """Argmax op counts for perception (every kernel and layer) and update."""
     counts = {"perceive": np.zeros(16, dtype=np.int64), "update": np.zeros(16, dtype=np.int64)}
-    for name, logits in model.params().items():
+    for name, ops in model.hard_ops().items():
         part = "perceive" if name.startswith("perceive_") else "update"
-        counts[part] += np.bincount(np.argmax(logits, axis=-1).ravel(), minlength=16)
+        counts[part] += np.bincount(ops.ravel(), minlength=16)
     passes = [GATE_NAMES.index("A"), GATE_NAMES.index("B")]
     active = {k: int(v.sum() - v[passes].sum()) for k, v in counts.items()}
     return {

@@ -33,6 +33,7 @@ COMMAND_MODULES: list[str] = [
     "logicars.simulate",
     "logicars.export",
     "logicars.analyze",
+    "logicars.sweep_cli",
 ]
 
 
@@ -94,6 +95,16 @@ def _positive_float(text: str) -> float:
     return v
 
 
+def _non_negative_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(v) or v < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
+    return v
+
+
 # ---- train ----------------------------------------------------------------------------
 
 
@@ -108,6 +119,7 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
         help="fixes wiring, data and async masks (default: the preset's)",
     )
     p.add_argument("--lr", type=_positive_float, help="learning rate (default: the preset's)")
+    add_relax_arguments(p)
     p.add_argument("--out", metavar="DIR", help="run directory (default runs/<preset>-<time>)")
     p.add_argument(
         "--threads", type=_int_at_least(0), help="engine threads (default/0: one per core)"
@@ -128,6 +140,13 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
         help="stop once the hard loss has been 0 for K consecutive epochs",
     )
     p.add_argument(
+        "--stop-on-solve",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="stop once the hard circuit passes the validation check (default); "
+        "--no-stop-on-solve trains every epoch, as the reference notebook",
+    )
+    p.add_argument(
         "--checkpoint-every",
         type=_int_at_least(1),
         metavar="N",
@@ -136,7 +155,31 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_relax_arguments(p: argparse.ArgumentParser) -> None:
+    """`--relax MODE --tau T --noise S --warmup N`, as `train()` takes them."""
+    from .spec import RELAX_MODES
+
+    p.add_argument(
+        "--relax",
+        choices=RELAX_MODES,
+        help="training relaxation (default: the preset's; softmax is the reference notebook's)",
+    )
+    p.add_argument(
+        "--tau", type=_positive_float, help="backward temperature (gumbel-st, hard-st, gumbel-soft)"
+    )
+    p.add_argument(
+        "--noise", type=_non_negative_float, help="Gumbel noise scale (gumbel-st, gumbel-soft)"
+    )
+    p.add_argument(
+        "--warmup",
+        type=_int_at_least(0),
+        metavar="EPOCHS",
+        help="epochs trained as softmax before the straight-through forward (gumbel-st, hard-st)",
+    )
+
+
 def _run_train(args: argparse.Namespace) -> int:
+    from .spec import Relaxation
     from .train import DEFAULT_CHECKPOINT_EVERY, train
 
     if args.preset is None and args.resume is None:
@@ -151,15 +194,23 @@ def _run_train(args: argparse.Namespace) -> int:
         resume=args.resume,
         quiet=args.quiet,
         early_stop=args.early_stop,
+        stop_on_solve=args.stop_on_solve,
         checkpoint_every=args.checkpoint_every or DEFAULT_CHECKPOINT_EVERY,
         init=args.init,
+        relax=args.relax,
+        tau=args.tau,
+        noise=args.noise,
+        warmup=args.warmup,
     )
     s = result.summary
     zero = s["first_epoch_hard_zero"]
     first = f"first 0 at epoch {zero}" if zero is not None else "never 0"
+    if s["solved_epoch"] is not None:
+        first += f"; solved the validation check at epoch {s['solved_epoch']}"
     ev = s["hard_eval"]
     print(
-        f"{s['preset']}: {s['epochs']} epochs in {s['wall_seconds']:.1f} s, "
+        f"{s['preset']} ({Relaxation(**s['relax']).label()}): {s['epochs']} epochs in "
+        f"{s['wall_seconds']:.1f} s, "
         f"final soft loss {s['final_soft_loss']:.4g}, hard loss {s['final_hard_loss']:g} "
         f"({first}), {s['active_gates']} active gates; the hard circuit solves "
         f"{ev['solved']}/{ev['samples']} held-out inputs -> {result.run_dir}"

@@ -101,8 +101,19 @@ class Model:
         return self._spec
 
     def params(self) -> dict[str, np.ndarray]:
-        """Logits by fixture name: `perceive_logits_{i}` (K, out, 16), `update_logits_{i}`."""
+        """Parameters by fixture name: `perceive_logits_{i}` (K, out, P), `update_logits_{i}`
+        (out, P), with P = 16 logits per gate, or 4 truth-table entries for the
+        truth-table relaxations."""
         return _unflatten(self._engine.param_info(), self._engine.logits())
+
+    def hard_ops(self) -> dict[str, np.ndarray]:
+        """Each gate's op in the hard circuit (its most likely op, 0..15 in the order of
+        `logicars.analyze.GATE_NAMES`), by parameter name: shapes (K, out) and (out,)."""
+        info = [
+            (name, shape[:-1] + [1], offset // shape[-1])
+            for name, shape, offset in self._engine.param_info()
+        ]
+        return {k: v[..., 0] for k, v in _unflatten(info, self._engine.hard_ops()).items()}
 
     def set_params(self, params: dict[str, np.ndarray]) -> None:
         self._engine.set_logits(_flatten_params(self._engine.param_info(), params))

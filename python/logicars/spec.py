@@ -12,6 +12,47 @@ from .errors import InvalidValueError
 
 WIRINGS = ("first_kernel", "unique", "random")
 
+# Training relaxations (rust/core/src/relax.rs, which validates them): the notebook's
+# softmax, Gumbel noise with a straight-through estimator, straight-through without noise,
+# Gumbel-softmax without straight-through, and the truth-table parametrization (4 sigmoid
+# parameters per gate) soft or straight-through.
+RELAX_MODES = (
+    "softmax",
+    "gumbel-st",
+    "hard-st",
+    "gumbel-soft",
+    "anneal",
+    "truth-table",
+    "truth-table-st",
+)
+
+
+@dataclass(frozen=True)
+class Relaxation:
+    """How gates are relaxed in training: `mode` (one of `RELAX_MODES`), the backward
+    temperature `tau` (gumbel-st, hard-st, gumbel-soft), the Gumbel noise scale `noise`
+    (gumbel-st, gumbel-soft), `warmup`, the optimizer steps trained as softmax before
+    the straight-through forward or the annealing starts (gumbel-st, hard-st, anneal), and
+    `steps`, the optimizer steps over which `anneal` lowers the temperature from 1 to
+    `tau`. None: the engine's default (tau 1, noise 1, warmup 0, steps 1000) where the
+    mode takes the parameter; giving one a mode does not take is an error."""
+
+    mode: str = "softmax"
+    tau: float | None = None
+    noise: float | None = None
+    warmup: int | None = None
+    steps: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"mode": self.mode}
+        d.update({k: v for k, v in asdict(self).items() if k != "mode" and v is not None})
+        return d
+
+    def label(self) -> str:
+        """`gumbel-st(tau=0.5)`, or the bare mode name when it has no parameters set."""
+        args = ", ".join(f"{k}={v:g}" for k, v in self.to_dict().items() if k != "mode")
+        return f"{self.mode}({args})" if args else self.mode
+
 
 @dataclass(frozen=True)
 class PerceiveSpec:
@@ -46,6 +87,7 @@ class ModelSpec:
     fire_rate: float | None = None
     loss_channels: list[int] = field(default_factory=lambda: [0])
     lr: float = 0.05
+    relax: Relaxation = field(default_factory=Relaxation)
 
     @property
     def is_async(self) -> bool:
@@ -60,16 +102,22 @@ class ModelSpec:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["async"] = self.is_async
+        # Softmax is the default and is not written, so such configs read as before.
+        if self.relax == Relaxation():
+            del d["relax"]
+        else:
+            d["relax"] = self.relax.to_dict()
         return d
 
     def to_json(self) -> str:
         d = self.to_dict()
         # JSON has no NaN or infinity; name the field here rather than let the engine
         # report a JSON syntax error.
-        for key, expected in (("lr", "a finite number > 0"), ("fire_rate", "in (0, 1]")):
-            v = d[key]
+        numbers = [("lr", d["lr"]), ("fire_rate", d["fire_rate"])]
+        numbers += [(f"relax.{k}", v) for k, v in d.get("relax", {}).items() if k != "mode"]
+        for key, v in numbers:
             if isinstance(v, float) and not math.isfinite(v):
-                raise InvalidValueError(f"{key} must be {expected}, got {v}")
+                raise InvalidValueError(f"{key} must be a finite number, got {v}")
         return json.dumps(d, sort_keys=True, allow_nan=False)
 
     @classmethod
@@ -102,6 +150,7 @@ class ModelSpec:
             fire_rate=fire_rate if is_async else None,
             loss_channels=_ints(d, "loss_channels", default=[0]),
             lr=_number(d, "lr", 0.05),
+            relax=_relaxation(d),
         )
 
     @classmethod
@@ -119,6 +168,7 @@ class ModelSpec:
             PerceiveSpec(**d["perceive"]) if isinstance(d["perceive"], dict) else d["perceive"]
         )
         d["update"] = UpdateSpec(**d["update"]) if isinstance(d["update"], dict) else d["update"]
+        d["relax"] = Relaxation(**d["relax"]) if isinstance(d["relax"], dict) else d["relax"]
         return ModelSpec(**d)
 
 
@@ -171,6 +221,24 @@ def _strs(d: dict[str, Any], key: str, prefix: str = "") -> list[str]:
     return list(v)
 
 
+def _relaxation(d: dict[str, Any]) -> Relaxation:
+    """The `relax` object (absent: softmax). Types only; the engine checks the values."""
+    if "relax" not in d:
+        return Relaxation()
+    r = _object(d, "relax")
+    mode = _get(r, "mode", "relax.", _MISSING)
+    if not isinstance(mode, str):
+        raise _bad("relax.", "mode", "a string", mode)
+    unknown = sorted(set(r) - {"mode", "tau", "noise", "warmup", "steps"})
+    if unknown:
+        raise InvalidValueError(f"config.relax: unknown field {unknown[0]!r}")
+    tau = _number(r, "tau", None, "relax.") if "tau" in r else None
+    noise = _number(r, "noise", None, "relax.") if "noise" in r else None
+    warmup = _int(r, "warmup", "relax.") if "warmup" in r else None
+    steps = _int(r, "steps", "relax.") if "steps" in r else None
+    return Relaxation(mode=mode, tau=tau, noise=noise, warmup=warmup, steps=steps)
+
+
 def _bool(d: dict[str, Any], key: str, default: bool) -> bool:
     v = _get(d, key, "", default)
     if not isinstance(v, bool):
@@ -178,8 +246,8 @@ def _bool(d: dict[str, Any], key: str, default: bool) -> bool:
     return v
 
 
-def _number(d: dict[str, Any], key: str, default: Any = _MISSING) -> float:
-    v = _get(d, key, "", default)
+def _number(d: dict[str, Any], key: str, default: Any = _MISSING, prefix: str = "") -> float:
+    v = _get(d, key, prefix, default)
     if not isinstance(v, numbers.Real) or isinstance(v, bool):
-        raise _bad("", key, "a number", v)
+        raise _bad(prefix, key, "a number", v)
     return float(v)

@@ -46,7 +46,7 @@ from .errors import CheckpointError, InvalidValueError
 from .evaluate import evaluate
 from .model import MAX_SEED, MAX_THREADS, Model, check_int
 from .presets import Preset, get_preset
-from .spec import ModelSpec
+from .spec import ModelSpec, Relaxation
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -91,17 +91,13 @@ class RunResult:
 
 
 def active_gates(model: Model) -> int:
-    """Gates whose hard op (argmax of the logits) is real logic, not pass-through A or B.
+    """Gates whose hard op (most likely op) is real logic, not pass-through A or B.
 
     Counted as the paper does: every perception gate once per kernel (kernel weights are
     shared by all channels, so a channel does not add gates) plus every update gate.
     """
-    count = 0
-    for name, logits in model.params().items():
-        if name.startswith(("perceive_logits_", "update_logits_")):
-            ops = np.argmax(logits, axis=-1)
-            count += int(np.count_nonzero(~np.isin(ops, PASS_THROUGH_OPS)))
-    return count
+    ops = model.hard_ops().values()
+    return sum(int(np.count_nonzero(~np.isin(o, PASS_THROUGH_OPS))) for o in ops)
 
 
 # ---- argument checks ------------------------------------------------------------------
@@ -188,6 +184,11 @@ class _State:
     zero_streak: int = 0
     first_zero: int | None = None
     init: str | None = None  # the npz the run started from, if not a fresh Model(spec, seed)
+    stop_on_solve: bool = False
+    # The first epoch after which the hard circuit passed the validation check, and the
+    # training seconds until then.
+    solved_epoch: int | None = None
+    solved_seconds: float | None = None
 
     @property
     def epoch(self) -> int:
@@ -219,6 +220,9 @@ class _State:
             "zero_streak": self.zero_streak,
             "first_epoch_hard_zero": self.first_zero,
             "init": self.init,
+            "stop_on_solve": self.stop_on_solve,
+            "solved_epoch": self.solved_epoch,
+            "solved_seconds": self.solved_seconds,
             "interrupted": interrupted,
             "early_stopped": early_stopped,
         }
@@ -254,6 +258,8 @@ class _State:
                 raise ValueError(f"{len(metrics)} metrics rows for {extra['epoch']} epochs")
             early = extra["early_stop"]
             first = extra["first_epoch_hard_zero"]
+            solved = extra.get("solved_epoch")
+            solved_s = extra.get("solved_seconds")
             return cls(
                 preset=preset,
                 seed=int(extra["seed"]),
@@ -264,11 +270,31 @@ class _State:
                 zero_streak=int(extra["zero_streak"]),
                 first_zero=None if first is None else int(first),
                 init=None if extra.get("init") is None else str(extra["init"]),
+                stop_on_solve=bool(extra.get("stop_on_solve", False)),
+                solved_epoch=None if solved is None else int(solved),
+                solved_seconds=None if solved_s is None else float(solved_s),
             )
         except (KeyError, TypeError, ValueError) as e:
             raise CheckpointError(
                 f"{where}: invalid training state in the checkpoint: {e}"
             ) from None
+
+
+def _relaxation(
+    preset: Preset, relax: str | Relaxation | None, options: dict[str, Any]
+) -> Relaxation:
+    """`relax` (default: the preset's) with the `options` (tau, noise, warmup) that are
+    given. A mode named by string starts from the engine's defaults, not the preset's
+    parameters; the engine checks that the mode takes them and their ranges."""
+    if isinstance(relax, Relaxation):
+        base = relax
+    elif relax is None:
+        base = preset.spec.relax
+    elif isinstance(relax, str):
+        base = Relaxation(mode=relax)
+    else:
+        raise TypeError(f"relax must be a mode name or a Relaxation, got {type(relax).__name__}")
+    return dataclasses.replace(base, **{k: v for k, v in options.items() if v is not None})
 
 
 def _checkpoint_path(resume: PathLike) -> Path:
@@ -303,7 +329,8 @@ def _initial_model(path: PathLike, preset: Preset, seed: int) -> Model:
     (the learning rate excepted, which the preset or `lr` sets); `seed` seeds the async
     mask stream as `Model(spec, seed)` would."""
     loaded = Model.from_npz(path)
-    have, want = loaded.spec.replace(lr=preset.spec.lr).to_dict(), preset.spec.to_dict()
+    common = {"lr": preset.spec.lr, "relax": preset.spec.relax}
+    have, want = loaded.spec.replace(**common).to_dict(), preset.spec.to_dict()
     if have != want:
         diff = ", ".join(
             f"{k} {have.get(k)!r} (preset: {want.get(k)!r})"
@@ -374,8 +401,13 @@ def train(
     resume: PathLike | None = None,
     quiet: bool = False,
     early_stop: int | None = None,
+    stop_on_solve: bool = True,
     checkpoint_every: int | None = DEFAULT_CHECKPOINT_EVERY,
     init: PathLike | None = None,
+    relax: str | Relaxation | None = None,
+    tau: float | None = None,
+    noise: float | None = None,
+    warmup: int | None = None,
 ) -> RunResult:
     """Trains `preset` (a name from `PRESETS` or a `Preset`) and writes a run directory.
 
@@ -386,12 +418,22 @@ def train(
     - `seed`: fixes wiring, data and async masks (default: the preset's `seed`, see
       `logicars.presets`; a resumed run keeps its own seed).
     - `lr`: overrides the preset's learning rate.
+    - `relax`: the training relaxation (a mode of `logicars.spec.RELAX_MODES`, or a
+      `Relaxation`; default: the preset's), `tau` its backward temperature, `noise`
+      its Gumbel noise scale and `warmup` its softmax epochs before the straight-through
+      forward (for the modes that take them; see `logicars.spec.Relaxation`).
+      `relax="softmax"` is the reference notebook's. A resumed run keeps its relaxation.
     - `out`: run directory (default `runs/<preset>-<timestamp>`; on resume, the resumed
       directory).
     - `threads`: engine worker threads for this run (0: one per core); results do not
       depend on it.
     - `resume`: a run directory (or its checkpoint file) to continue.
     - `early_stop`: stop once the hard loss has been 0 for this many consecutive epochs.
+    - `stop_on_solve`: stop once the hard circuit passes the validation check (the
+      held-out check of `logicars.evaluate` on its own draw of inputs, run after every
+      epoch whose training batch the hard circuit got exactly right), so the run ends
+      with a circuit that works; False trains every epoch, as the reference notebook.
+      On resume it replaces the run's setting.
     - `checkpoint_every`: epochs between checkpoints (None: only at the end).
     - `init`: start from the wiring and logits in this npz (fixture format, see
       `Model.from_npz`; e.g. the reference notebook's own initialisation) instead of a
@@ -419,6 +461,12 @@ def train(
         checkpoint_every = check_int("checkpoint_every", checkpoint_every, 1)
     if preset is None and resume is None:
         raise ValueError("a preset is required unless resuming a run")
+    relax_options = {"tau": tau, "noise": noise, "warmup": warmup}
+    new_relax = relax is not None or any(v is not None for v in relax_options.values())
+    if resume is not None and new_relax:
+        raise ValueError(
+            "a resumed run keeps its relaxation; relax, tau, noise and warmup start new runs"
+        )
     if init is not None and resume is not None:
         raise ValueError("init starts a new run; a resumed run continues from its checkpoint")
     given = None if preset is None else _resolve_preset(preset)
@@ -441,11 +489,18 @@ def train(
             state.target_epochs = epochs
         if early_stop is not None:
             state.early_stop = early_stop
+        state.stop_on_solve = bool(stop_on_solve)
         if state.epoch >= state.target_epochs:
             raise ValueError(
                 f"the run in {ckpt.parent} has already trained {state.epoch} of "
                 f"{state.target_epochs} epochs; pass epochs (--epochs) > {state.epoch} "
                 "to train further"
+            )
+        if state.stop_on_solve and state.solved_epoch is not None:
+            raise ValueError(
+                f"the run in {ckpt.parent} already solved its task at epoch "
+                f"{state.solved_epoch}; pass stop_on_solve=False (--no-stop-on-solve) to "
+                "train further"
             )
         if state.early_stop is not None and state.zero_streak >= state.early_stop:
             raise ValueError(
@@ -466,6 +521,9 @@ def train(
         p = given
         if lr is not None:
             p = dataclasses.replace(p, spec=p.spec.replace(lr=lr))
+        if new_relax:
+            relaxation = _relaxation(p, relax, relax_options)
+            p = dataclasses.replace(p, spec=p.spec.replace(relax=relaxation))
         if init is None and seed is None and p.init is not None:
             init = p.init_path()  # the preset's default start (see `Preset.init`)
         seed = p.seed if seed is None else seed
@@ -474,6 +532,7 @@ def train(
             seed=seed,
             target_epochs=p.epochs if epochs is None else epochs,
             early_stop=early_stop,
+            stop_on_solve=bool(stop_on_solve),
             rng=np.random.default_rng(seed),
             metrics=[],
             init=None if init is None else str(init),
@@ -553,9 +612,11 @@ def _run(
                     state.zero_streak = 0
                 bar.set_postfix({"soft": f"{soft:.4g}", "hard": f"{hard:.4g}"}, refresh=False)
                 bar.update(1)
+                if hard == 0 and state.solved_epoch is None and _solves(model, state.preset):
+                    state.solved_epoch, state.solved_seconds = epoch, row.elapsed_s
                 early_stopped = (
                     state.early_stop is not None and state.zero_streak >= state.early_stop
-                )
+                ) or (state.stop_on_solve and state.solved_epoch == epoch)
                 if early_stopped or stop.requested or epoch == state.target_epochs:
                     break
                 if checkpoint_every is not None and epoch % checkpoint_every == 0:
@@ -573,6 +634,18 @@ def _run(
     return RunResult(run_dir, model, summary, list(state.metrics), interrupted, early_stopped)
 
 
+# `evaluate`'s seed for the validation check during training; the held-out check of the
+# summary uses seed 0, so a run is not scored on the inputs it was stopped on.
+VALIDATION_SEED = 1
+
+
+def _solves(model: Model, preset: Preset) -> bool:
+    """Whether the model's hard circuit (after this epoch's update) passes the validation
+    check: every input of `evaluate`'s validation draw exactly right."""
+    check = evaluate(model, preset, seed=VALIDATION_SEED)
+    return check["solved"] == check["samples"]
+
+
 def _summary(model: Model, state: _State, interrupted: bool, early_stopped: bool) -> dict[str, Any]:
     from . import __version__, build_info
 
@@ -585,9 +658,13 @@ def _summary(model: Model, state: _State, interrupted: bool, early_stopped: bool
         "epochs": state.epoch,
         "target_epochs": state.target_epochs,
         "lr": model.spec.lr,
+        "relax": model.spec.relax.to_dict(),
         "final_soft_loss": None if last is None else last.soft_loss,
         "final_hard_loss": None if last is None else last.hard_loss,
         "first_epoch_hard_zero": state.first_zero,
+        "stop_on_solve": state.stop_on_solve,
+        "solved_epoch": state.solved_epoch,
+        "solved_seconds": state.solved_seconds,
         "wall_seconds": round(state.elapsed, 3),
         "active_gates": active_gates(model),
         # Held-out check of the discrete circuit (all 512 boards for gol, fresh starts

@@ -228,20 +228,20 @@ pub struct Circuit {
 }
 
 impl Circuit {
-    /// The hard circuit of `model` with its current logits.
+    /// The hard circuit of `model` with its current parameters.
     pub fn from_model(model: &Model) -> Circuit {
         let program = Program::compile(model.spec(), model.perceive_wires(), model.update_wires());
-        Circuit::compile(&program, model.logits())
+        Circuit::compile(&program, &model.hard_ops())
     }
 
-    /// Compiles `program` with hard gates `argmax(logits[16·coef ..][..16])`.
+    /// Compiles `program` with hard gate `ops[coef]` for each parameter gate.
     ///
-    /// Panics if `logits` has fewer than `16 · program.n_params` values.
-    pub fn compile(program: &Program, logits: &[f32]) -> Circuit {
+    /// Panics if `ops` has fewer than `program.n_params` values or an op is not < 16.
+    pub fn compile(program: &Program, ops: &[u8]) -> Circuit {
         assert!(
-            logits.len() >= program.n_params * N_OPS,
-            "compile: {} logits for {} parameter gates",
-            logits.len(),
+            ops.len() >= program.n_params,
+            "compile: {} ops for {} parameter gates",
+            ops.len(),
             program.n_params
         );
         let c_n = program.channels;
@@ -260,7 +260,7 @@ impl Circuit {
         let mut seen = std::collections::HashMap::new();
         let mut folded_gates = 0;
         for ins in &program.gates.instrs {
-            let op = gates::argmax(&logits[ins.coef as usize * N_OPS..][..N_OPS]);
+            let op = ops[ins.coef as usize] as usize;
             let (sa, sb) = (sym[ins.a as usize], sym[ins.b as usize]);
             let t = tables[op];
             let result = match (sa, sb) {
@@ -1357,6 +1357,7 @@ pub(crate) mod tests {
                 layers: update,
             },
             lr: 0.05,
+            relax: Default::default(),
         }
     }
 

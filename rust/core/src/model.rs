@@ -8,9 +8,10 @@ use rayon::prelude::*;
 use crate::bitsliced::{self, Circuit, Masks, SimOptions};
 use crate::engine::{GridShape, Workspace};
 use crate::error::{shape_err, value_err, Result};
-use crate::gates::{self, N_OPS, PASS_A};
+use crate::gates::M;
 use crate::optim::AdamW;
 use crate::program::{param_offsets, Program};
+use crate::relax::{self, Relaxed};
 use crate::spec::Spec;
 use crate::threads;
 use crate::wiring::{self, Wires};
@@ -23,7 +24,8 @@ pub const INIT_PASS_LOGIT: f32 = 10.0;
 pub struct ParamInfo {
     /// `perceive_logits_{i}` or `update_logits_{i}`.
     pub name: String,
-    /// `(K, out, 16)` or `(out, 16)`.
+    /// `(K, out, P)` or `(out, P)`, P the parameters per gate (16 logits, or 4
+    /// truth-table entries).
     pub shape: Vec<usize>,
     /// Start in the flat logits vector.
     pub offset: usize,
@@ -40,7 +42,8 @@ pub struct Model {
     spec: Spec,
     perceive_wires: Vec<Wires>,
     update_wires: Vec<Wires>,
-    /// Every logit, perception layers then update layers, 16 per parameter gate.
+    /// Every parameter, perception layers then update layers, `relax.params_per_gate()`
+    /// per parameter gate (the 16 logits of the softmax modes).
     logits: Vec<f32>,
     pub optimizer: AdamW,
     /// Async masks drawn when none are given: stream `mask_draws` of `mask_seed`.
@@ -56,6 +59,7 @@ pub struct Model {
 
 impl Model {
     /// A fresh model: wiring drawn from `seed`, every gate a pass-through of input A.
+    /// `seed` also keys the async masks and the Gumbel noise of training.
     pub fn new(spec: Spec, seed: u64) -> Result<Model> {
         spec.validate()?;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -69,10 +73,11 @@ impl Model {
         let perceive = draw(&spec.perceive.layers, &spec.perceive.connections)?;
         let update = draw(&spec.update.layers, &spec.update.connections)?;
         let (_, _, n_params) = param_offsets(&spec);
-        let mut logits = vec![0.0; n_params * N_OPS];
+        let per_gate = spec.relax.params_per_gate();
+        let mut logits = vec![0.0; n_params * per_gate];
         logits
-            .chunks_mut(N_OPS)
-            .for_each(|g| g[PASS_A] = INIT_PASS_LOGIT);
+            .chunks_mut(per_gate)
+            .for_each(|g| spec.relax.init_gate(g));
         Model::from_parts(spec, perceive, update, logits, seed)
     }
 
@@ -88,12 +93,9 @@ impl Model {
         check_wires("perceive", &spec.perceive.layers, &perceive_wires)?;
         check_wires("update", &spec.update.layers, &update_wires)?;
         let (_, _, n_params) = param_offsets(&spec);
-        if logits.len() != n_params * N_OPS {
-            return shape_err!(
-                "expected {} logits in all, got {}",
-                n_params * N_OPS,
-                logits.len()
-            );
+        let want = n_params * spec.relax.params_per_gate();
+        if logits.len() != want {
+            return shape_err!("expected {want} logits in all, got {}", logits.len());
         }
         check_finite("logits", &logits)?;
         let program = Program::compile(&spec, &perceive_wires, &update_wires);
@@ -168,14 +170,15 @@ impl Model {
     pub fn param_info(&self) -> Vec<ParamInfo> {
         let (p_off, u_off, _) = param_offsets(&self.spec);
         let k = self.spec.perceive.n_kernels;
+        let per_gate = self.per_gate();
         let perceive = self.spec.perceive.layers[1..]
             .iter()
             .zip(p_off)
             .enumerate()
             .map(|(i, (&out, at))| ParamInfo {
                 name: format!("perceive_logits_{i}"),
-                shape: vec![k, out, N_OPS],
-                offset: at * N_OPS,
+                shape: vec![k, out, per_gate],
+                offset: at * per_gate,
             });
         let update = self.spec.update.layers[1..]
             .iter()
@@ -183,8 +186,8 @@ impl Model {
             .enumerate()
             .map(|(i, (&out, at))| ParamInfo {
                 name: format!("update_logits_{i}"),
-                shape: vec![out, N_OPS],
-                offset: at * N_OPS,
+                shape: vec![out, per_gate],
+                offset: at * per_gate,
             });
         perceive.chain(update).collect()
     }
@@ -196,12 +199,30 @@ impl Model {
         s.perceive.n_kernels * s.channels * p + s.update.layers[1..].iter().sum::<usize>()
     }
 
+    fn per_gate(&self) -> usize {
+        self.spec.relax.params_per_gate()
+    }
+
+    /// Each parameter gate's op in the hard circuit (its most likely op).
+    pub fn hard_ops(&self) -> Vec<u8> {
+        let relax = self.spec.relax;
+        let pool = threads::pool();
+        pool.install(|| {
+            self.logits
+                .par_chunks(self.per_gate())
+                .map(|w| relax.hard_op(w) as u8)
+                .collect()
+        })
+    }
+
+    /// Forward coefficients of every gate: hard, or the relaxation without noise.
     fn coefficients(&self, decoding: Decoding) -> Vec<[f32; 4]> {
+        let relax = self.spec.relax;
         self.logits
-            .chunks(N_OPS)
+            .chunks(self.per_gate())
             .map(|w| match decoding {
-                Decoding::Soft => gates::soft_coefficients(w),
-                Decoding::Hard => gates::hard_coefficients(w),
+                Decoding::Soft => relax.soft_coefficients(w),
+                Decoding::Hard => M[relax.hard_op(w)],
             })
             .collect()
     }
@@ -467,27 +488,47 @@ impl Model {
         masks: Option<&[f32]>,
     ) -> Result<(f64, Vec<f32>)> {
         let steps = self.spec.num_steps;
-        // One softmax per gate serves the forward, the backward and the logit gradient.
-        // Per-gate work, so running it on the pool changes no result, only the wall time
-        // (50k f64 exps would otherwise be a serial ~0.5 ms of every epoch).
+        // One relaxation per gate (a softmax, with the step's noise) serves the forward,
+        // the backward and the parameter gradient. Per-gate work, so running it on the
+        // pool changes no result, only the wall time (50k f64 exps would otherwise be a
+        // serial ~0.5 ms of every epoch).
         let pool = threads::pool();
-        let probs: Vec<[f64; N_OPS]> =
-            pool.install(|| self.logits.par_chunks(N_OPS).map(gates::softmax).collect());
-        let coefs: Vec<[f32; 4]> = pool.install(|| probs.par_iter().map(gates::fold).collect());
+        let relax = self.spec.relax;
+        let (seed, step) = (self.mask_seed, self.optimizer.t);
+        let relaxed: Vec<Relaxed> = pool.install(|| {
+            let gates = self.logits.par_chunks(self.per_gate()).enumerate();
+            gates
+                .map(|(g, w)| {
+                    relax.relax(w, step, |op| relax::gumbel(seed, step, g as u64, op as u64))
+                })
+                .collect()
+        });
+        let coefs: Vec<[f32; 4]> = pool.install(|| relaxed.par_iter().map(|r| r.coefs).collect());
+        let back_coefs: Vec<[f32; 4]> = if relax.straight_through() {
+            pool.install(|| relaxed.par_iter().map(|r| r.back).collect())
+        } else {
+            Vec::new() // the forward's own
+        };
         self.forward(x, shape, steps, &coefs, masks)?;
         let mut seed = Vec::new();
         let loss = self.loss(y, per_cell, steps, Some(&mut seed));
         let ws = self.workspace.as_mut().unwrap();
-        let gc = ws.backward(&self.program, &coefs, steps, masks.is_some(), &seed);
+        let back = if back_coefs.is_empty() {
+            &coefs
+        } else {
+            &back_coefs
+        };
+        let gc = ws.backward(&self.program, &coefs, back, steps, masks.is_some(), &seed);
         let mut grad = vec![0f32; self.logits.len()];
+        let per_gate = self.per_gate();
         pool.install(|| {
             (
-                probs.par_iter(),
-                grad.par_chunks_mut(N_OPS),
+                relaxed.par_iter(),
+                grad.par_chunks_mut(per_gate),
                 gc.par_chunks(4),
             )
                 .into_par_iter()
-                .for_each(|(p, g, gc)| gates::logits_grad(p, &[gc[0], gc[1], gc[2], gc[3]], g));
+                .for_each(|(r, g, gc)| relax.params_grad(r, &[gc[0], gc[1], gc[2], gc[3]], g));
         });
         Ok((loss, grad))
     }
@@ -525,14 +566,18 @@ impl Model {
     /// The hard circuit of the current logits, compiled again only when a gate's most
     /// likely op changed (compiling took 0.1–0.3 ms of every epoch on one thread).
     fn hard_circuit(&mut self) -> &Circuit {
-        let ops_of = |logits: &[f32]| gates::argmax(logits) as u8;
+        let relax = self.spec.relax;
+        let per_gate = self.per_gate();
         let current = self.hard_circuit.as_ref().is_some_and(|(ops, _)| {
-            let pairs = (self.logits.par_chunks(N_OPS), ops.par_iter());
-            pairs.into_par_iter().all(|(l, &op)| ops_of(l) == op)
+            let pairs = (self.logits.par_chunks(per_gate), ops.par_iter());
+            pairs
+                .into_par_iter()
+                .all(|(l, &op)| relax.hard_op(l) as u8 == op)
         });
         if !current {
-            let ops = self.logits.par_chunks(N_OPS).map(ops_of).collect();
-            self.hard_circuit = Some((ops, Circuit::compile(&self.program, &self.logits)));
+            let ops = self.hard_ops();
+            let circuit = Circuit::compile(&self.program, &ops);
+            self.hard_circuit = Some((ops, circuit));
         }
         &self.hard_circuit.as_ref().expect("compiled above").1
     }
@@ -603,6 +648,7 @@ fn check_finite(name: &str, v: &[f32]) -> Result<()> {
 mod tests {
     use super::*;
     use crate::error::Error;
+    use crate::gates::N_OPS;
 
     fn async_model() -> Model {
         let json = r#"{"channels": 2, "periodic": true, "num_steps": 2, "async": true,

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{value_err, Error, Result};
-use crate::gates::N_OPS;
+use crate::relax::Relax;
 
 /// How a gate layer picks the two inputs of each gate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,6 +47,10 @@ pub struct Spec {
     pub perceive: PerceiveSpec,
     pub update: UpdateSpec,
     pub lr: f32,
+    /// How gates are relaxed in training; absent (and not written) for the notebook's
+    /// softmax, so configs from before relaxations existed read as softmax.
+    #[serde(default, skip_serializing_if = "Relax::is_softmax")]
+    pub relax: Relax,
 }
 
 impl Spec {
@@ -137,17 +141,19 @@ impl Spec {
         if !(self.lr.is_finite() && self.lr > 0.0) {
             return value_err!("lr must be a finite number > 0, got {}", self.lr);
         }
+        self.relax.validate()?;
         self.check_size()
     }
 
     /// Refuses, before anything is allocated, a model whose logits, gradient and AdamW
-    /// moments (16 floats each per gate) would exceed `LOGICARS_MAX_MEMORY_MB`.
+    /// moments (16 or 4 floats each per gate) would exceed `LOGICARS_MAX_MEMORY_MB`.
     fn check_size(&self) -> Result<()> {
         let sum = |w: &[usize]| w.iter().fold(0usize, |a, &b| a.saturating_add(b));
         let gates = sum(&self.perceive.layers[1..])
             .saturating_mul(self.perceive.n_kernels)
             .saturating_add(sum(&self.update.layers[1..]));
-        let bytes = gates.saturating_mul(4 * N_OPS * std::mem::size_of::<f32>());
+        let per_gate = 4 * self.relax.params_per_gate() * std::mem::size_of::<f32>();
+        let bytes = gates.saturating_mul(per_gate);
         if crate::engine::over_memory_cap(bytes) {
             return Err(Error::Memory(format!(
                 "a model of {gates} gates needs about {} MB for its logits, gradient and \
@@ -233,6 +239,42 @@ const FIELDS: &[Field] = &[
         expected: "a number",
     },
     Field {
+        path: &["relax"],
+        list: false,
+        valid: Value::is_object,
+        expected: "an object",
+    },
+    Field {
+        path: &["relax", "mode"],
+        list: false,
+        valid: is_relax_mode,
+        expected: RELAX_MODES,
+    },
+    Field {
+        path: &["relax", "tau"],
+        list: false,
+        valid: Value::is_number,
+        expected: "a number",
+    },
+    Field {
+        path: &["relax", "noise"],
+        list: false,
+        valid: Value::is_number,
+        expected: "a number",
+    },
+    Field {
+        path: &["relax", "warmup"],
+        list: false,
+        valid: is_count,
+        expected: COUNT,
+    },
+    Field {
+        path: &["relax", "steps"],
+        list: false,
+        valid: is_count,
+        expected: COUNT,
+    },
+    Field {
         path: &["loss_channels"],
         list: true,
         valid: is_count,
@@ -283,6 +325,12 @@ const FIELDS: &[Field] = &[
 ];
 
 const WIRINGS: &str = "one of \"first_kernel\", \"unique\", \"random\"";
+
+const RELAX_MODES: &str = "one of \"softmax\", \"gumbel-st\", \"hard-st\", \"gumbel-soft\", \"anneal\", \"truth-table\", \"truth-table-st\"";
+
+fn is_relax_mode(v: &Value) -> bool {
+    Relax::deserialize(&serde_json::json!({ "mode": v })).is_ok()
+}
 
 fn is_count(v: &Value) -> bool {
     v.as_u64().is_some_and(|n| usize::try_from(n).is_ok())

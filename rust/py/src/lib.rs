@@ -292,6 +292,12 @@ impl Engine {
             .map_err(to_py)
     }
 
+    /// Each parameter gate's op in the hard circuit (its most likely op), in
+    /// `param_info` order.
+    fn hard_ops<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u8>> {
+        PyArray1::from_vec(py, self.model.hard_ops())
+    }
+
     /// The hard circuit of the current logits, compiled for the bit-sliced engine.
     fn hard_circuit(&self) -> HardCircuit {
         HardCircuit {

@@ -1,0 +1,427 @@
+//! Relaxations: how a gate's parameters become the 4 coefficients `(α, β, γ, δ)` that
+//! the training forward runs with, and how the coefficient gradient flows back to them.
+//!
+//! - `softmax`: the notebook's relaxation, a softmax mix of the 16 gates.
+//! - `gumbel-st`: forward with the gate `argmax(z + s·g)`, `g ~ Gumbel(0, 1)` drawn per
+//!   gate per optimizer step; backward through `softmax((z + s·g)/τ)` (straight-through,
+//!   Yousefi et al. 2025).
+//! - `hard-st`: the same without noise: forward `argmax(z)`, backward `softmax(z/τ)`.
+//!   Both straight-through modes can train the first `warmup` optimizer steps as
+//!   `softmax` and switch then: the relaxed circuit finds the task, the hard circuit
+//!   is then trained directly, which closes what is left of the discretization gap.
+//! - `gumbel-soft`: forward and backward through `softmax((z + s·g)/τ)` (no
+//!   straight-through; the "soft Gumbel" control of Kim 2026).
+//! - `anneal`: the softmax of `z/τ(t)`, forward and backward, with `τ(t)` 1 for the
+//!   first `warmup` steps and then falling geometrically to `tau` over `steps` steps:
+//!   the relaxed circuit turns into the hard one while training goes on.
+//! - `truth-table`: 4 parameters per gate, one per truth-table row, `t = σ(w)`
+//!   (input-wise parametrization, Rüttgers et al.); `truth-table-st` forwards the
+//!   thresholded table and backpropagates through the sigmoids.
+//!
+//! Every straight-through mode trains the hard circuit itself: its forward coefficients
+//! are those of one gate. Hard inference is the same in every mode: each gate keeps its
+//! most likely op (`hard_op`).
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{value_err, Result};
+use crate::gates::{self, M, N_OPS};
+
+/// A relaxation and its parameters (`relax` in the config JSON; absent = softmax).
+// The modes without parameters are empty structs, not unit variants, so that serde
+// refuses a parameter given to them (`{"mode": "softmax", "tau": 2}`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Relax {
+    Softmax {},
+    GumbelSt {
+        #[serde(default = "one")]
+        tau: f32,
+        #[serde(default = "one")]
+        noise: f32,
+        #[serde(default)]
+        warmup: u64,
+    },
+    HardSt {
+        #[serde(default = "one")]
+        tau: f32,
+        #[serde(default)]
+        warmup: u64,
+    },
+    GumbelSoft {
+        #[serde(default = "one")]
+        tau: f32,
+        #[serde(default = "one")]
+        noise: f32,
+    },
+    Anneal {
+        #[serde(default = "one")]
+        tau: f32,
+        #[serde(default)]
+        warmup: u64,
+        #[serde(default = "thousand")]
+        steps: u64,
+    },
+    TruthTable {},
+    TruthTableSt {},
+}
+
+impl Default for Relax {
+    fn default() -> Relax {
+        Relax::Softmax {}
+    }
+}
+
+fn one() -> f32 {
+    1.0
+}
+
+fn thousand() -> u64 {
+    1000
+}
+
+/// Parameters of a truth-table gate in a fresh model: pass-through A, `σ(±10)`, as the
+/// softmax models start from logit 10 on pass-through A.
+pub const INIT_TABLE_LOGIT: f32 = 10.0;
+
+/// What one gate's relaxation computed for one optimizer step: the forward coefficients
+/// and what the backward needs (the softmax probabilities, or the 4 sigmoids).
+#[derive(Debug, Clone, Copy)]
+pub struct Relaxed {
+    pub coefs: [f32; 4],
+    /// Coefficients of the relaxed gate, through which a straight-through mode sends
+    /// the gradient to the gate's inputs: the gate's output is `y_hard − stopgrad(y_soft)
+    /// + y_soft`. Equal to `coefs` in the other modes.
+    pub back: [f32; 4],
+    probs: [f64; N_OPS],
+    /// Scale of the softmax Jacobian in the backward: 1/τ.
+    scale: f64,
+}
+
+impl Relax {
+    pub fn is_softmax(&self) -> bool {
+        matches!(self, Relax::Softmax {})
+    }
+
+    /// Parameters per gate: 16 logits, or 4 truth-table entries.
+    pub fn params_per_gate(&self) -> usize {
+        match self {
+            Relax::TruthTable {} | Relax::TruthTableSt {} => 4,
+            _ => N_OPS,
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Relax::Softmax {} => "softmax",
+            Relax::GumbelSt { .. } => "gumbel-st",
+            Relax::Anneal { .. } => "anneal",
+            Relax::HardSt { .. } => "hard-st",
+            Relax::GumbelSoft { .. } => "gumbel-soft",
+            Relax::TruthTable {} => "truth-table",
+            Relax::TruthTableSt {} => "truth-table-st",
+        }
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        let (tau, noise) = match *self {
+            Relax::GumbelSt { tau, noise, .. } | Relax::GumbelSoft { tau, noise } => (tau, noise),
+            Relax::HardSt { tau, .. } | Relax::Anneal { tau, .. } => (tau, 0.0),
+            _ => return Ok(()),
+        };
+        if !(tau.is_finite() && tau > 0.0) {
+            return value_err!("relax.tau must be a finite number > 0, got {tau}");
+        }
+        if !(noise.is_finite() && noise >= 0.0) {
+            return value_err!("relax.noise must be a finite number >= 0, got {noise}");
+        }
+        Ok(())
+    }
+
+    /// The parameters of a fresh gate: pass-through A.
+    pub fn init_gate(&self, gate: &mut [f32]) {
+        match self.params_per_gate() {
+            4 => {
+                let a = truth_table(gates::PASS_A);
+                for (w, bit) in gate.iter_mut().zip(a) {
+                    *w = if bit {
+                        INIT_TABLE_LOGIT
+                    } else {
+                        -INIT_TABLE_LOGIT
+                    };
+                }
+            }
+            _ => {
+                gate.fill(0.0);
+                gate[gates::PASS_A] = crate::model::INIT_PASS_LOGIT;
+            }
+        }
+    }
+
+    /// The gate a gate's parameters stand for in the hard circuit: the most likely op
+    /// (the first maximum of the logits, or the truth table of the rows with σ > ½).
+    pub fn hard_op(&self, params: &[f32]) -> usize {
+        match self.params_per_gate() {
+            4 => params
+                .iter()
+                .fold(0, |op, &w| (op << 1) | usize::from(w > 0.0)),
+            _ => gates::argmax(params),
+        }
+    }
+
+    /// Forward coefficients and backward state of one gate for optimizer step `step`.
+    /// `noise` gives the gate's Gumbel draw for op `i` (only the noisy modes call it).
+    pub fn relax(&self, params: &[f32], step: u64, noise: impl Fn(usize) -> f64) -> Relaxed {
+        match *self {
+            Relax::Softmax {} => {
+                let probs = gates::softmax(params);
+                let coefs = gates::fold(&probs);
+                Relaxed {
+                    coefs,
+                    back: coefs,
+                    probs,
+                    scale: 1.0,
+                }
+            }
+            Relax::HardSt { warmup, .. } | Relax::GumbelSt { warmup, .. } if step < warmup => {
+                Relax::default().relax(params, step, noise)
+            }
+            Relax::Anneal { tau, warmup, steps } => {
+                let progress = step.saturating_sub(warmup) as f64 / steps.max(1) as f64;
+                let t = (tau as f64).powf(progress.min(1.0));
+                let probs = softmax_f64(params.iter().map(|&w| w as f64 / t));
+                let coefs = gates::fold(&probs);
+                Relaxed {
+                    coefs,
+                    back: coefs,
+                    probs,
+                    scale: 1.0 / t,
+                }
+            }
+            Relax::HardSt { tau, .. } => {
+                let probs = softmax_f64(params.iter().map(|&w| w as f64 / tau as f64));
+                Relaxed {
+                    coefs: M[gates::argmax(params)],
+                    back: gates::fold(&probs),
+                    probs,
+                    scale: 1.0 / tau as f64,
+                }
+            }
+            Relax::GumbelSt { tau, noise: s, .. } | Relax::GumbelSoft { tau, noise: s } => {
+                let perturbed: [f64; N_OPS] =
+                    std::array::from_fn(|i| params[i] as f64 + s as f64 * noise(i));
+                let probs = softmax_f64(perturbed.iter().map(|&v| v / tau as f64));
+                let soft = gates::fold(&probs);
+                let coefs = if matches!(self, Relax::GumbelSt { .. }) {
+                    M[argmax_f64(&perturbed)]
+                } else {
+                    soft
+                };
+                Relaxed {
+                    coefs,
+                    back: soft,
+                    probs,
+                    scale: 1.0 / tau as f64,
+                }
+            }
+            Relax::TruthTable {} | Relax::TruthTableSt {} => {
+                let mut probs = [0f64; N_OPS];
+                let mut t = [0f64; 4];
+                for (k, &w) in params.iter().enumerate() {
+                    t[k] = sigmoid(w as f64);
+                    probs[k] = t[k];
+                }
+                let back = table_coefficients(t).map(|c| c as f32);
+                if matches!(self, Relax::TruthTableSt {}) {
+                    t = t.map(|v| if v > 0.5 { 1.0 } else { 0.0 });
+                }
+                Relaxed {
+                    coefs: table_coefficients(t).map(|c| c as f32),
+                    back,
+                    probs,
+                    scale: 1.0,
+                }
+            }
+        }
+    }
+
+    /// Coefficients of the noise-free relaxed gate (a soft rollout): the training
+    /// forward without noise, after any warmup.
+    pub fn soft_coefficients(&self, params: &[f32]) -> [f32; 4] {
+        self.relax(params, u64::MAX, |_| 0.0).coefs
+    }
+
+    /// Whether the training forward runs hard gates with relaxed gradients (then
+    /// `Relaxed::back` differs from `Relaxed::coefs`).
+    pub fn straight_through(&self) -> bool {
+        matches!(
+            self,
+            Relax::GumbelSt { .. } | Relax::HardSt { .. } | Relax::TruthTableSt {}
+        )
+    }
+
+    /// Chain rule from `gc = dL/d(α, β, γ, δ)` to the gate's parameters.
+    pub fn params_grad(&self, r: &Relaxed, gc: &[f64; 4], out: &mut [f32]) {
+        match *self {
+            Relax::Softmax {}
+            | Relax::HardSt { .. }
+            | Relax::GumbelSt { .. }
+            | Relax::GumbelSoft { .. }
+            | Relax::Anneal { .. } => {
+                // d softmax(v/τ)/dv = (1/τ)·J: the softmax Jacobian, scaled.
+                gates::logits_grad(&r.probs, gc, out);
+                if r.scale != 1.0 {
+                    out.iter_mut()
+                        .for_each(|g| *g = (*g as f64 * r.scale) as f32);
+                }
+            }
+            Relax::TruthTable {} | Relax::TruthTableSt {} => {
+                let [ga, gb, gg, gd] = *gc;
+                // α = t00, β = t10 − t00, γ = t01 − t00, δ = t11 − t10 − t01 + t00.
+                let gt = [ga - gb - gg + gd, gg - gd, gb - gd, gd];
+                for k in 0..4 {
+                    let t = r.probs[k];
+                    out[k] = (gt[k] * t * (1.0 - t)) as f32;
+                }
+            }
+        }
+    }
+}
+
+/// Truth table `(f(0,0), f(0,1), f(1,0), f(1,1))` of gate `op`: op indices are these 4
+/// bits read as a binary number, most significant first (the notebook's order).
+pub fn truth_table(op: usize) -> [bool; 4] {
+    [op & 8 != 0, op & 4 != 0, op & 2 != 0, op & 1 != 0]
+}
+
+/// `(α, β, γ, δ)` of the gate with output `t[2a + b]` on inputs `(a, b)`.
+fn table_coefficients(t: [f64; 4]) -> [f64; 4] {
+    let [t00, t01, t10, t11] = t;
+    [t00, t10 - t00, t01 - t00, t11 - t10 - t01 + t00]
+}
+
+fn sigmoid(x: f64) -> f64 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+fn softmax_f64(v: impl Iterator<Item = f64> + Clone) -> [f64; N_OPS] {
+    let max = v.clone().fold(f64::NEG_INFINITY, f64::max);
+    let mut p = [0f64; N_OPS];
+    let mut sum = 0.0;
+    for (pi, x) in p.iter_mut().zip(v) {
+        *pi = (x - max).exp();
+        sum += *pi;
+    }
+    p.iter_mut().for_each(|pi| *pi /= sum);
+    p
+}
+
+fn argmax_f64(v: &[f64]) -> usize {
+    let mut best = 0;
+    for (i, &x) in v.iter().enumerate() {
+        if x > v[best] {
+            best = i;
+        }
+    }
+    best
+}
+
+/// Gumbel(0, 1) noise from a counter-based stream: a pure function of (seed, step,
+/// gate, op), so a run's noise does not depend on the thread count or on where it was
+/// resumed. SplitMix64's finaliser over the key words, then `−ln(−ln u)` with `u` the
+/// top 53 bits of the hash, centred in its bin (never 0 or 1).
+pub fn gumbel(seed: u64, step: u64, gate: u64, op: u64) -> f64 {
+    let mut h = mix(seed ^ 0x6c6f_6769_6361_7273); // "logicars"
+    h = mix(h ^ step);
+    h = mix(h ^ gate);
+    h = mix(h ^ op);
+    let u = ((h >> 11) as f64 + 0.5) * (1.0 / (1u64 << 53) as f64);
+    -(-u.ln()).ln()
+}
+
+/// SplitMix64's output function (Steele, Lea & Flood 2014).
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truth_tables_match_the_gate_coefficients() {
+        for op in 0..N_OPS {
+            let t = truth_table(op).map(|b| b as u8 as f64);
+            let c = table_coefficients(t).map(|v| v as f32);
+            assert_eq!(c, M[op], "{}", gates::OP_NAMES[op]);
+            let w = truth_table(op).map(|b| if b { 3.0 } else { -3.0 });
+            assert_eq!(Relax::TruthTable {}.hard_op(&w), op);
+        }
+    }
+
+    #[test]
+    fn softmax_relaxation_is_the_notebooks() {
+        let w: Vec<f32> = (0..16).map(|i| (i as f32 * 0.37).sin()).collect();
+        let r = Relax::Softmax {}.relax(&w, 0, |_| unreachable!());
+        assert_eq!(r.coefs, gates::soft_coefficients(&w));
+    }
+
+    #[test]
+    fn straight_through_forward_is_one_gate() {
+        let w: Vec<f32> = (0..16).map(|i| (i as f32 * 0.37).sin()).collect();
+        let hard = Relax::HardSt {
+            tau: 2.0,
+            warmup: 10,
+        };
+        assert_eq!(hard.relax(&w, 10, |_| 0.0).coefs, M[gates::argmax(&w)]);
+        // Before the switch, the softmax relaxation.
+        assert_eq!(
+            hard.relax(&w, 9, |_| 0.0).coefs,
+            gates::soft_coefficients(&w)
+        );
+        // Noise large enough to move the argmax to op 0.
+        let g = Relax::GumbelSt {
+            tau: 1.0,
+            noise: 1.0,
+            warmup: 0,
+        };
+        let r = g.relax(&w, 0, |i| if i == 0 { 100.0 } else { 0.0 });
+        assert_eq!(r.coefs, M[0]);
+    }
+
+    #[test]
+    fn gumbel_noise_has_the_gumbel_mean_and_is_keyed() {
+        let n = 200_000u64;
+        let mean = (0..n).map(|i| gumbel(1, 2, i, 3)).sum::<f64>() / n as f64;
+        assert!((mean - 0.577_215_664_9).abs() < 0.01, "{mean}");
+        assert_eq!(gumbel(1, 2, 3, 4), gumbel(1, 2, 3, 4));
+        assert_ne!(gumbel(1, 2, 3, 4), gumbel(1, 3, 3, 4));
+        assert_ne!(gumbel(1, 2, 3, 4), gumbel(2, 2, 3, 4));
+    }
+
+    #[test]
+    fn bad_parameters_are_refused() {
+        assert!(Relax::HardSt {
+            tau: 0.0,
+            warmup: 0
+        }
+        .validate()
+        .is_err());
+        assert!(Relax::GumbelSt {
+            tau: 1.0,
+            noise: f32::NAN,
+            warmup: 0,
+        }
+        .validate()
+        .is_err());
+        assert!(Relax::GumbelSoft {
+            tau: 0.5,
+            noise: 0.0
+        }
+        .validate()
+        .is_ok());
+    }
+}
