@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_bitsliced import make_spec
+from test_bitsliced import random_model as bitsliced_random_model
 
 import logicars
 from logicars import Model, Simulator
@@ -21,9 +23,6 @@ from logicars.hard_bench import (
     reference_source,
     trained_gol_model,
 )
-
-from test_bitsliced import make_spec
-from test_bitsliced import random_model as bitsliced_random_model
 
 JIT = logicars.build_info()["hard_engine"] == "jit-avx2"
 ENGINES = ["jit", "slots"] if JIT else ["slots"]

@@ -39,8 +39,8 @@ from typing import Any, Callable, Union
 import numpy as np
 
 from . import _core, runs
-from .model import Simulator
 from .cli import UsageError, register
+from .model import Simulator
 
 PathLike = Union[str, "os.PathLike[str]"]
 

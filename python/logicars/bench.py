@@ -108,7 +108,7 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _int_list(option: str, text: str, lo: int) -> list[int]:
+def _int_list(option: str, text: str, lo: int, example: str) -> list[int]:
     """A comma-separated list of integers >= `lo`, or a UsageError naming `option`."""
     from .cli import UsageError
 
@@ -116,7 +116,7 @@ def _int_list(option: str, text: str, lo: int) -> list[int]:
         values = [int(t) for t in text.split(",")]
     except ValueError:
         raise UsageError(
-            f"{option}: expected comma-separated integers >= {lo}, got {text!r}"
+            f"{option}: expected comma-separated integers >= {lo} (e.g. {example}), got {text!r}"
         ) from None
     if any(v < lo for v in values):
         raise UsageError(f"{option}: every value must be >= {lo}, got {text!r}")
@@ -129,7 +129,7 @@ def _run_hard(args: argparse.Namespace, threads: list[int]) -> int:
 
     if args.presets:
         raise UsageError("--hard times the trained GoL circuit: give no presets")
-    sides = _int_list("--sizes", args.sizes, 1)
+    sides = _int_list("--sizes", args.sizes, 1, "256,1024")
     note = None if args.json else (lambda text: print(f"timing {text} ...", flush=True))
     rows = compare(sides, threads, args.rounds, progress=note)
     if args.json:
@@ -144,7 +144,7 @@ def _run(args: argparse.Namespace) -> int:
     from .cli import UsageError
     from .presets import PRESETS
 
-    threads = _int_list("--threads", args.threads, 1)
+    threads = _int_list("--threads", args.threads, 1, "1,2")
     if args.hard:
         return _run_hard(args, threads)
     names = args.presets or list(PRESETS)

@@ -122,8 +122,10 @@ static void step(const uint64_t *cur, uint64_t *next) {
     const long rs = C * S;
 #pragma omp parallel for schedule(static)
     for (long r = 0; r < H; r++) {
-        const uint64_t *up = r > 0 ? cur + (r - 1) * rs : (LOGICARS_PERIODIC ? cur + (H - 1) * rs : ZERO);
-        const uint64_t *dn = r + 1 < H ? cur + (r + 1) * rs : (LOGICARS_PERIODIC ? cur : ZERO);
+        const uint64_t *wrap_up = LOGICARS_PERIODIC ? cur + (H - 1) * rs : ZERO;
+        const uint64_t *wrap_dn = LOGICARS_PERIODIC ? cur : ZERO;
+        const uint64_t *up = r > 0 ? cur + (r - 1) * rs : wrap_up;
+        const uint64_t *dn = r + 1 < H ? cur + (r + 1) * rs : wrap_dn;
         row(up + 4, cur + r * rs + 4, dn + 4, next + r * rs + 4);
         fix(next + r * rs);
     }
@@ -154,8 +156,10 @@ int main(int argc, char **argv) {
         uint64_t *a = grid_alloc(), *b = grid_alloc();
         for (long r = 0; r < H; r++) {
             for (long x = 0; x < W; x++)
-                for (int c = 0; c < C; c++)
-                    a[(r * C + c) * S + 4 + x / 64] |= (uint64_t)(bytes[(r * W + x) * C + c] & 1) << (x % 64);
+                for (int c = 0; c < C; c++) {
+                    const uint64_t bit = bytes[(r * W + x) * C + c] & 1;
+                    a[(r * C + c) * S + 4 + x / 64] |= bit << (x % 64);
+                }
             fix(a + r * C * S);
         }
         for (long t = 0; t < steps; t++) { step(a, b); uint64_t *tmp = a; a = b; b = tmp; }
@@ -359,9 +363,8 @@ def compare(
                         w, c = reference_step_ns(exe, side, steps, t)
                         wall["c"].append(w)
                         cpu["c"].append(c)
-                cells = side * side
 
-                def rate(v: list[float]) -> float | None:
+                def rate(v: list[float], cells: int = side * side) -> float | None:
                     return round(cells / statistics.median(v), 3) if v else None
 
                 row = {

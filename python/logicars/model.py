@@ -416,8 +416,7 @@ def _run_arguments(
             ma = ma[..., 0]
         if ma.shape != (b, steps, h, w):
             raise ShapeError(
-                f"masks: expected shape (B, steps, H, W[, 1]) = {(b, steps, h, w)}, "
-                f"got {ma.shape}"
+                f"masks: expected shape (B, steps, H, W[, 1]) = {(b, steps, h, w)}, got {ma.shape}"
             )
         ma = np.ascontiguousarray(ma)
     elif fire_rate is None:
@@ -440,9 +439,7 @@ def _run_arguments(
     else:
         d_from, d_until = (int(v) for v in damage_steps)
         if not 0 <= d_from <= d_until:
-            raise InvalidValueError(
-                f"damage_steps: expected 0 <= start <= end, got {damage_steps}"
-            )
+            raise InvalidValueError(f"damage_steps: expected 0 <= start <= end, got {damage_steps}")
     if isinstance(record, bool):
         every = 1 if record else 0
     else:
