@@ -25,6 +25,9 @@ use crate::error::{shape_err, value_err, Result};
 use crate::netlist::Netlist;
 use crate::threads;
 
+/// The fewest cells a task of a step holds.
+const MIN_TASK_CELLS: usize = 1 << 15;
+
 /// Word of a channel row where its data starts (word `DATA - 1` is the left ghost).
 const DATA: usize = LANES;
 
@@ -416,9 +419,11 @@ impl GridSim {
         let lay = self.lay;
         let row_words = lay.channels * lay.stride;
         let rows = lay.rows();
-        // Tasks of whole rows, a few per thread for balance; results do not depend on it.
+        // Tasks of whole rows, a few per thread for balance, but at least 32768 cells
+        // each: a task costs more to hand out than a few microseconds of rows.
+        // Results do not depend on the split.
         let tasks = 4 * pool.current_num_threads().max(1);
-        let rows_per_task = rows.div_ceil(tasks).max(1);
+        let rows_per_task = rows.div_ceil(tasks).max(MIN_TASK_CELLS.div_ceil(lay.width));
         let (cur, zero, spills) = (&self.cur[..], &self.zero_row[..], &self.spills);
         let mask = masked.then_some(&self.mask[..]);
         let damage = damaged.then_some(&self.damage[..]);

@@ -158,9 +158,18 @@ enum Step {
     Output(usize),
 }
 
-/// Depth-first evaluation order from the outputs, the operand that needs more
-/// registers first; each shifted input is computed just before its first use.
-fn schedule(net: &Netlist, shifted: &[bool]) -> Vec<Step> {
+/// Which operand of a gate a depth-first order evaluates first.
+#[derive(Clone, Copy, Debug)]
+enum Order {
+    /// The one that needs more registers (Sethi–Ullman), else `a`.
+    Needier,
+    A,
+    B,
+}
+
+/// Depth-first evaluation order from the outputs; each shifted input is computed just
+/// before its first use.
+fn schedule(net: &Netlist, shifted: &[bool], order: Order) -> Vec<Step> {
     let n_in = net.inputs.len();
     let n = n_in + net.gates.len();
     // Registers a node's evaluation needs (Sethi–Ullman, counting shared nodes again).
@@ -196,7 +205,12 @@ fn schedule(net: &Netlist, shifted: &[bool]) -> Vec<Step> {
                     stack.push((v, true));
                     // Popped first = evaluated first: the needier operand.
                     let (a, b) = (gate.a, gate.b);
-                    if need[a as usize] >= need[b as usize] {
+                    let a_first = match order {
+                        Order::Needier => need[a as usize] >= need[b as usize],
+                        Order::A => true,
+                        Order::B => false,
+                    };
+                    if a_first {
                         stack.push((b, false));
                         stack.push((a, false));
                     } else {
@@ -555,26 +569,15 @@ fn spill_mem(slot: u32) -> MemoryOperand {
     MemoryOperand::with_base_displ_size(SPILL_BASE, slot as i64 * VBYTES, 1)
 }
 
-/// The kernel's machine code and its spill slots.
-fn generate(
+/// The loop body for one evaluation order: its instructions and spill slots.
+fn loop_body(
     net: &Netlist,
-    stride: usize,
-    nw: usize,
+    inputs: &[InputAt],
+    stride_bytes: i64,
+    steps: &[Step],
     masked: bool,
     damaged: bool,
-) -> Result<(Vec<u8>, usize), IcedError> {
-    let stride_bytes = (stride * 8) as i64;
-    let inputs: Vec<InputAt> = net
-        .inputs
-        .iter()
-        .map(|p| InputAt {
-            base: ROW_BASE[(p.dr + 1) as usize],
-            disp: p.channel as i64 * stride_bytes,
-            dc: p.dc,
-        })
-        .collect();
-    let shifted: Vec<bool> = inputs.iter().map(|i| i.dc != 0).collect();
-    let steps = schedule(net, &shifted);
+) -> (Vec<Instruction>, usize) {
     let n = inputs.len() + net.gates.len();
     let mut uses = vec![Vec::new(); n];
     for (pos, step) in steps.iter().enumerate() {
@@ -594,7 +597,7 @@ fn generate(
     }
     let mut gen = Gen {
         net,
-        inputs,
+        inputs: inputs.to_vec(),
         stride_bytes,
         code: Vec::new(),
         place: vec![Place::default(); n],
@@ -611,7 +614,37 @@ fn generate(
             Step::Output(c) => gen.output(c, pos as u32, masked, damaged),
         }
     }
-    let body = std::mem::take(&mut gen.code);
+    (gen.code, gen.n_slots as usize)
+}
+
+/// The kernel's machine code and its spill slots.
+fn generate(
+    net: &Netlist,
+    stride: usize,
+    nw: usize,
+    masked: bool,
+    damaged: bool,
+) -> Result<(Vec<u8>, usize), IcedError> {
+    let stride_bytes = (stride * 8) as i64;
+    let inputs: Vec<InputAt> = net
+        .inputs
+        .iter()
+        .map(|p| InputAt {
+            base: ROW_BASE[(p.dr + 1) as usize],
+            disp: p.channel as i64 * stride_bytes,
+            dc: p.dc,
+        })
+        .collect();
+    let shifted: Vec<bool> = inputs.iter().map(|i| i.dc != 0).collect();
+    // Of a few depth-first orders, the one whose code is shortest (fewest spills).
+    let (body, n_slots) = [Order::Needier, Order::A, Order::B]
+        .into_iter()
+        .map(|order| {
+            let steps = schedule(net, &shifted, order);
+            loop_body(net, &inputs, stride_bytes, &steps, masked, damaged)
+        })
+        .min_by_key(|(body, slots)| (body.len(), *slots))
+        .expect("three orders");
 
     // Prologue: arguments into registers, the end offset of a row.
     let mut head = vec![Instruction::with1(Code::Push_r64, ROWS)?];
@@ -665,7 +698,7 @@ fn generate(
     for ins in &tail {
         ip += enc.encode(ins, ip)? as u64;
     }
-    Ok((enc.take_buffer(), gen.n_slots as usize))
+    Ok((enc.take_buffer(), n_slots))
 }
 
 #[cfg(test)]
@@ -713,7 +746,7 @@ mod tests {
                 },
             ],
         };
-        let steps = schedule(&net, &[false, true]);
+        let steps = schedule(&net, &[false, true], Order::Needier);
         let order: Vec<i64> = steps
             .iter()
             .map(|s| match *s {
