@@ -17,14 +17,15 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "python" / "logicars"
-# What users need beyond the modules: type stubs, the PEP 561 marker, the dataset images
-# and the lizard's default start.
+# What users need beyond the modules: type stubs, the PEP 561 marker, the dataset images,
+# the lizard's default start and the interactive page's template.
 REQUIRED_PACKAGE_FILES = {
     "_core.pyi",
     "py.typed",
     "data/colored_g.png",
     "data/lizard.png",
     "data/lizard_notebook_seed23.npz",
+    "viewer.html",
 }
 # What a source build needs besides the package (sdist paths below its top folder).
 REQUIRED_SDIST_FILES = {

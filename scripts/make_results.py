@@ -5,10 +5,11 @@
 For each preset it reads the run directory `<runs>/<preset>` (with `--train`, a missing
 one is trained first with the preset's defaults, exactly what
 `python -m logicars train <preset>` does), copies its loss plot and rollout GIF to
-docs/img/results/, and writes one table of all presets and a section per preset. The
-seed sweeps of `python -m logicars sweep <preset> --seeds ... --out <sweeps>`
-(scripts/seed_sweep.py runs them all) become the success-rate tables: the points of
-`<sweeps>/sweep.json` that set nothing but the preset and the seed.
+docs/img/results/, writes its interactive page (`python -m logicars view`) to
+docs/pages/<preset>.html, and writes one table of all presets, each row linking its page,
+and a section per preset. The seed sweeps of `python -m logicars sweep <preset> --seeds
+... --out <sweeps>` (scripts/seed_sweep.py runs them all) become the success-rate tables:
+the points of `<sweeps>/sweep.json` that set nothing but the preset and the seed.
 """
 
 from __future__ import annotations
@@ -23,10 +24,13 @@ from pathlib import Path
 
 import logicars
 from logicars.presets import NOTEBOOK_START
+from logicars.runs import load_run
+from logicars.viewer import page_html
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 IMAGES = DOCS / "img" / "results"
+PAGES = DOCS / "pages"
 # Active gates (argmax not pass-through A or B) after training, as the paper reports them.
 PAPER_ACTIVE_GATES = {"gol": 336, "checkerboard": 22, "lizard": 577, "colored-g": 927}
 
@@ -38,6 +42,13 @@ def run_summary(runs: Path, name: str, train: bool) -> dict | None:
             return None
         logicars.train(name, out=run_dir, quiet=True)
     return json.loads((run_dir / "summary.json").read_text())
+
+
+def write_page(runs: Path, name: str) -> None:
+    """The run's trained circuit as an interactive page, docs/pages/<name>.html."""
+    run = load_run(runs / name)
+    PAGES.mkdir(parents=True, exist_ok=True)
+    (PAGES / f"{name}.html").write_text(page_html(run.model, run.preset), encoding="utf-8")
 
 
 def cpu_name() -> str:
@@ -58,8 +69,8 @@ def solved(s: dict) -> str:
 def main_table(summaries: dict[str, dict]) -> list[str]:
     lines = [
         "| preset | seed | epochs | first epoch with hard loss 0 | final hard loss "
-        "| held-out inputs solved | wall time | active gates (paper) |",
-        "|---|---|---|---|---|---|---|---|",
+        "| held-out inputs solved | wall time | active gates (paper) | see it live |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for name, s in summaries.items():
         zero = s["first_epoch_hard_zero"]
@@ -68,7 +79,8 @@ def main_table(summaries: dict[str, dict]) -> list[str]:
             f"| `{name}` | {NOTEBOOK_START if s.get('init') else s['seed']} | {s['epochs']} "
             f"| {'never' if zero is None else zero} "
             f"| {s['final_hard_loss']:g} | {solved(s)} | {s['wall_seconds']:.0f} s "
-            f"| {s['active_gates']} ({'–' if paper is None else paper}) |"
+            f"| {s['active_gates']} ({'–' if paper is None else paper}) "
+            f"| [page](pages/{name}.html) |"
         )
     return lines
 
@@ -178,6 +190,7 @@ def write(runs: Path, sweeps: Path, train: bool) -> Path:
             summaries[name] = s
             for f in ("loss.png", "rollout.gif"):
                 shutil.copyfile(runs / name / f, IMAGES / f"{name}-{f}")
+            write_page(runs, name)
     threads = sorted({s["threads"] for s in summaries.values()})
     out = [
         "# Results: the paper's five experiments on a laptop-class CPU",
@@ -194,6 +207,12 @@ def write(runs: Path, sweeps: Path, train: bool) -> Path:
         "starts for the checkerboards (fresh update masks for the async one), the start "
         "grid for the growth presets; an input counts as solved when every cell of the "
         "loss channels matches the target exactly.",
+        "",
+        "*See it live*: the trained circuit as an interactive page (what `python -m "
+        "logicars view RUN` writes): one self-contained HTML file that runs the pruned "
+        "circuit as logic in the browser; play it, scratch it with the mouse and watch it "
+        "heal, change the grid. Open the file in a browser (a repository viewer shows its "
+        "source).",
         "",
         *main_table(summaries),
         "",

@@ -3,6 +3,8 @@
 Each epoch is one `Model.train_step` (soft rollout, back-propagation through every
 step, hard rollout, AdamW), exactly what training runs. The figure is the median over
 repeated epochs after a warm-up, on one fixed batch of the preset's own data.
+`--relax softmax,gumbel-st` times each relaxation on the same batch in alternating
+rounds and reports its cost against the first one's.
 
 `bench --hard` times the trained Game of Life circuit instead, beside a compiled-C
 reference in the same run (`logicars.hard_bench`).
@@ -44,39 +46,60 @@ def cpu_peak_fma_per_s(threads: int) -> tuple[float, str]:
     return peak, how
 
 
-def bench_preset(name: str, threads: int, epochs: int, warmup: int) -> dict[str, Any]:
+ROUNDS = 5  # alternating rounds when several relaxations are timed side by side
+
+
+def bench_preset(
+    name: str, threads: int, epochs: int, warmup: int, relaxes: tuple[str, ...] = ()
+) -> list[dict[str, Any]]:
+    """One row per relaxation (the preset's own when `relaxes` is empty). Several are
+    timed in alternating rounds on the same batch, so that a busy spell of a shared
+    host does not land on one of them only."""
     import numpy as np
 
-    from . import Model, get_preset, set_num_threads
+    from . import Model, Relaxation, get_preset, set_num_threads
     from .datasets import make_dataset
 
     set_num_threads(threads)
     preset = get_preset(name)
-    model = Model(preset.spec, seed=23)
+    specs = [preset.spec.replace(relax=Relaxation(r)) for r in relaxes] or [preset.spec]
+    models = [Model(spec, seed=23) for spec in specs]
     x, y = make_dataset(preset).sample(np.random.default_rng(23))
-    for _ in range(warmup):
-        model.train_step(x, y)
-    times = []
-    for _ in range(epochs):
-        t0 = time.perf_counter()
-        model.train_step(x, y)
-        times.append(time.perf_counter() - t0)
-    ms = statistics.median(times) * 1e3
+    for model in models:
+        for _ in range(warmup):
+            model.train_step(x, y)
+    rounds = ROUNDS if len(models) > 1 else 1
+    times: list[list[float]] = [[] for _ in models]
+    for r in range(rounds):
+        for model, t in zip(models, times):
+            for _ in range(epochs * (r + 1) // rounds - epochs * r // rounds):
+                t0 = time.perf_counter()
+                model.train_step(x, y)
+                t.append(time.perf_counter() - t0)
     gce = preset.gate_cell_evals_per_epoch()
     peak, how = cpu_peak_fma_per_s(threads)
-    achieved = gce * OPS_PER_GATE_CELL / (ms / 1e3)
-    return {
-        "preset": name,
-        "threads": threads,
-        "ms_per_epoch": round(ms, 3),
-        "ms_min": round(min(times) * 1e3, 3),
-        "epochs_timed": epochs,
-        "gate_cell_evals_per_epoch": gce,
-        "gce_per_s": round(gce / (ms / 1e3)),
-        "fma_fraction_of_peak": round(achieved / peak, 4) if peak else None,
-        "peak_basis": how,
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-    }
+    rows = []
+    for spec, t in zip(specs, times):
+        ms = statistics.median(t) * 1e3
+        achieved = gce * OPS_PER_GATE_CELL / (ms / 1e3)
+        rows.append(
+            {
+                "preset": name,
+                "relax": spec.relax.mode,
+                "threads": threads,
+                "ms_per_epoch": round(ms, 3),
+                "ms_min": round(min(t) * 1e3, 3),
+                "epochs_timed": epochs,
+                "gate_cell_evals_per_epoch": gce,
+                "gce_per_s": round(gce / (ms / 1e3)),
+                "fma_fraction_of_peak": round(achieved / peak, 4) if peak else None,
+                "peak_basis": how,
+                "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            }
+        )
+    for row in rows[1:]:
+        row[f"vs_{rows[0]['relax']}"] = round(row["ms_per_epoch"] / rows[0]["ms_per_epoch"], 3)
+    return rows
 
 
 def _arguments(p: argparse.ArgumentParser) -> None:
@@ -89,6 +112,13 @@ def _arguments(p: argparse.ArgumentParser) -> None:
         "--warmup", type=_int_at_least(0), default=5, help="untimed epochs first (default 5)"
     )
     p.add_argument("--json", action="store_true", help="one JSON object per line")
+    p.add_argument(
+        "--relax",
+        default="",
+        metavar="LIST",
+        help="relaxations to time side by side, e.g. softmax,gumbel-st (default: the "
+        "preset's own); each is compared with the first",
+    )
     p.add_argument(
         "--hard",
         action="store_true",
@@ -151,19 +181,28 @@ def _run(args: argparse.Namespace) -> int:
     unknown = [n for n in names if n not in PRESETS]
     if unknown:
         raise UsageError(f"unknown preset(s) {unknown}; valid: {', '.join(PRESETS)}")
+    from .spec import RELAX_MODES
+
+    relaxes = tuple(r for r in args.relax.split(",") if r)
+    bad = [r for r in relaxes if r not in RELAX_MODES]
+    if bad:
+        raise UsageError(f"--relax: unknown mode(s) {bad}; valid: {', '.join(RELAX_MODES)}")
     if not args.json:
-        head = ("preset", "threads", "ms/epoch", "G gce/s", "FMA peak", "RSS MB")
-        print(f"{head[0]:<20}" + "".join(f"{h:>10}" for h in head[1:]))
+        head = ("preset", "relax", "threads", "ms/epoch", "G gce/s", "FMA peak", "RSS MB", "ratio")
+        print(f"{head[0]:<20}{head[1]:<16}" + "".join(f"{h:>10}" for h in head[2:]))
     for name in names:
         for t in threads:
-            r = bench_preset(name, t, args.epochs, args.warmup)
-            if args.json:
-                print(json.dumps(r), flush=True)
-            else:
+            for r in bench_preset(name, t, args.epochs, args.warmup, relaxes):
+                if args.json:
+                    print(json.dumps(r), flush=True)
+                    continue
                 frac = r["fma_fraction_of_peak"]
+                ratio = next((v for k, v in r.items() if k.startswith("vs_")), None)
                 print(
-                    f"{name:<20}{t:>10}{r['ms_per_epoch']:>10.2f}{r['gce_per_s'] / 1e9:>10.2f}"
-                    f"{'' if frac is None else f'{100 * frac:.1f}%':>10}{r['peak_rss_mb']:>10.0f}",
+                    f"{name:<20}{r['relax']:<16}{t:>10}{r['ms_per_epoch']:>10.2f}"
+                    f"{r['gce_per_s'] / 1e9:>10.2f}"
+                    f"{'' if frac is None else f'{100 * frac:.1f}%':>10}{r['peak_rss_mb']:>10.0f}"
+                    f"{'' if ratio is None else f'{ratio:.3f}':>10}",
                     flush=True,
                 )
     if not args.json:

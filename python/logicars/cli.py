@@ -33,6 +33,7 @@ COMMAND_MODULES: list[str] = [
     "logicars.simulate",
     "logicars.export",
     "logicars.analyze",
+    "logicars.viewer",
     "logicars.sweep_cli",
 ]
 

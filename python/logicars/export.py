@@ -5,7 +5,8 @@ folded, duplicate gates merged, gates that cannot reach an output dropped) and w
 every export format from its netlist, so C, Verilog, DigitalJS and DOT all describe
 exactly the circuit `Model.simulate` runs. This module gives the netlist a numpy
 evaluator (used by the tests and handy for inspection), the gate counts of each pruning
-stage, and the `export` command.
+stage, and the `export` command. The `html` format, the circuit as an interactive page,
+is written in Python from the netlist (`logicars.viewer`).
 """
 
 from __future__ import annotations
@@ -22,9 +23,18 @@ from .cli import register
 
 if TYPE_CHECKING:
     from .model import Model
+    from .viewer import PresetLike
 
+# Every export format: the engine's, and the interactive page.
+FORMATS = (*EXPORT_FORMATS, "html")
 # File name endings of the export formats.
-SUFFIXES = {"c": ".c", "verilog": ".v", "digitaljs": ".digitaljs.json", "dot": ".dot"}
+SUFFIXES = {
+    "c": ".c",
+    "verilog": ".v",
+    "digitaljs": ".digitaljs.json",
+    "dot": ".dot",
+    "html": ".html",
+}
 
 _KERNELS = {
     "and": lambda a, b: a & b,
@@ -132,13 +142,25 @@ def format_prune_report(report: dict[str, int]) -> str:
     )
 
 
-def export_text(model: Model, format: str) -> str:
-    """The model's pruned circuit as `c`, `verilog`, `digitaljs` or `dot` source text."""
-    if format not in EXPORT_FORMATS:
-        raise ValueError(
-            f"unknown export format {format!r}; expected one of {', '.join(EXPORT_FORMATS)}"
-        )
+def export_text(model: Model, format: str, preset: PresetLike = None) -> str:
+    """The model's pruned circuit as `c`, `verilog`, `digitaljs` or `dot` source text, or
+    as an interactive `html` page (`preset`, a `Preset` or its name, gives the page its
+    start states and colours; see `logicars.viewer.page_html`)."""
+    if format not in FORMATS:
+        raise ValueError(f"unknown export format {format!r}; expected one of {', '.join(FORMATS)}")
+    if format == "html":
+        from .viewer import page_html
+
+        return page_html(model, preset)
     return model._hard_circuit().export(format)
+
+
+def default_output(source: str | Path, format: str) -> Path:
+    """Where a command writes `format` for the model at `source` by default: circuit.<ext>
+    in a run directory, else beside the model file with the format's extension."""
+    source = Path(source)
+    base = source / "circuit" if source.is_dir() else source.with_suffix("")
+    return Path(f"{base}{SUFFIXES[format]}")
 
 
 # ---- CLI ------------------------------------------------------------------------------
@@ -146,7 +168,7 @@ def export_text(model: Model, format: str) -> str:
 
 def _export_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", metavar="RUN_OR_MODEL", help="run directory, .safetensors or .npz")
-    p.add_argument("--format", required=True, choices=EXPORT_FORMATS, help="output format")
+    p.add_argument("--format", required=True, choices=FORMATS, help="output format")
     p.add_argument(
         "--out",
         metavar="FILE",
@@ -159,11 +181,9 @@ def _run_export(args: argparse.Namespace) -> int:
     from .runs import load_run
 
     run = load_run(args.model)
-    text = export_text(run.model, args.format)
-    source = Path(args.model)
-    base = source / "circuit" if source.is_dir() else source.with_suffix("")
-    out = Path(args.out) if args.out else Path(f"{base}{SUFFIXES[args.format]}")
-    out.write_text(text)
+    text = export_text(run.model, args.format, run.preset)
+    out = Path(args.out) if args.out else default_output(args.model, args.format)
+    out.write_text(text, encoding="utf-8")
     print(format_prune_report(prune_report(run.model)))
     print(f"wrote {args.format} to {out}")
     return 0
@@ -171,7 +191,7 @@ def _run_export(args: argparse.Namespace) -> int:
 
 register(
     "export",
-    "export a trained circuit as C, Verilog, DigitalJS or DOT",
+    "export a trained circuit as C, Verilog, DigitalJS, DOT or an interactive HTML page",
     _export_arguments,
     _run_export,
 )

@@ -16,6 +16,7 @@ from .spec import ModelSpec
 
 if TYPE_CHECKING:
     from .export import Netlist
+    from .presets import Preset
 
 PathLike = Union[str, "os.PathLike[str]"]
 SpecLike = Union[ModelSpec, dict, str]
@@ -270,13 +271,15 @@ class Model:
 
         return prune_report(self)
 
-    def export(self, format: str) -> str:
+    def export(self, format: str, *, preset: Preset | str | None = None) -> str:
         """The pruned hard circuit as source text: `c` (one cell and a whole-grid step with
         the spec's boundary), `verilog` (one cell's combinational update), `digitaljs`
-        (DigitalJS circuit JSON) or `dot` (Graphviz)."""
+        (DigitalJS circuit JSON), `dot` (Graphviz) or `html` (a self-contained interactive
+        page running the circuit; `preset`, a `Preset` or its name, sets its start states
+        and colours, see `logicars.viewer`)."""
         from .export import export_text
 
-        return export_text(self, format)
+        return export_text(self, format, preset)
 
     def _hard_circuit(self) -> _core.HardCircuit:
         """The compiled hard circuit, cached until the logits change (so that calling

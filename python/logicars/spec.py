@@ -113,11 +113,15 @@ class ModelSpec:
         d = self.to_dict()
         # JSON has no NaN or infinity; name the field here rather than let the engine
         # report a JSON syntax error.
-        numbers = [("lr", d["lr"]), ("fire_rate", d["fire_rate"])]
-        numbers += [(f"relax.{k}", v) for k, v in d.get("relax", {}).items() if k != "mode"]
-        for key, v in numbers:
+        numbers = [
+            ("lr", d["lr"], "a finite number > 0"),
+            ("fire_rate", d["fire_rate"], "in (0, 1]"),
+        ]
+        relax = d.get("relax", {}).items()
+        numbers += [(f"relax.{k}", v, "a finite number") for k, v in relax if k != "mode"]
+        for key, v, expected in numbers:
             if isinstance(v, float) and not math.isfinite(v):
-                raise InvalidValueError(f"{key} must be a finite number, got {v}")
+                raise InvalidValueError(f"{key} must be {expected}, got {v}")
         return json.dumps(d, sort_keys=True, allow_nan=False)
 
     @classmethod

@@ -499,7 +499,8 @@ impl Model {
             let gates = self.logits.par_chunks(self.per_gate()).enumerate();
             gates
                 .map(|(g, w)| {
-                    relax.relax(w, step, |op| relax::gumbel(seed, step, g as u64, op as u64))
+                    let noise = relax::GateNoise::new(seed, step, g as u64);
+                    relax.relax(w, step, |op| noise.draw(op as u64))
                 })
                 .collect()
         });

@@ -4,11 +4,14 @@
 //! - `softmax`: the notebook's relaxation, a softmax mix of the 16 gates.
 //! - `gumbel-st`: forward with the gate `argmax(z + s·g)`, `g ~ Gumbel(0, 1)` drawn per
 //!   gate per optimizer step; backward through `softmax((z + s·g)/τ)` (straight-through,
-//!   Yousefi et al. 2025).
+//!   Yousefi et al. 2025). Straight-through at the gate's output, `y_hard −
+//!   stopgrad(y_soft) + y_soft`: the gradient reaches the gate's inputs through the
+//!   relaxed gate too, not only its selection (through the hard gates alone it would
+//!   only follow the pass-through path of a fresh model and train almost nothing).
 //! - `hard-st`: the same without noise: forward `argmax(z)`, backward `softmax(z/τ)`.
 //!   Both straight-through modes can train the first `warmup` optimizer steps as
-//!   `softmax` and switch then: the relaxed circuit finds the task, the hard circuit
-//!   is then trained directly, which closes what is left of the discretization gap.
+//!   `softmax` and switch then (the relaxed circuit finds the task, then the hard
+//!   circuit is trained directly; docs/results.md has what that measured).
 //! - `gumbel-soft`: forward and backward through `softmax((z + s·g)/τ)` (no
 //!   straight-through; the "soft Gumbel" control of Kim 2026).
 //! - `anneal`: the softmax of `z/τ(t)`, forward and backward, with `τ(t)` 1 for the
@@ -108,18 +111,6 @@ impl Relax {
         match self {
             Relax::TruthTable {} | Relax::TruthTableSt {} => 4,
             _ => N_OPS,
-        }
-    }
-
-    pub fn name(&self) -> &'static str {
-        match self {
-            Relax::Softmax {} => "softmax",
-            Relax::GumbelSt { .. } => "gumbel-st",
-            Relax::Anneal { .. } => "anneal",
-            Relax::HardSt { .. } => "hard-st",
-            Relax::GumbelSoft { .. } => "gumbel-soft",
-            Relax::TruthTable {} => "truth-table",
-            Relax::TruthTableSt {} => "truth-table-st",
         }
     }
 
@@ -331,12 +322,26 @@ fn argmax_f64(v: &[f64]) -> usize {
 /// resumed. SplitMix64's finaliser over the key words, then `−ln(−ln u)` with `u` the
 /// top 53 bits of the hash, centred in its bin (never 0 or 1).
 pub fn gumbel(seed: u64, step: u64, gate: u64, op: u64) -> f64 {
-    let mut h = mix(seed ^ 0x6c6f_6769_6361_7273); // "logicars"
-    h = mix(h ^ step);
-    h = mix(h ^ gate);
-    h = mix(h ^ op);
-    let u = ((h >> 11) as f64 + 0.5) * (1.0 / (1u64 << 53) as f64);
-    -(-u.ln()).ln()
+    GateNoise::new(seed, step, gate).draw(op)
+}
+
+/// The noise of one gate in one step: the key's hash up to the gate, so that its 16
+/// draws cost one mix each.
+#[derive(Debug, Clone, Copy)]
+pub struct GateNoise(u64);
+
+impl GateNoise {
+    pub fn new(seed: u64, step: u64, gate: u64) -> GateNoise {
+        let h = mix(seed ^ 0x6c6f_6769_6361_7273); // "logicars"
+        GateNoise(mix(mix(h ^ step) ^ gate))
+    }
+
+    /// The Gumbel draw for op `op`.
+    pub fn draw(&self, op: u64) -> f64 {
+        let h = mix(self.0 ^ op);
+        let u = ((h >> 11) as f64 + 0.5) * (1.0 / (1u64 << 53) as f64);
+        -(-u.ln()).ln()
+    }
 }
 
 /// SplitMix64's output function (Steele, Lea & Flood 2014).
@@ -353,10 +358,10 @@ mod tests {
 
     #[test]
     fn truth_tables_match_the_gate_coefficients() {
-        for op in 0..N_OPS {
+        for (op, row) in M.iter().enumerate() {
             let t = truth_table(op).map(|b| b as u8 as f64);
             let c = table_coefficients(t).map(|v| v as f32);
-            assert_eq!(c, M[op], "{}", gates::OP_NAMES[op]);
+            assert_eq!(&c, row, "{}", gates::OP_NAMES[op]);
             let w = truth_table(op).map(|b| if b { 3.0 } else { -3.0 });
             assert_eq!(Relax::TruthTable {}.hard_op(&w), op);
         }

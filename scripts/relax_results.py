@@ -1,0 +1,135 @@
+"""The relaxation section of docs/results.md: success rate of each training relaxation
+over seeds, per preset, from the run directories of `python -m logicars sweep`.
+
+    python scripts/relax_results.py SWEEP_DIR [SWEEP_DIR ...]
+
+Every run directory below the given sweep directories (`*/summary.json`) is one point;
+points are grouped by preset and relaxation (`summary.json`'s `relax`, with its
+parameters). For each group: the fraction of runs whose hard circuit solves every
+held-out input (`hard_eval`), the median and 90th percentile of the epoch and training
+seconds at which the run's hard circuit first passed the validation check
+(`solved_epoch`, `solved_seconds`: runs stop there), the median final gap between the
+hard and the soft loss, and the median active gates. The section replaces what stands
+between the markers in docs/results.md, and a bar plot of the success rates goes to
+docs/img/results/relax-success.png.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "docs" / "results.md"
+PLOT = ROOT / "docs" / "img" / "results" / "relax-success.png"
+START, END = "<!-- relaxations:start -->", "<!-- relaxations:end -->"
+
+
+# The engine's defaults: a run written with them explicit (a resumed one reads its spec
+# back from the engine) is the same relaxation as one that left them out.
+DEFAULTS = {"tau": 1.0, "noise": 1.0, "warmup": 0, "steps": 1000}
+
+
+def label(relax: dict) -> str:
+    given = {k: v for k, v in relax.items() if k != "mode" and DEFAULTS.get(k) != v}
+    args = ", ".join(f"{k}={v:g}" for k, v in given.items())
+    return f"{relax['mode']}({args})" if args else relax["mode"]
+
+
+def groups(dirs: list[Path]) -> dict[tuple[str, str], list[dict]]:
+    out: dict[tuple[str, str], list[dict]] = {}
+    for d in dirs:
+        for path in sorted(d.glob("*/summary.json")):
+            s = json.loads(path.read_text())
+            if s.get("interrupted") or s["epochs"] < s["target_epochs"] and not s["solved_epoch"]:
+                continue  # unfinished
+            out.setdefault((s["preset"], label(s.get("relax", {"mode": "softmax"}))), []).append(s)
+    return out
+
+
+def stats(values: list[float]) -> str:
+    if not values:
+        return "–"
+    return f"{np.median(values):.0f} / {np.percentile(values, 90):.0f}"
+
+
+def table(grouped: dict[tuple[str, str], list[dict]]) -> list[str]:
+    lines = [
+        "| preset | relaxation | seeds | solved | epochs to solve (median / p90) "
+        "| seconds to solve (median / p90) | final hard − soft loss (median) "
+        "| active gates (median) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for (preset, relax), runs in sorted(grouped.items()):
+        ok = [s for s in runs if s["hard_eval"]["solved"] == s["hard_eval"]["samples"]]
+        solved_at = [s for s in runs if s["solved_epoch"] is not None]
+        gap = [s["final_hard_loss"] - s["final_soft_loss"] for s in runs]
+        gates = [s["active_gates"] for s in runs]
+        rate = f"{len(ok)} ({100 * len(ok) / len(runs):.0f}%)"
+        lines.append(
+            f"| `{preset}` | `{relax}` | {len(runs)} | {rate} "
+            f"| {stats([s['solved_epoch'] for s in solved_at])} "
+            f"| {stats([s['solved_seconds'] for s in solved_at])} "
+            f"| {np.median(gap):.3g} | {np.median(gates):.0f} |"
+        )
+    return lines
+
+
+def plot(grouped: dict[tuple[str, str], list[dict]]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    presets = sorted({p for p, _ in grouped})
+    modes = sorted({m for _, m in grouped})
+    fig, ax = plt.subplots(figsize=(1.6 + 1.4 * len(presets), 3.6))
+    width = 0.8 / len(modes)
+    for i, mode in enumerate(modes):
+        xs, ys = [], []
+        for j, preset in enumerate(presets):
+            runs = grouped.get((preset, mode))
+            if runs:
+                ok = sum(s["hard_eval"]["solved"] == s["hard_eval"]["samples"] for s in runs)
+                xs.append(j + (i - (len(modes) - 1) / 2) * width)
+                ys.append(100 * ok / len(runs))
+        ax.bar(xs, ys, width, label=mode)
+    ax.set_xticks(range(len(presets)), presets)
+    ax.set_ylabel("seeds solved (%)")
+    ax.set_ylim(0, 100)
+    ax.legend(fontsize=7, ncol=2)
+    ax.set_title("Held-out check solved, by relaxation")
+    fig.tight_layout()
+    PLOT.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(PLOT, dpi=110)
+    plt.close(fig)
+
+
+def main() -> None:
+    dirs = [Path(a) for a in sys.argv[1:]]
+    if not dirs:
+        sys.exit(__doc__)
+    grouped = groups(dirs)
+    plot(grouped)
+    section = [
+        START,
+        *table(grouped),
+        "",
+        "![success rate by relaxation](img/results/relax-success.png)",
+        END,
+    ]
+    text = RESULTS.read_text()
+    if START in text:
+        head, rest = text.split(START, 1)
+        text = head + "\n".join(section) + rest.split(END, 1)[1]
+    else:
+        text += "\n" + "\n".join(section) + "\n"
+    RESULTS.write_text(text)
+    print("\n".join(section))
+
+
+if __name__ == "__main__":
+    main()
