@@ -5,7 +5,9 @@
 Fails when logicars comes from anywhere but this interpreter's site-packages (a source
 tree on sys.path would hide the wheel), when the build is not a release build, when AVX
 instructions were compiled in outside the dispatched kernels (the wheel would crash on
-an older CPU), or when the kernels in use are not SIMD_LEVEL.
+an older CPU), or when the kernels in use are not SIMD_LEVEL. With SIMD_LEVEL
+`portable` (a CPU without AVX), hard circuits must run on the slot engine (no JIT code)
+and give the float hard rollout's grids.
 """
 
 from __future__ import annotations
@@ -36,9 +38,27 @@ def main(argv: list[str]) -> int:
         problems.append(f"compiled with {sorted(compiled_avx)}: not portable")
     if argv and info["simd_level"] != argv[0]:
         problems.append(f"SIMD level {info['simd_level']}, expected {argv[0]}")
+    if argv and argv[0] == "portable":
+        if info["hard_engine"] != "slots":
+            problems.append(f"hard engine {info['hard_engine']} on a CPU without AVX2")
+        problems += hard_circuit_problems()
     for problem in problems:
         print(f"error: {problem}", file=sys.stderr)
     return 1 if problems else 0
+
+
+def hard_circuit_problems() -> list[str]:
+    """The hard circuit of a random model on the engine in use against the float rollout."""
+    import numpy as np
+
+    model = logicars.Model(logicars.get_preset("checkerboard").spec, seed=0)
+    rng = np.random.default_rng(0)
+    params = {k: rng.normal(0, 1, v.shape).astype(np.float32) for k, v in model.params().items()}
+    model.set_params(params)
+    x = (rng.random((1, 16, 16, 8)) < 0.5).astype(np.float32)
+    if not np.array_equal(model.simulate(x, 3), model.rollout(x, 3, hard=True)):
+        return ["simulate differs from the float hard rollout"]
+    return []
 
 
 if __name__ == "__main__":

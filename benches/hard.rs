@@ -2,8 +2,18 @@
 //! circuit (C = 1, 16 perception kernels [9, 8, 4, 2, 1], update
 //! [17] + [128]×17 + [64, 32, 16, 8, 4, 2, 1]).
 //!
-//! `cargo bench -p logicars-core --bench hard`. Throughput is reported in cell-updates
-//! per second (criterion's "elements"). Circuits:
+//! `cargo bench -p logicars-core --bench hard`. First, side by side in one run (rounds
+//! alternating, medians): the trained circuit on 256², 1024² and 4096² periodic grids
+//! with 1 and 2 threads on this machine's engine (`hard::default_engine`: the JIT where
+//! the CPU has AVX2), the slot engine, and the compiled-C reference of
+//! `benches/c_reference.py` (built and checked bit for bit against `Model.simulate` by
+//! the Python package: `LOGICARS_PYTHON`, else `.venv/bin/python`, else `python3`;
+//! skipped with a note where it cannot be built). `LOGICARS_BENCH_SIDES=1024` and
+//! `LOGICARS_BENCH_ROUNDS=9` change the grids and rounds; `LOGICARS_BENCH_SIDE_BY_SIDE=0`
+//! skips this part.
+//!
+//! Then criterion, on 1024×1024, for both engines. Throughput is reported in
+//! cell-updates per second (criterion's "elements"). Circuits:
 //! - `trained`: a circuit trained on the GoL preset (`Model(gol, seed=1)`, 8500
 //!   epochs, hard loss 0 on all 512 boards). Its hard gates are embedded below (one hex
 //!   digit per parameter gate, in `Model::logits` order; the wiring is the one
@@ -20,49 +30,28 @@
 //! seeded update mask (fire rate 0.6) and blends.
 //!
 //! The active gate count of each circuit is printed before its benchmark. Set
-//! `LOGICARS_BENCH_WORDS=4,8,16` to compare block widths (default: automatic).
+//! `LOGICARS_BENCH_WORDS=4,8,16` to compare the slot engine's block widths (default:
+//! automatic).
 
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use logicars_core::bitsliced::{simulate, Circuit, SimOptions, Simulator, StepMask};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use logicars_core::bitsliced::{Circuit, SimOptions, StepMask};
 use logicars_core::gates::{N_OPS, PASS_A};
+use logicars_core::hard::{default_engine, simulate, HardEngine, Simulator};
 use logicars_core::{GridShape, Model, PerceiveSpec, Spec, UpdateSpec, Wiring};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 const SIDE: usize = 1024;
 
-/// Hard op of every parameter gate of the trained GoL circuit (hex digit = op index).
-const TRAINED_GOL_OPS: &str = concat!(
-    "333333333337333333233333333333333333333300333333333333333333c33231731333333333333333333313111333",
-    "33b3333333333333333333333333333371111711771111773333771711777d79337313333ff331333373771133333333",
-    "777771173315711333337f13f3763333777717777370a1330333233c33378b3333331313333333333333333f33333333",
-    "373353133333333733337373ff333333333335533333333235333333f3133333333373354f33133333313333f33f3333",
-    "3333333310133373333323333035371333333333313133373333713333333b3933313333333333337333373333733333",
-    "3539333333333533793333333337333333331733f33333f1333331333333333133333333333393313333733533333313",
-    "33333333393333393333353733333333333333333370333333333133733333333333333333333333333333333733a333",
-    "33333a335333333333333733333f373331113133333333333f3f333330333133333f333f33133333333333f311333333",
-    "333817f333333333333f33333333b73333333333333f33333333333313333353a33f3133333333731373333313333333",
-    "3303333333f3333333733333333333733333335373133333133333a333333af333a33f33333333333333311933333333",
-    "3333335333333333333333333337333333333f33333333f33f33315333333333333333333333333333333333303333a3",
-    "333337332b333333333a33333133833333333333333333333f3313333333333337333333333333333333733333f33333",
-    "233330333331131333233331333333333333333333333373353317330333333373331333323333333333333b33333333",
-    "3333333735333333333333333031333333733b3333333317333373f333333333333333333333333333333337b33b3233",
-    "33333333333336333375383333333333333733f333333333333723333333f37133333333333333333333333333333333",
-    "333333333333333333333313333333337333333353333333333337337a33333303333333b33333333333377333333333",
-    "3333333333133333333d33333333d3333333333333333333f3373313333a333333333333333331333333333333333333",
-    "333373333333b333333333313333333b333333333333733333333333330333333332331333333333333333333b333333",
-    "333333f33333333333373333333333333333333133733333133333330733333333333333333333335533323333f33363",
-    "3333333333333333333333331333a33333333333333333773333333333333333333333333333333353b3333333373333",
-    "333333333333333333333333333333333333333336333333b37333333333333333333333333313f333337333333a3333",
-    "3333333333333333333333d33333333333333333333333b833331333333333333333333333333333333333333733f333",
-    "333333333333333333337733333333333373313333333333333331333333333333333333333333333333332333333333",
-    "3333333333333333333333333333333333b333337833333333333333333333333733333333333333ff33333333333333",
-    "33333333333333333333333333333333333333333333333333b333333333333333333333333373333333333333333333",
-    "3333333333333333337b33333333b3333333333333333333333333331333b33333333333333333333333333333932333",
-    "33333333333333f333333333333333833383333336333bb",
-);
+/// Hard op of every parameter gate of the trained GoL circuit (hex digit = op index;
+/// the file `logicars.hard_bench` reads too).
+const TRAINED_GOL_OPS: &str = include_str!("../python/logicars/data/gol_trained_ops.txt");
 
 fn gol_spec() -> Spec {
     let mut update = vec![17];
@@ -120,9 +109,10 @@ fn gol_model(pass: f32, seed: u64) -> Model {
 /// The trained GoL circuit, checked against the Game of Life rule on all 512 boards.
 fn trained_gol() -> Circuit {
     let mut model = Model::new(gol_spec(), 1).expect("valid spec");
-    assert_eq!(TRAINED_GOL_OPS.len(), model.logits().len() / N_OPS);
+    let ops = TRAINED_GOL_OPS.trim();
+    assert_eq!(ops.len(), model.logits().len() / N_OPS);
     let mut logits = vec![0f32; model.logits().len()];
-    for (g, op) in logits.chunks_mut(N_OPS).zip(TRAINED_GOL_OPS.chars()) {
+    for (g, op) in logits.chunks_mut(N_OPS).zip(ops.chars()) {
         g[op.to_digit(16).expect("hex digit") as usize] = 1.0;
     }
     model.set_logits(&logits).expect("finite logits");
@@ -185,14 +175,27 @@ fn bench_hard(c: &mut Criterion) {
             "{name}: {} program gates -> {} active gates (and/and_not/or/xor {:?}), {} slots, depth {}",
             s.program_gates, s.active_gates, s.by_kind, s.slots, s.depth
         );
-        for &w in &words {
-            let mut sim = Simulator::new(circuit, shape, true, w).expect("simulator");
+        let mut variants: Vec<(HardEngine, usize)> =
+            words.iter().map(|&w| (HardEngine::Slots, w)).collect();
+        if default_engine() == HardEngine::Jit {
+            variants.insert(0, (HardEngine::Jit, 0));
+        }
+        for (engine, w) in variants {
+            let mut sim = Simulator::new(circuit, shape, true, Some(engine), w).expect("simulator");
             sim.load(&x).expect("grid");
-            group.bench_with_input(
-                BenchmarkId::new(
-                    format!("{name}_{}gates", s.active_gates),
-                    format!("{}words", sim.words()),
+            let label = match engine {
+                HardEngine::Jit => "jit".to_string(),
+                HardEngine::Slots => format!(
+                    "slots_{}words",
+                    if w == 0 {
+                        "auto".to_string()
+                    } else {
+                        w.to_string()
+                    }
                 ),
+            };
+            group.bench_with_input(
+                BenchmarkId::new(format!("{name}_{}gates", s.active_gates), label),
                 &w,
                 |b, _| b.iter(|| black_box(&mut sim).step(StepMask::All, false).unwrap()),
             );
@@ -200,13 +203,13 @@ fn bench_hard(c: &mut Criterion) {
     }
     // The trained circuit with seeded async masks (fire rate 0.6), drawn every step.
     let (_, trained) = &circuits[0];
-    let mut sim = Simulator::new(trained, shape, true, 0).expect("simulator");
+    let mut sim = Simulator::new(trained, shape, true, None, 0).expect("simulator");
     sim.load(&x).expect("grid");
     let mut t = 0;
     group.bench_function(
         BenchmarkId::new(
             format!("trained_async0.6_{}gates", trained.stats().active_gates),
-            format!("{}words", sim.words()),
+            default_engine().name(),
         ),
         |b| {
             b.iter(|| {
@@ -223,5 +226,135 @@ fn bench_hard(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_hard);
+/// The C reference executable, built and checked by `benches/c_reference.py`, or why not.
+fn build_reference() -> Result<PathBuf, String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let python = std::env::var("LOGICARS_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| {
+            let venv = root.join(".venv/bin/python");
+            if venv.exists() {
+                venv
+            } else {
+                PathBuf::from("python3")
+            }
+        });
+    let dir = root.join("target/c_reference");
+    let out = Command::new(&python)
+        .arg(root.join("benches/c_reference.py"))
+        .arg("build")
+        .arg(&dir)
+        .output()
+        .map_err(|e| format!("{}: {e}", python.display()))?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
+    }
+    Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+}
+
+/// Nanoseconds per step of the C reference (`time` mode), wall-clock.
+fn reference_step_ns(exe: &Path, side: usize, steps: usize, threads: usize) -> f64 {
+    let out = Command::new(exe)
+        .args([
+            "time",
+            &side.to_string(),
+            &steps.to_string(),
+            &threads.to_string(),
+        ])
+        .env("OMP_NUM_THREADS", threads.to_string())
+        .output()
+        .expect("the C reference runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.split_whitespace()
+        .next()
+        .and_then(|w| w.parse().ok())
+        .expect("ns per step")
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn env_list(name: &str, default: &[usize]) -> Vec<usize> {
+    std::env::var(name)
+        .map(|v| v.split(',').filter_map(|w| w.trim().parse().ok()).collect())
+        .unwrap_or_else(|_| default.to_vec())
+}
+
+/// The trained circuit on this machine's engine, the slot engine and the C reference,
+/// in alternating rounds; G cell-updates/s from the median time per step.
+fn side_by_side() {
+    let trained = trained_gol();
+    let reference = build_reference();
+    let rounds = env_list("LOGICARS_BENCH_ROUNDS", &[5])[0].max(1);
+    eprintln!("\nside by side: trained GoL circuit, periodic, {rounds} alternating rounds, median");
+    eprintln!("engine {} ; G cell-updates/s", default_engine().name());
+    if let Err(e) = &reference {
+        eprintln!("C reference not run: {e}");
+    }
+    eprintln!(
+        "{:>11} {:>3} {:>9} {:>7} {:>7} {:>6}",
+        "grid", "thr", "engine", "slots", "C ref", "ratio"
+    );
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    for side in env_list("LOGICARS_BENCH_SIDES", &[256, 1024, 4096]) {
+        let shape = GridShape {
+            batch: 1,
+            height: side,
+            width: side,
+        };
+        let x: Vec<u8> = (0..side * side)
+            .map(|_| rng.random::<bool>() as u8)
+            .collect();
+        let steps = (250_000_000 / (side * side)).max(4);
+        for threads in [1, 2] {
+            logicars_core::threads::set_num_threads(threads).expect("threads");
+            let mut sims: Vec<Simulator> = [None, Some(HardEngine::Slots)]
+                .into_iter()
+                .map(|e| {
+                    let mut s = Simulator::new(&trained, shape, true, e, 0).expect("simulator");
+                    s.load(&x).expect("grid");
+                    s.advance(&SimOptions::new(2, true)).expect("warm-up");
+                    s
+                })
+                .collect();
+            let mut times = [Vec::new(), Vec::new(), Vec::new()];
+            for _ in 0..rounds {
+                for (k, sim) in sims.iter_mut().enumerate() {
+                    let t0 = Instant::now();
+                    sim.advance(&SimOptions::new(steps, true)).expect("steps");
+                    times[k].push(t0.elapsed().as_nanos() as f64 / steps as f64);
+                }
+                if let Ok(exe) = &reference {
+                    times[2].push(reference_step_ns(exe, side, steps, threads));
+                }
+            }
+            let rate: Vec<Option<f64>> = times
+                .iter_mut()
+                .map(|t| (!t.is_empty()).then(|| (side * side) as f64 / median(t)))
+                .collect();
+            let show = |r: Option<f64>| r.map_or("-".to_string(), |r| format!("{r:.2}"));
+            let ratio = rate[0].zip(rate[2]).map(|(a, c)| a / c);
+            eprintln!(
+                "{:>11} {threads:>3} {:>9} {:>7} {:>7} {:>6}",
+                format!("{side}x{side}"),
+                show(rate[0]),
+                show(rate[1]),
+                show(rate[2]),
+                show(ratio)
+            );
+        }
+    }
+    logicars_core::threads::set_num_threads(0).expect("threads");
+}
+
+fn bench_all(c: &mut Criterion) {
+    if std::env::var("LOGICARS_BENCH_SIDE_BY_SIDE").as_deref() != Ok("0") {
+        side_by_side();
+    }
+    bench_hard(c);
+}
+
+criterion_group!(benches, bench_all);
 criterion_main!(benches);

@@ -14,7 +14,7 @@ from ._core import num_threads
 from ._core import set_num_threads as _set_num_threads
 from .analyze import analyze  # the function shadows the submodule attribute
 from .display import Animation, LivePage, live, show
-from .model import MAX_THREADS, Model, check_int
+from .model import MAX_THREADS, Model, Simulator, check_int
 from .presets import PRESETS, Preset, get_preset
 from .spec import ModelSpec, PerceiveSpec, Relaxation, UpdateSpec
 from .sweep import sweep  # the function shadows the submodule attribute
@@ -32,7 +32,8 @@ def set_num_threads(threads: int) -> None:
 
 
 def build_info() -> dict[str, str]:
-    """Build profile, compiled target features and the SIMD kernels in use."""
+    """Build profile, compiled target features, the SIMD kernels in use and the engine
+    of hard circuits (`hard_engine`: `jit-avx2` or `slots`)."""
     return dict(_build_info())
 
 
@@ -46,6 +47,7 @@ __all__ = [
     "Preset",
     "RunResult",
     "Relaxation",
+    "Simulator",
     "UpdateSpec",
     "analyze",
     "build_info",

@@ -89,6 +89,35 @@ class HardCircuit:
     @property
     def periodic(self) -> bool: ...
 
+class Simulator:
+    def __init__(
+        self,
+        circuit: HardCircuit,
+        x: npt.ArrayLike,
+        periodic: bool | None = None,
+        engine: str | None = None,
+    ) -> None: ...
+    def load(self, x: npt.ArrayLike) -> None: ...
+    def read(self) -> npt.NDArray[np.uint8]: ...
+    def run(
+        self,
+        steps: int,
+        fire_rate: float | None = None,
+        seed: int = 0,
+        masks: npt.ArrayLike | None = None,
+        damage: npt.ArrayLike | None = None,
+        damage_from: int = 0,
+        damage_until: int | None = None,
+        record_every: int = 0,
+        read: bool = True,
+    ) -> npt.NDArray[np.uint8] | None: ...
+    @property
+    def engine(self) -> str: ...
+    @property
+    def shape(self) -> tuple[int, int, int, int]: ...
+    @property
+    def periodic(self) -> bool: ...
+
 def frame_steps(steps: int, record_every: int) -> list[int]: ...
 def draw_masks(
     batch: int, height: int, width: int, steps: int, fire_rate: float, seed: int

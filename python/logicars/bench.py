@@ -5,6 +5,9 @@ step, hard rollout, AdamW), exactly what training runs. The figure is the median
 repeated epochs after a warm-up, on one fixed batch of the preset's own data.
 `--relax softmax,gumbel-st` times each relaxation on the same batch in alternating
 rounds and reports its cost against the first one's.
+
+`bench --hard` times the trained Game of Life circuit instead, beside a compiled-C
+reference in the same run (`logicars.hard_bench`).
 """
 
 from __future__ import annotations
@@ -116,24 +119,68 @@ def _arguments(p: argparse.ArgumentParser) -> None:
         help="relaxations to time side by side, e.g. softmax,gumbel-st (default: the "
         "preset's own); each is compared with the first",
     )
+    p.add_argument(
+        "--hard",
+        action="store_true",
+        help="time the trained GoL hard circuit (G cell-updates/s) beside a compiled-C "
+        "reference instead of training epochs",
+    )
+    p.add_argument(
+        "--sizes",
+        default="256,1024,4096",
+        help="with --hard: comma-separated grid sides (default 256,1024,4096)",
+    )
+    p.add_argument(
+        "--rounds",
+        type=_int_at_least(1),
+        default=5,
+        help="with --hard: alternating rounds per measurement (default 5)",
+    )
+
+
+def _int_list(option: str, text: str, lo: int, example: str) -> list[int]:
+    """A comma-separated list of integers >= `lo`, or a UsageError naming `option`."""
+    from .cli import UsageError
+
+    try:
+        values = [int(t) for t in text.split(",")]
+    except ValueError:
+        raise UsageError(
+            f"{option}: expected comma-separated integers >= {lo} (e.g. {example}), got {text!r}"
+        ) from None
+    if any(v < lo for v in values):
+        raise UsageError(f"{option}: every value must be >= {lo}, got {text!r}")
+    return values
+
+
+def _run_hard(args: argparse.Namespace, threads: list[int]) -> int:
+    from .cli import UsageError
+    from .hard_bench import compare, format_rows
+
+    if args.presets:
+        raise UsageError("--hard times the trained GoL circuit: give no presets")
+    sides = _int_list("--sizes", args.sizes, 1, "256,1024")
+    note = None if args.json else (lambda text: print(f"timing {text} ...", flush=True))
+    rows = compare(sides, threads, args.rounds, progress=note)
+    if args.json:
+        for r in rows:
+            print(json.dumps(r), flush=True)
+    else:
+        print(format_rows(rows))
+    return 0
 
 
 def _run(args: argparse.Namespace) -> int:
     from .cli import UsageError
     from .presets import PRESETS
 
+    threads = _int_list("--threads", args.threads, 1, "1,2")
+    if args.hard:
+        return _run_hard(args, threads)
     names = args.presets or list(PRESETS)
     unknown = [n for n in names if n not in PRESETS]
     if unknown:
         raise UsageError(f"unknown preset(s) {unknown}; valid: {', '.join(PRESETS)}")
-    try:
-        threads = [int(t) for t in args.threads.split(",")]
-    except ValueError:
-        raise UsageError(
-            f"--threads: expected comma-separated integers >= 1 (e.g. 1,2), got {args.threads!r}"
-        ) from None
-    if any(t < 1 for t in threads):
-        raise UsageError(f"--threads: every count must be >= 1, got {args.threads!r}")
     from .spec import RELAX_MODES
 
     relaxes = tuple(r for r in args.relax.split(",") if r)

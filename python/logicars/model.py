@@ -208,10 +208,14 @@ class Model:
         record: bool | int = False,
         periodic: bool | None = None,
     ) -> np.ndarray:
-        """Runs the hard circuit on `x` with the bit-sliced engine (64 cells per word).
+        """Runs the hard circuit on `x` as packed bits (one bit per cell).
 
         Gives exactly `rollout(x, steps, hard=True, masks=...)`, much faster, on grids of
         any size. Gates are folded first: constants, pass-throughs and NOTs cost nothing.
+        Where the CPU has AVX2 the circuit is compiled to machine code (256 cells per
+        instruction), else the portable bit-sliced engine runs it (64 cells per word);
+        `build_info()["hard_engine"]` says which. For many short calls on one grid, a
+        `Simulator` keeps the packed grid between them.
 
         Args:
             x: `(B, H, W, C)` grid of 0/1 (bool, integer or float dtype).
@@ -240,63 +244,12 @@ class Model:
             uint8 array of 0/1.
         """
         steps = self._spec.num_steps if steps is None else check_int("steps", steps, 0, MAX_STEPS)
-        xa = _as_binary("x", x)
-        if xa.ndim != 4 or xa.shape[3] != self._spec.channels:
-            raise ShapeError(
-                f"x: expected shape (B, H, W, C={self._spec.channels}), got {xa.shape}"
-            )
-        b, h, w = xa.shape[:3]
-        ma = None
-        if masks is not None:
-            if fire_rate is not None:
-                raise InvalidValueError("give either masks or fire_rate, not both")
-            ma = _as_binary("masks", masks)
-            if ma.ndim == 5 and ma.shape[-1] == 1:
-                ma = ma[..., 0]
-            if ma.shape != (b, steps, h, w):
-                raise ShapeError(
-                    f"masks: expected shape (B, steps, H, W[, 1]) = {(b, steps, h, w)}, "
-                    f"got {ma.shape}"
-                )
-            ma = np.ascontiguousarray(ma)
-        elif fire_rate is None:
-            fire_rate = self._spec.fire_rate if self._spec.is_async else None
-        if fire_rate is not None:
-            fire_rate = float(fire_rate)
-            if not 0.0 < fire_rate <= 1.0:
-                raise InvalidValueError(f"fire_rate must be in (0, 1], got {fire_rate}")
-            if fire_rate == 1.0:
-                fire_rate = None
-        da = None
-        if damage is not None:
-            da = _as_binary("damage", damage)
-            if da.shape not in ((h, w), (b, h, w)):
-                raise ShapeError(
-                    f"damage: expected shape (H, W) = {(h, w)} or (B, H, W), got {da.shape}"
-                )
-        if damage_steps is None:
-            d_from, d_until = 0, steps
-        else:
-            d_from, d_until = (int(v) for v in damage_steps)
-            if not 0 <= d_from <= d_until:
-                raise InvalidValueError(
-                    f"damage_steps: expected 0 <= start <= end, got {damage_steps}"
-                )
-        if isinstance(record, bool):
-            every = 1 if record else 0
-        else:
-            every = check_int("record", record, 0, MAX_STEPS)
+        xa = _as_grid(x, self._spec.channels)
+        run = _run_arguments(
+            self._spec, xa.shape, steps, fire_rate, seed, masks, damage, damage_steps, record
+        )
         return self._hard_circuit().simulate(
-            xa,
-            steps,
-            fire_rate=fire_rate,
-            seed=check_int("seed", seed, 0, MAX_SEED),
-            masks=ma,
-            damage=da,
-            damage_from=d_from,
-            damage_until=d_until,
-            record_every=every,
-            periodic=None if periodic is None else bool(periodic),
+            xa, steps, periodic=None if periodic is None else bool(periodic), **run
         )
 
     def hard_circuit_stats(self) -> dict[str, int]:
@@ -426,11 +379,12 @@ def check_int(name: str, v: Any, lo: int, hi: int | None = None) -> int:
 
 
 def _as_binary(name: str, a: Any) -> np.ndarray:
-    """`a` as a C-contiguous uint8 array of 0/1; rejects other values with ValueError."""
+    """`a` as a C-contiguous uint8 array of 0/1; rejects other values with ValueError.
+    uint8 arrays pass unchecked: the engine checks them while packing them into bits."""
     arr = np.asarray(a)
     if arr.dtype.kind not in _NUMERIC_KINDS:
         raise TypeError(f"{name}: expected a numeric array, got dtype {arr.dtype}")
-    if arr.dtype != np.bool_:
+    if arr.dtype not in (np.bool_, np.uint8):
         bad = (arr != 0) & (arr != 1)
         if bad.any():
             i = int(np.flatnonzero(bad.ravel())[0])
@@ -438,6 +392,159 @@ def _as_binary(name: str, a: Any) -> np.ndarray:
                 f"{name}: values must be 0 or 1, found {arr.ravel()[i]} at flat index {i}"
             )
     return np.ascontiguousarray(arr, dtype=np.uint8)
+
+
+def _as_grid(x: Any, channels: int) -> np.ndarray:
+    """`x` as a `(B, H, W, C)` uint8 grid of 0/1."""
+    xa = _as_binary("x", x)
+    if xa.ndim != 4 or xa.shape[3] != channels:
+        raise ShapeError(f"x: expected shape (B, H, W, C={channels}), got {xa.shape}")
+    return xa
+
+
+def _run_arguments(
+    spec: ModelSpec,
+    grid: tuple[int, ...],
+    steps: int,
+    fire_rate: float | None,
+    seed: int,
+    masks: Any,
+    damage: Any,
+    damage_steps: tuple[int, int] | None,
+    record: bool | int,
+) -> dict[str, Any]:
+    """The keyword arguments of a hard-circuit run (`_core.HardCircuit.simulate`,
+    `_core.Simulator.run`) from those of `Model.simulate`, checked."""
+    b, h, w = grid[:3]
+    ma = None
+    if masks is not None:
+        if fire_rate is not None:
+            raise InvalidValueError("give either masks or fire_rate, not both")
+        ma = _as_binary("masks", masks)
+        if ma.ndim == 5 and ma.shape[-1] == 1:
+            ma = ma[..., 0]
+        if ma.shape != (b, steps, h, w):
+            raise ShapeError(
+                f"masks: expected shape (B, steps, H, W[, 1]) = {(b, steps, h, w)}, got {ma.shape}"
+            )
+        ma = np.ascontiguousarray(ma)
+    elif fire_rate is None:
+        fire_rate = spec.fire_rate if spec.is_async else None
+    if fire_rate is not None:
+        fire_rate = float(fire_rate)
+        if not 0.0 < fire_rate <= 1.0:
+            raise InvalidValueError(f"fire_rate must be in (0, 1], got {fire_rate}")
+        if fire_rate == 1.0:
+            fire_rate = None
+    da = None
+    if damage is not None:
+        da = _as_binary("damage", damage)
+        if da.shape not in ((h, w), (b, h, w)):
+            raise ShapeError(
+                f"damage: expected shape (H, W) = {(h, w)} or (B, H, W), got {da.shape}"
+            )
+    if damage_steps is None:
+        d_from, d_until = 0, steps
+    else:
+        d_from, d_until = (int(v) for v in damage_steps)
+        if not 0 <= d_from <= d_until:
+            raise InvalidValueError(f"damage_steps: expected 0 <= start <= end, got {damage_steps}")
+    if isinstance(record, bool):
+        every = 1 if record else 0
+    else:
+        every = check_int("record", record, 0, MAX_STEPS)
+    return {
+        "fire_rate": fire_rate,
+        "seed": check_int("seed", seed, 0, MAX_SEED),
+        "masks": ma,
+        "damage": da,
+        "damage_from": d_from,
+        "damage_until": d_until,
+        "record_every": every,
+    }
+
+
+class Simulator:
+    """A model's hard circuit with its grid kept between calls, for long loops.
+
+    `Model.simulate` packs the grid into bits, runs, and unpacks it on every call;
+    a `Simulator` packs once and keeps the packed grid (and its compiled circuit) until
+    `load` replaces it. `run` takes the arguments of `Model.simulate` and gives the same
+    results: `Simulator(model, x).run(steps, ...)` equals `model.simulate(x, steps, ...)`.
+    The circuit is the model's at construction (later training does not reach it).
+
+    Args:
+        model: the `Model` whose hard circuit runs.
+        x: the starting grid `(B, H, W, C)` of 0/1.
+        periodic: boundary override (default: the spec's).
+        engine: `"jit"` (compiled AVX2 code; an error where this machine cannot run it),
+            `"slots"` (the portable engine), or `None`: the fastest available, as
+            `build_info()["hard_engine"]` reports.
+    """
+
+    def __init__(
+        self, model: Model, x: Any, *, periodic: bool | None = None, engine: str | None = None
+    ) -> None:
+        if engine not in (None, "jit", "slots"):
+            raise InvalidValueError(f"engine must be 'jit', 'slots' or None, got {engine!r}")
+        self._spec = model.spec
+        xa = _as_grid(x, self._spec.channels)
+        p = None if periodic is None else bool(periodic)
+        self._sim = _core.Simulator(model._hard_circuit(), xa, periodic=p, engine=engine)
+
+    @property
+    def engine(self) -> str:
+        """`"jit"` or `"slots"`."""
+        return self._sim.engine
+
+    @property
+    def shape(self) -> tuple[int, int, int, int]:
+        """`(B, H, W, C)` of the grid."""
+        return self._sim.shape
+
+    def load(self, x: Any) -> None:
+        """Replaces the grid with `x` (the same shape)."""
+        self._sim.load(_as_grid(x, self._spec.channels))
+
+    def state(self) -> np.ndarray:
+        """The current grid, uint8 `(B, H, W, C)`."""
+        return self._sim.read()
+
+    def run(
+        self,
+        steps: int,
+        *,
+        fire_rate: float | None = None,
+        seed: int = 0,
+        masks: Any = None,
+        damage: Any = None,
+        damage_steps: tuple[int, int] | None = None,
+        record: bool | int = False,
+    ) -> np.ndarray:
+        """Runs `steps` steps from the current grid; arguments and result as
+        `Model.simulate` (the random masks of a seed start again at each call)."""
+        steps = check_int("steps", steps, 0, MAX_STEPS)
+        run = _run_arguments(
+            self._spec, self.shape, steps, fire_rate, seed, masks, damage, damage_steps, record
+        )
+        return self._sim.run(steps, **run)
+
+    def advance(
+        self,
+        steps: int,
+        *,
+        fire_rate: float | None = None,
+        seed: int = 0,
+        masks: Any = None,
+        damage: Any = None,
+        damage_steps: tuple[int, int] | None = None,
+    ) -> None:
+        """`run` without reading any grid back (`state()` reads the grid when needed)."""
+        steps = check_int("steps", steps, 0, MAX_STEPS)
+        run = _run_arguments(
+            self._spec, self.shape, steps, fire_rate, seed, masks, damage, damage_steps, False
+        )
+        self._sim.run(steps, read=False, **run)
 
 
 def _as_wires(name: str, a: Any) -> np.ndarray:

@@ -57,6 +57,14 @@ const ARENA_BUDGET: usize = 40 << 10;
 /// Block widths (in 64-bit words) the engine is compiled for.
 pub const SUPPORTED_WORDS: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
 
+/// Checks a block width asked for (0: automatic).
+pub fn check_words(words: usize) -> Result<()> {
+    if words != 0 && !SUPPORTED_WORDS.contains(&words) {
+        return value_err!("words must be one of {SUPPORTED_WORDS:?} (or 0), got {words}");
+    }
+    Ok(())
+}
+
 /// The block width used when none is asked for: the widest whose arena fits in 40 KiB
 /// (64 words = 4096 cells for circuits of up to 80 slots, 16 words up to 320 slots).
 /// Wider blocks spread each gate's fixed cost (reading the instruction, the loop) over
@@ -613,7 +621,7 @@ impl Arena {
 
 /// Sizes of one packed grid and how its edges behave.
 #[derive(Debug, Clone, Copy)]
-struct Geo {
+pub(crate) struct Geo {
     height: usize,
     width: usize,
     channels: usize,
@@ -629,7 +637,7 @@ struct Geo {
 }
 
 impl Geo {
-    fn new(shape: GridShape, channels: usize, periodic: bool) -> Geo {
+    pub(crate) fn new(shape: GridShape, channels: usize, periodic: bool) -> Geo {
         let nw = shape.width.div_ceil(64);
         let tail = shape.width % 64;
         Geo {
@@ -872,7 +880,7 @@ fn bernoulli_word(rng: &mut ChaCha8Rng, threshold: u64) -> u64 {
 /// with probability `fire_rate`. Row `row` reads ChaCha8 stream `t` of `seed` from
 /// word `row·nw·64` on; a mask word takes at most 32 draws of 64 bits, so rows never
 /// share random numbers and the result does not depend on how rows are split.
-fn random_mask(geo: &Geo, mask: &mut [u64], fire_rate: f64, seed: u64, t: usize) {
+pub(crate) fn random_mask(geo: &Geo, mask: &mut [u64], fire_rate: f64, seed: u64, t: usize) {
     let threshold = (fire_rate * (1u64 << 32) as f64).round() as u64;
     let base = ChaCha8Rng::seed_from_u64(seed);
     mask.par_chunks_mut(geo.nw)
@@ -953,9 +961,9 @@ pub enum StepMask<'a> {
 }
 
 /// Every buffer a simulation needs, allocated once: two packed states, a packed mask,
-/// a packed damage plane and one arena per thread.
-pub struct Simulator<'c> {
-    circuit: &'c Circuit,
+/// a packed damage plane and one arena per thread (and a copy of the circuit).
+pub struct Simulator {
+    circuit: Circuit,
     geo: Geo,
     batch: usize,
     words: usize,
@@ -967,30 +975,28 @@ pub struct Simulator<'c> {
     arenas: Vec<Mutex<Arena>>,
 }
 
-impl<'c> Simulator<'c> {
+impl Simulator {
     /// Buffers for `shape` grids; `words` = 64-bit words per block (one of
     /// [`SUPPORTED_WORDS`], 0 for [`auto_words`]). The state starts all 0.
     pub fn new(
-        circuit: &'c Circuit,
+        circuit: &Circuit,
         shape: GridShape,
         periodic: bool,
         words: usize,
-    ) -> Result<Simulator<'c>> {
+    ) -> Result<Simulator> {
         let words = if words == 0 {
             auto_words(circuit)
         } else {
             words
         };
-        if !SUPPORTED_WORDS.contains(&words) {
-            return value_err!("words must be one of {SUPPORTED_WORDS:?} (or 0), got {words}");
-        }
+        check_words(words)?;
         if shape.batch == 0 || shape.height == 0 || shape.width == 0 {
             return shape_err!("batch, height and width must be >= 1, got {shape:?}");
         }
         let geo = Geo::new(shape, circuit.channels, periodic);
         let threads = threads::num_threads().max(1);
         Ok(Simulator {
-            circuit,
+            circuit: circuit.clone(),
             geo,
             batch: shape.batch,
             words,
@@ -1183,7 +1189,7 @@ impl<'c> Simulator<'c> {
             arenas,
             ..
         } = self;
-        let (circuit, geo, level) = (*circuit, *geo, *level);
+        let (circuit, geo, level) = (&*circuit, *geo, *level);
         let (nw, c_n) = (geo.nw, geo.channels);
         let total_rows = geo.n_words / nw;
         // Tasks of whole grid rows, a few per thread for balance, each at least a block;
@@ -1292,117 +1298,21 @@ pub fn frame_steps(steps: usize, record_every: usize) -> Vec<usize> {
         .collect()
 }
 
-/// Runs `circuit` on `x` (`B × H × W × C` bytes, 0/1) for `opts.steps` steps. Returns the
+/// Runs `circuit` on `x` (`B × H × W × C` bytes, 0/1) for `opts.steps` steps with the
+/// slot engine (the portable engine, and the oracle of the JIT's tests). Returns the
 /// grids of [`frame_steps`] concatenated, each `B × H × W × C` bytes.
+/// [`crate::hard::simulate`] picks the fastest engine.
 pub fn simulate(
     circuit: &Circuit,
     x: &[u8],
     shape: GridShape,
     opts: &SimOptions<'_>,
 ) -> Result<Vec<u8>> {
-    let steps = opts.steps;
-    match opts.masks {
-        Masks::Sync => {}
-        Masks::Given(m) => {
-            let want = shape.cells().checked_mul(steps);
-            if want != Some(m.len()) {
-                return shape_err!(
-                    "masks: expected B*steps*H*W = {}*{steps}*{}*{} values, got {}",
-                    shape.batch,
-                    shape.height,
-                    shape.width,
-                    m.len()
-                );
-            }
-            if let Some(i) = m.iter().position(|&v| v > 1) {
-                return value_err!(
-                    "masks: values must be 0 or 1, found {} at flat index {i}",
-                    m[i]
-                );
-            }
-        }
-        Masks::Random { fire_rate, .. } => {
-            if !(fire_rate > 0.0 && fire_rate <= 1.0) {
-                return value_err!("fire_rate must be in (0, 1], got {fire_rate}");
-            }
-        }
-    }
-    if opts.damage_steps.start > opts.damage_steps.end {
-        return value_err!(
-            "damage steps: start {} is after end {}",
-            opts.damage_steps.start,
-            opts.damage_steps.end
-        );
-    }
-    let frames = n_frames(steps, opts.record_every);
-    let frame_len = shape.cells().saturating_mul(circuit.channels);
-    let out_bytes = frame_len.saturating_mul(frames);
-    let bytes = out_bytes.saturating_add(Simulator::estimate_bytes(circuit, shape, opts.words));
-    if crate::engine::over_memory_cap(bytes) {
-        let cap_mb = crate::engine::memory_cap_mb();
-        return Err(Error::Memory(format!(
-            "simulating {}x{}x{} cells x {} channels and returning {} grid(s) needs about {} MB, \
-             more than the limit of {cap_mb} MB; record fewer steps (a larger record_every, or \
-             only the final grid) or set LOGICARS_MAX_MEMORY_MB",
-            shape.batch,
-            shape.height,
-            shape.width,
-            circuit.channels,
-            frames,
-            bytes >> 20
-        )));
-    }
-    // One hand-over to the pool for the whole run: the steps' parallel loops then start
-    // on a worker instead of waking the pool from outside twice per step.
-    threads::pool().install(|| simulate_in_pool(circuit, x, shape, opts, out_bytes, frames))
-}
-
-fn simulate_in_pool(
-    circuit: &Circuit,
-    x: &[u8],
-    shape: GridShape,
-    opts: &SimOptions<'_>,
-    out_bytes: usize,
-    frames: usize,
-) -> Result<Vec<u8>> {
-    let (steps, frame_len) = (opts.steps, shape.cells() * circuit.channels);
-    let mut sim = Simulator::new(circuit, shape, opts.periodic, opts.words)?;
-    sim.load(x)?;
-    sim.set_damage(opts.damage)?;
-    let mut out = vec![0u8; out_bytes];
-    let mut written = 0;
-    for t in 0..=steps {
-        if t > 0 {
-            let mask = match opts.masks {
-                Masks::Sync => StepMask::All,
-                Masks::Given(masks) => StepMask::Given {
-                    masks,
-                    steps,
-                    t: t - 1,
-                },
-                Masks::Random { fire_rate, seed } => StepMask::Random {
-                    fire_rate,
-                    seed,
-                    t: t - 1,
-                },
-            };
-            sim.step(
-                mask,
-                opts.damage.is_some() && opts.damage_steps.contains(&(t - 1)),
-            )?;
-        }
-        if is_frame(t, steps, opts.record_every) {
-            let dst = &mut out[written * frame_len..(written + 1) * frame_len];
-            sim.read_into(dst);
-            written += 1;
-        }
-    }
-    debug_assert_eq!(written, frames);
-    Ok(out)
+    crate::hard::simulate_on(crate::hard::HardEngine::Slots, circuit, x, shape, opts)
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::model::Decoding;
     use crate::spec::{PerceiveSpec, Spec, UpdateSpec, Wiring};
@@ -1410,7 +1320,13 @@ mod tests {
 
     /// A spec with `first_kernel`, then `unique` wiring where the widths allow it (as in
     /// the presets: every input is used), else `random`.
-    fn spec(c: usize, k: usize, perceive: &[usize], hidden: &[usize], periodic: bool) -> Spec {
+    pub(crate) fn spec(
+        c: usize,
+        k: usize,
+        perceive: &[usize],
+        hidden: &[usize],
+        periodic: bool,
+    ) -> Spec {
         let s = *perceive.last().unwrap();
         let mut update = vec![c + c * s * k];
         update.extend_from_slice(hidden);
@@ -1450,7 +1366,7 @@ mod tests {
     /// trained, sparse circuit), else a genuine two-input gate (so that the circuit does
     /// not fold to constants), and now and then a NOT, a pass-through of B or (rarely) a
     /// constant.
-    fn random_model(spec: Spec, seed: u64, pass: f32) -> Model {
+    pub(crate) fn random_model(spec: Spec, seed: u64, pass: f32) -> Model {
         const TWO_INPUT: [usize; 10] = [1, 2, 4, 6, 7, 8, 9, 11, 13, 14];
         let mut m = Model::new(spec, seed).unwrap();
         let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5eed);
@@ -1474,12 +1390,12 @@ mod tests {
         m
     }
 
-    fn random_bits(n: usize, p: f32, seed: u64) -> Vec<u8> {
+    pub(crate) fn random_bits(n: usize, p: f32, seed: u64) -> Vec<u8> {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         (0..n).map(|_| (rng.random::<f32>() < p) as u8).collect()
     }
 
-    fn to_f32(v: &[u8]) -> Vec<f32> {
+    pub(crate) fn to_f32(v: &[u8]) -> Vec<f32> {
         v.iter().map(|&b| b as f32).collect()
     }
 
@@ -1531,7 +1447,7 @@ mod tests {
         }
     }
 
-    fn shape(batch: usize, height: usize, width: usize) -> GridShape {
+    pub(crate) fn shape(batch: usize, height: usize, width: usize) -> GridShape {
         GridShape {
             batch,
             height,

@@ -11,6 +11,7 @@ pub mod bitsliced;
 mod engine;
 pub mod error;
 pub mod gates;
+pub mod hard;
 pub mod kernels;
 pub mod model;
 pub mod netlist;

@@ -4,6 +4,7 @@
 //! released while Rust works; engine errors become `logicars.errors` exceptions.
 
 use logicars_core::bitsliced::{self, Circuit, Masks, SimOptions};
+use logicars_core::hard::{self, HardEngine};
 use logicars_core::netlist::{NetOutput, Netlist};
 use logicars_core::{self as core, Decoding, GridShape, Model, Spec, Wires};
 use numpy::{
@@ -354,71 +355,28 @@ impl HardCircuit {
     ) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
         let c = self.circuit.channels();
         let x = Binary::extract("x", x)?;
-        let xs = x.shape();
-        if xs.len() != 4 || xs[3] != c {
-            return Err(ShapeError::new_err(format!(
-                "x: expected a 4-d array (B, H, W, C={c}), got shape {xs:?}"
-            )));
-        }
-        let shape = GridShape {
-            batch: xs[0],
-            height: xs[1],
-            width: xs[2],
+        let shape = grid_of("x", &x.shape(), c)?;
+        let run = RunArgs {
+            steps,
+            fire_rate,
+            seed,
+            masks,
+            damage,
+            damage_from,
+            damage_until,
+            record_every,
         };
-        let masks = masks.map(|m| Binary::extract("masks", m)).transpose()?;
-        if let Some(m) = &masks {
-            let want = [shape.batch, steps, shape.height, shape.width];
-            if m.shape() != want {
-                return Err(ShapeError::new_err(format!(
-                    "masks: expected shape (B, steps, H, W) = {want:?}, got {:?}",
-                    m.shape()
-                )));
-            }
-            if fire_rate.is_some() {
-                return Err(InvalidValueError::new_err(
-                    "give either masks or fire_rate, not both",
-                ));
-            }
-        }
-        let damage = damage.map(|d| Binary::extract("damage", d)).transpose()?;
-        if let Some(d) = &damage {
-            let ds = d.shape();
-            let hw = [shape.height, shape.width];
-            if !(ds == hw || ds == [shape.batch, shape.height, shape.width]) {
-                return Err(ShapeError::new_err(format!(
-                    "damage: expected shape (H, W) = {hw:?} or (B, H, W), got {ds:?}"
-                )));
-            }
-        }
-        let damage_until = damage_until.unwrap_or(steps).min(steps);
-        if damage_from > damage_until {
-            return Err(InvalidValueError::new_err(format!(
-                "damage_from ({damage_from}) must not exceed damage_until ({damage_until})"
-            )));
-        }
-        let mut opts = SimOptions::new(steps, periodic.unwrap_or(self.periodic));
-        opts.record_every = record_every;
-        opts.words = words;
-        opts.damage_steps = damage_from..damage_until;
         let circuit = &self.circuit;
-        let out = {
-            let x = x.data()?;
-            let m = masks.as_ref().map(|m| m.data()).transpose()?;
-            let d = damage.as_ref().map(|d| d.data()).transpose()?;
-            opts.masks = match (m, fire_rate) {
-                (Some(m), _) => Masks::Given(m),
-                (None, Some(fire_rate)) => Masks::Random { fire_rate, seed },
-                (None, None) => Masks::Sync,
-            };
-            opts.damage = d;
-            py.detach(|| bitsliced::simulate(circuit, x, shape, &opts))
-                .map_err(to_py)?
-        };
-        let mut dims = vec![shape.batch, shape.height, shape.width, c];
-        if record_every > 0 {
-            dims.insert(0, bitsliced::n_frames(steps, record_every));
-        }
-        PyArray1::from_vec(py, out).reshape(dims)
+        let periodic = periodic.unwrap_or(self.periodic);
+        let x = x.data()?;
+        let out = run.call(py, shape, c, true, |opts, out| {
+            let mut opts = opts.clone();
+            opts.periodic = periodic;
+            opts.words = words;
+            let out = out.expect("an output array");
+            hard::simulate_into(None, circuit, x, shape, &opts, out)
+        })?;
+        Ok(out.expect("an output array"))
     }
 
     /// Gate counts: `program_gates` (live gates of the float program, perception
@@ -499,6 +457,250 @@ impl HardCircuit {
     #[getter]
     fn periodic(&self) -> bool {
         self.periodic
+    }
+}
+
+/// `(B, H, W)` of a `(B, H, W, C)` grid with `C == channels`.
+fn grid_of(name: &str, dims: &[usize], channels: usize) -> PyResult<GridShape> {
+    if dims.len() != 4 || dims[3] != channels {
+        return Err(ShapeError::new_err(format!(
+            "{name}: expected a 4-d array (B, H, W, C={channels}), got shape {dims:?}"
+        )));
+    }
+    Ok(GridShape {
+        batch: dims[0],
+        height: dims[1],
+        width: dims[2],
+    })
+}
+
+/// The arguments of a run (`HardCircuit.simulate`, `Simulator.run`) before they are
+/// checked against the grid.
+struct RunArgs<'a, 'py> {
+    steps: usize,
+    fire_rate: Option<f64>,
+    seed: u64,
+    masks: Option<&'a Bound<'py, PyAny>>,
+    damage: Option<&'a Bound<'py, PyAny>>,
+    damage_from: usize,
+    damage_until: Option<usize>,
+    record_every: usize,
+}
+
+impl<'py> RunArgs<'_, 'py> {
+    /// Checks the arguments against `shape`, then calls `run` with the options and an
+    /// output array of `(B, H, W, C)`, or `(frames, B, H, W, C)` when recording (the GIL
+    /// released); without `read`, with no array, and returns None.
+    fn call(
+        &self,
+        py: Python<'py>,
+        shape: GridShape,
+        channels: usize,
+        read: bool,
+        run: impl FnOnce(&SimOptions<'_>, Option<&mut [u8]>) -> core::Result<()> + Send,
+    ) -> PyResult<Option<Bound<'py, PyArrayDyn<u8>>>> {
+        let steps = self.steps;
+        let masks = self
+            .masks
+            .map(|m| Binary::extract("masks", m))
+            .transpose()?;
+        if let Some(m) = &masks {
+            let want = [shape.batch, steps, shape.height, shape.width];
+            if m.shape() != want {
+                return Err(ShapeError::new_err(format!(
+                    "masks: expected shape (B, steps, H, W) = {want:?}, got {:?}",
+                    m.shape()
+                )));
+            }
+            if self.fire_rate.is_some() {
+                return Err(InvalidValueError::new_err(
+                    "give either masks or fire_rate, not both",
+                ));
+            }
+        }
+        let damage = self
+            .damage
+            .map(|d| Binary::extract("damage", d))
+            .transpose()?;
+        if let Some(d) = &damage {
+            let ds = d.shape();
+            let hw = [shape.height, shape.width];
+            if !(ds == hw || ds == [shape.batch, shape.height, shape.width]) {
+                return Err(ShapeError::new_err(format!(
+                    "damage: expected shape (H, W) = {hw:?} or (B, H, W), got {ds:?}"
+                )));
+            }
+        }
+        let damage_until = self.damage_until.unwrap_or(steps).min(steps);
+        if self.damage_from > damage_until {
+            return Err(InvalidValueError::new_err(format!(
+                "damage_from ({}) must not exceed damage_until ({damage_until})",
+                self.damage_from
+            )));
+        }
+        let mut opts = SimOptions::new(steps, false);
+        opts.record_every = self.record_every;
+        opts.damage_steps = self.damage_from..damage_until;
+        let m = masks.as_ref().map(|m| m.data()).transpose()?;
+        opts.damage = damage.as_ref().map(|d| d.data()).transpose()?;
+        opts.masks = match (m, self.fire_rate) {
+            (Some(m), _) => Masks::Given(m),
+            (None, Some(fire_rate)) => Masks::Random {
+                fire_rate,
+                seed: self.seed,
+            },
+            (None, None) => Masks::Sync,
+        };
+        if !read {
+            py.detach(|| run(&opts, None)).map_err(to_py)?;
+            return Ok(None);
+        }
+        // Checked first, so that no array is made for a run that is refused.
+        hard::output_len(shape, channels, &opts).map_err(to_py)?;
+        let mut dims = vec![shape.batch, shape.height, shape.width, channels];
+        if self.record_every > 0 {
+            dims.insert(0, bitsliced::n_frames(steps, self.record_every));
+        }
+        // numpy's allocator, unlike Rust's, asks for huge pages on big arrays: a 16 MB
+        // grid is then written without thousands of page faults.
+        let array = PyArrayDyn::<u8>::zeros(py, dims, false);
+        {
+            let mut rw = array.readwrite();
+            let out = rw
+                .as_slice_mut()
+                .map_err(|e| ShapeError::new_err(e.to_string()))?;
+            py.detach(|| run(&opts, Some(out))).map_err(to_py)?;
+        }
+        Ok(Some(array))
+    }
+}
+
+/// A hard circuit with its packed grid kept between calls (`hard::Simulator`): load a
+/// grid once, run steps, read it back, change it, run on.
+#[pyclass(module = "logicars._core")]
+struct Simulator {
+    sim: hard::Simulator,
+}
+
+#[pymethods]
+impl Simulator {
+    /// A simulator of `circuit` loaded with `x` `(B, H, W, C)` (0/1, uint8, bool or
+    /// float32); `periodic` overrides the circuit's boundary; `engine` is `jit`,
+    /// `slots` or None (the fastest this machine runs).
+    #[new]
+    #[pyo3(signature = (circuit, x, periodic=None, engine=None))]
+    fn new(
+        py: Python<'_>,
+        circuit: &HardCircuit,
+        x: &Bound<'_, PyAny>,
+        periodic: Option<bool>,
+        engine: Option<&str>,
+    ) -> PyResult<Simulator> {
+        let engine = engine.map(HardEngine::parse).transpose().map_err(to_py)?;
+        let x = Binary::extract("x", x)?;
+        let shape = grid_of("x", &x.shape(), circuit.circuit.channels())?;
+        let periodic = periodic.unwrap_or(circuit.periodic);
+        let data = x.data()?;
+        let c = &circuit.circuit;
+        let sim = py
+            .detach(|| {
+                let mut sim = hard::Simulator::new(c, shape, periodic, engine, 0)?;
+                sim.load(data)?;
+                Ok(sim)
+            })
+            .map_err(to_py)?;
+        Ok(Simulator { sim })
+    }
+
+    /// Replaces the grid with `x` (same shape).
+    fn load(&mut self, py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<()> {
+        let x = Binary::extract("x", x)?;
+        let shape = grid_of("x", &x.shape(), self.sim.channels())?;
+        if shape != self.sim.shape() {
+            return Err(ShapeError::new_err(format!(
+                "x: expected the simulator's grid {:?}, got {:?}",
+                self.sim.shape(),
+                x.shape()
+            )));
+        }
+        let data = x.data()?;
+        let sim = &mut self.sim;
+        py.detach(|| sim.load(data)).map_err(to_py)
+    }
+
+    /// The current grid as uint8 `(B, H, W, C)`.
+    fn read<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
+        let s = self.sim.shape();
+        let dims = vec![s.batch, s.height, s.width, self.sim.channels()];
+        let array = PyArrayDyn::<u8>::zeros(py, dims, false);
+        {
+            let mut rw = array.readwrite();
+            let out = rw
+                .as_slice_mut()
+                .map_err(|e| ShapeError::new_err(e.to_string()))?;
+            py.detach(|| self.sim.read_into(out));
+        }
+        Ok(array)
+    }
+
+    /// Runs `steps` steps from the current grid (arguments as `HardCircuit.simulate`;
+    /// the mask stream of a seed starts again at each call, as in `simulate`). With
+    /// `read` false nothing is read back and None is returned.
+    #[pyo3(signature = (
+        steps, fire_rate=None, seed=0, masks=None, damage=None, damage_from=0,
+        damage_until=None, record_every=0, read=true
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn run<'py>(
+        &mut self,
+        py: Python<'py>,
+        steps: usize,
+        fire_rate: Option<f64>,
+        seed: u64,
+        masks: Option<&Bound<'py, PyAny>>,
+        damage: Option<&Bound<'py, PyAny>>,
+        damage_from: usize,
+        damage_until: Option<usize>,
+        record_every: usize,
+        read: bool,
+    ) -> PyResult<Option<Bound<'py, PyArrayDyn<u8>>>> {
+        let run = RunArgs {
+            steps,
+            fire_rate,
+            seed,
+            masks,
+            damage,
+            damage_from,
+            damage_until,
+            record_every,
+        };
+        let (shape, c) = (self.sim.shape(), self.sim.channels());
+        let sim = &mut self.sim;
+        run.call(py, shape, c, read, |opts, out| match out {
+            Some(out) => sim.run_into(opts, out),
+            None => sim.advance(opts),
+        })
+    }
+
+    /// `jit` or `slots`: the engine this simulator runs.
+    #[getter]
+    fn engine(&self) -> &'static str {
+        match self.sim.engine() {
+            HardEngine::Jit => "jit",
+            HardEngine::Slots => "slots",
+        }
+    }
+
+    /// `(B, H, W, C)` of its grid.
+    #[getter]
+    fn shape(&self) -> (usize, usize, usize, usize) {
+        let s = self.sim.shape();
+        (s.batch, s.height, s.width, self.sim.channels())
+    }
+
+    #[getter]
+    fn periodic(&self) -> bool {
+        self.sim.periodic()
     }
 }
 
@@ -664,6 +866,7 @@ fn build_info() -> Vec<(&'static str, String)> {
         ),
         ("target_features", features.join(",")),
         ("simd_level", core::kernels::simd_level().name().to_string()),
+        ("hard_engine", hard::default_engine().name().to_string()),
         ("threads", core::threads::num_threads().to_string()),
     ]
 }
@@ -672,6 +875,7 @@ fn build_info() -> Vec<(&'static str, String)> {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Engine>()?;
     m.add_class::<HardCircuit>()?;
+    m.add_class::<Simulator>()?;
     m.add_function(wrap_pyfunction!(unique_pairs, m)?)?;
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(num_threads, m)?)?;

@@ -1,0 +1,136 @@
+"""The engines of hard circuits (the JIT and the slot engine), `logicars.Simulator` and
+`bench --hard`: every engine gives `Model.simulate`'s and the float hard rollout's
+grids bit for bit."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_bitsliced import make_spec
+from test_bitsliced import random_model as bitsliced_random_model
+
+import logicars
+from logicars import Model, Simulator
+from logicars.cli import main
+from logicars.errors import InvalidValueError, ShapeError
+from logicars.hard_bench import (
+    check_game_of_life,
+    compiler,
+    reference_source,
+    trained_gol_model,
+)
+
+JIT = logicars.build_info()["hard_engine"] == "jit-avx2"
+ENGINES = ["jit", "slots"] if JIT else ["slots"]
+
+
+def random_model(channels: int, periodic: bool, seed: int) -> Model:
+    """A small model with random hard gates (the slot engine's tests' generator)."""
+    spec = make_spec(channels, 2, [9, 8, 4, 2], [24, 16], periodic)
+    return bitsliced_random_model(spec, seed)
+
+
+def test_build_info_reports_the_engine() -> None:
+    info = logicars.build_info()
+    assert info["hard_engine"] in ("jit-avx2", "slots")
+    if info["simd_level"] != "portable" and "avx2" in info["target_features"]:
+        assert info["hard_engine"] == "jit-avx2"
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    channels=st.integers(1, 8),
+    periodic=st.booleans(),
+    height=st.integers(1, 9),
+    width=st.sampled_from([1, 7, 63, 64, 65, 200, 257]),
+    masked=st.booleans(),
+    seed=st.integers(0, 1000),
+)
+def test_engines_equal_the_float_hard_rollout(
+    channels: int, periodic: bool, height: int, width: int, masked: bool, seed: int
+) -> None:
+    model = random_model(channels, periodic, seed)
+    rng = np.random.default_rng(seed)
+    x = (rng.random((2, height, width, channels)) < 0.5).astype(np.float32)
+    steps = 3
+    masks = (rng.random((2, steps, height, width)) < 0.6).astype(np.float32) if masked else None
+    want = model.rollout(x, steps, hard=True, masks=masks)
+    for engine in ENGINES:
+        got = Simulator(model, x, engine=engine).run(steps, masks=masks)
+        np.testing.assert_array_equal(got, want, err_msg=engine)
+    np.testing.assert_array_equal(model.simulate(x, steps, masks=masks), want)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_simulator_continues_from_its_grid(engine: str) -> None:
+    model = random_model(3, True, 4)
+    rng = np.random.default_rng(1)
+    x = (rng.random((2, 17, 70, 3)) < 0.5).astype(np.uint8)
+    sim = Simulator(model, x, engine=engine)
+    assert sim.engine == engine and sim.shape == (2, 17, 70, 3)
+    np.testing.assert_array_equal(sim.state(), x)
+    sim.advance(2)
+    last = sim.run(3)
+    np.testing.assert_array_equal(last, model.simulate(x, 5))
+    np.testing.assert_array_equal(sim.state(), last)
+    # Seeded masks start again at each call, as in `simulate`.
+    sim.load(x)
+    one = sim.run(1, fire_rate=0.5, seed=9)
+    np.testing.assert_array_equal(one, model.simulate(x, 1, fire_rate=0.5, seed=9))
+    dead = np.zeros((17, 70), np.uint8)
+    dead[3:9, 60:70] = 1
+    sim.load(x)
+    frames = sim.run(4, damage=dead, damage_steps=(0, 2), record=2)
+    np.testing.assert_array_equal(
+        frames, model.simulate(x, 4, damage=dead, damage_steps=(0, 2), record=2)
+    )
+
+
+def test_simulator_bad_input() -> None:
+    model = random_model(1, True, 0)
+    x = np.zeros((1, 8, 8, 1), np.uint8)
+    with pytest.raises(InvalidValueError, match="engine must be"):
+        Simulator(model, x, engine="fast")
+    sim = Simulator(model, x)
+    with pytest.raises(ShapeError, match="simulator's grid"):
+        sim.load(np.zeros((1, 8, 9, 1), np.uint8))
+    bad = x.copy()
+    bad[0, 5, 3, 0] = 2
+    # uint8 grids are checked once, by the engine while it packs them.
+    with pytest.raises(InvalidValueError, match="found 2 at flat index 43"):
+        sim.load(bad)
+    with pytest.raises(InvalidValueError, match="found 2 at flat index 43"):
+        model.simulate(bad, 1)
+    with pytest.raises(ShapeError, match="masks"):
+        sim.run(2, masks=np.ones((1, 3, 8, 8)))
+
+
+def test_the_trained_gol_circuit_and_its_c_reference() -> None:
+    model = trained_gol_model()
+    check_game_of_life(model)
+    src = reference_source(model.export("c"))
+    assert "v4u" in src and "#pragma omp parallel for" in src
+    assert src.count("const v4u g") == model.hard_circuit_stats()["active_gates"]
+
+
+@pytest.mark.skipif(compiler() is None, reason="no C compiler")
+def test_bench_hard_json(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["bench", "--hard", "--sizes", "64", "--threads", "1", "--rounds", "1", "--json"]
+    assert main(argv) == 0
+    (line,) = capsys.readouterr().out.strip().splitlines()
+    r = json.loads(line)
+    assert r["side"] == 64 and r["threads"] == 1
+    assert r["engine"] == logicars.build_info()["hard_engine"]
+    # The reference was built, checked against Model.simulate and timed.
+    assert "c_reference_error" not in r, r.get("c_reference_error")
+    for key in ("gcups", "gcups_slots", "gcups_c", "ratio_to_c", "gcups_per_cpu_c"):
+        assert r[key] > 0
+
+
+def test_bench_hard_refuses_presets(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--hard", "gol"]) == 2
+    assert "give no presets" in capsys.readouterr().err
