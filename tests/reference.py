@@ -1,7 +1,14 @@
 """An independent float64 NumPy implementation of the DiffLogic CA, written from the
 fixture README's semantics (16-op sums, not the engine's 4-coefficient form), with
 hand-written back-propagation. Tests use it as an oracle for shapes, boundaries and
-modes the fixtures do not cover."""
+modes the fixtures do not cover.
+
+Relaxations (`config["relax"]`, see `logicars.spec.Relaxation`), each written from its
+definition: a gate's output is a weighted sum over a basis (the 16 ops, or for the
+truth-table modes the 4 rows of the table, `(1-a)(1-b), (1-a)b, a(1-b), ab`). The
+forward weights `wf` and the weights `wb` that carry the gradient to the gate's inputs
+differ in the straight-through modes: their output is `y_hard - stopgrad(y_soft) +
+y_soft`, so its value is the hard gate's and its gradient the relaxed gate's."""
 
 from __future__ import annotations
 
@@ -31,12 +38,34 @@ OPS = np.array(
 )
 
 
+def _softmax(v: np.ndarray) -> np.ndarray:
+    e = np.exp(v - v.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
 def _probs(logits: np.ndarray, hard: bool) -> np.ndarray:
     w = logits.astype(np.float64)
-    if hard:
-        return np.eye(16)[np.argmax(w, axis=-1)]
-    e = np.exp(w - w.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
+    return np.eye(16)[np.argmax(w, axis=-1)] if hard else _softmax(w)
+
+
+_M64 = (1 << 64) - 1
+
+
+def _mix(z: int) -> int:
+    """SplitMix64's output function."""
+    z = (z + 0x9E3779B97F4A7C15) & _M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    return z ^ (z >> 31)
+
+
+def gumbel(seed: int, step: int, gate: int, op: int) -> float:
+    """Gumbel(0, 1) draw of the engine's counter-based stream (rust/core/src/relax.rs)."""
+    h = _mix(seed ^ 0x6C6F676963617273)
+    for word in (step, gate, op):
+        h = _mix(h ^ word)
+    u = ((h >> 11) + 0.5) / float(1 << 53)
+    return -np.log(-np.log(u))
 
 
 def _ops(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -45,19 +74,83 @@ def _ops(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return basis @ OPS.T
 
 
-def _layer(v, wires, p):
-    a, b = v[..., wires[0]], v[..., wires[1]]
-    return np.einsum("...jg,jg->...j", _ops(a, b), p), (a, b)
+def _rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The 4 truth-table rows (a, b) = 00, 01, 10, 11 as functions of the inputs."""
+    return np.stack([(1 - a) * (1 - b), (1 - a) * b, a * (1 - b), a * b], axis=-1)
 
 
-def _layer_back(gy, wires, p, a, b, width):
-    """Gradients w.r.t. the layer input (width) and p."""
-    j = gy.shape[-1]
-    gp = np.einsum("nj,njg->jg", gy.reshape(-1, j), _ops(a, b).reshape(-1, j, 16))
+def _basis(a, b, table):
+    """Basis outputs and their derivatives w.r.t. a and b, each (..., j, n)."""
+    if table:
+        da = np.stack([-(1 - b), -b, 1 - b, b], -1)
+        db = np.stack([-(1 - a), 1 - a, -a, a], -1)
+        return _rows(a, b), da, db
     da = OPS[:, 1] + OPS[:, 3] * b[..., None]  # d op_g / da, shape (..., j, 16)
     db = OPS[:, 2] + OPS[:, 3] * a[..., None]
-    ga = gy * np.einsum("...jg,jg->...j", da, p)
-    gb = gy * np.einsum("...jg,jg->...j", db, p)
+    return _ops(a, b), da, db
+
+
+class Gates:
+    """One parameter array's gates in one step: forward weights `wf`, input-gradient
+    weights `wb` (over the basis: 16 ops or 4 table rows) and `chain`, the map from the
+    gradient w.r.t. the weights to the gradient w.r.t. the parameters."""
+
+    def __init__(self, relax: dict, params: np.ndarray, first_gate: int, seed: int, step):
+        w = np.asarray(params, np.float64)
+        mode = relax.get("mode", "softmax")
+        tau, noise = relax.get("tau", 1.0), relax.get("noise", 1.0)
+        warmup = relax.get("warmup", 0)
+        self.table = mode.startswith("truth-table")
+        hard_forward = mode in ("hard-st", "gumbel-st", "truth-table-st")
+        if mode in ("hard-st", "gumbel-st") and step < warmup:
+            mode, tau, hard_forward = "softmax", 1.0, False
+        if mode == "anneal":
+            steps = relax.get("steps", 1000)
+            tau = tau ** min(1.0, max(0, step - warmup) / max(steps, 1))
+        if self.table:
+            t = 1 / (1 + np.exp(-w))
+            self.wb = t
+            self.wf = (t > 0.5).astype(np.float64) if hard_forward else t
+            self.chain = lambda g: g * t * (1 - t)
+            return
+        if mode in ("gumbel-st", "gumbel-soft") and np.isfinite(step):
+            gates = first_gate + np.arange(int(np.prod(w.shape[:-1]))).reshape(w.shape[:-1])
+            g = np.vectorize(lambda gate, op: gumbel(seed, int(step), int(gate), int(op)))(
+                gates[..., None], np.arange(16)
+            )
+            w = w + noise * g
+        if mode == "softmax":
+            tau = 1.0
+        p = _softmax(w / tau)
+        self.wb = p
+        self.wf = np.eye(16)[np.argmax(w, axis=-1)] if hard_forward else p
+        self.chain = lambda g: p * (g - (p * g).sum(-1, keepdims=True)) / tau
+
+
+def _hard_gates(params: np.ndarray, table: bool) -> Gates:
+    """The hard circuit's gates: each gate's most likely op (or thresholded table)."""
+    g = Gates.__new__(Gates)
+    w = np.asarray(params, np.float64)
+    g.table = table
+    g.wf = g.wb = (w > 0).astype(np.float64) if table else _probs(w, True)
+    g.chain = None
+    return g
+
+
+def _layer(v, wires, gates: Gates):
+    a, b = v[..., wires[0]], v[..., wires[1]]
+    basis = _basis(a, b, gates.table)[0]
+    return np.einsum("...jg,jg->...j", basis, gates.wf), (a, b)
+
+
+def _layer_back(gy, wires, gates: Gates, a, b, width):
+    """Gradients w.r.t. the layer input (width) and the gates' weights."""
+    j = gy.shape[-1]
+    basis, da, db = _basis(a, b, gates.table)
+    n = basis.shape[-1]
+    gp = np.einsum("nj,njg->jg", gy.reshape(-1, j), basis.reshape(-1, j, n))
+    ga = gy * np.einsum("...jg,jg->...j", da, gates.wb)
+    gb = gy * np.einsum("...jg,jg->...j", db, gates.wb)
     gv = np.zeros(gy.shape[:-1] + (width,))
     for j in range(gy.shape[-1]):
         gv[..., wires[0][j]] += ga[..., j]
@@ -93,10 +186,16 @@ def _patches_back(g: np.ndarray, periodic: bool) -> np.ndarray:
 
 
 class Reference:
-    """Float64 model from a config dict, wires and logits in the fixture layout."""
+    """Float64 model from a config dict, wires and logits in the fixture layout. `seed`
+    and `step` key the Gumbel noise of a training step (the model's seed and the
+    optimizer steps taken)."""
 
-    def __init__(self, config: dict, wires: dict, params: dict) -> None:
+    def __init__(
+        self, config: dict, wires: dict, params: dict, seed: int = 0, step: int = 0
+    ) -> None:
         self.cfg = config
+        self.relax = config.get("relax", {"mode": "softmax"})
+        self.seed, self.step = seed, step
         self.np_ = len(config["perceive"]["layers"]) - 1
         self.nu = len(config["update"]["layers"]) - 1
         self.pw = [wires[f"perceive_wires_{i}"] for i in range(self.np_)]
@@ -104,11 +203,25 @@ class Reference:
         self.pl = [np.asarray(params[f"perceive_logits_{i}"], np.float64) for i in range(self.np_)]
         self.ul = [np.asarray(params[f"update_logits_{i}"], np.float64) for i in range(self.nu)]
 
-    def _step(self, x, hard):
+    def _gates(self, hard: bool, step) -> tuple[list, list]:
+        """Every layer's gates: hard, or relaxed at optimizer step `step` (inf: after any
+        warmup or annealing, without noise)."""
+        table = self.relax.get("mode", "softmax").startswith("truth-table")
+        if hard:
+            return [_hard_gates(w, table) for w in self.pl], [
+                _hard_gates(w, table) for w in self.ul
+            ]
+        first, out = 0, ([], [])
+        for layers, dest in ((self.pl, out[0]), (self.ul, out[1])):
+            for w in layers:
+                dest.append(Gates(self.relax, w, first, self.seed, step))
+                first += int(np.prod(w.shape[:-1]))
+        return out
+
+    def _step(self, x, hard, step=np.inf):
         c = self.cfg["channels"]
         k_n = self.cfg["perceive"]["n_kernels"]
-        pp = [_probs(w, hard) for w in self.pl]
-        up = [_probs(w, hard) for w in self.ul]
+        pp, up = self._gates(hard, step)
         patches = _patches(x, self.cfg["periodic"])  # (B,H,W,C,9)
         tape = {"patches": patches, "p": [], "u": []}
         outs = []
@@ -116,7 +229,7 @@ class Reference:
             v = patches
             acts = []
             for w, p in zip(self.pw, pp):
-                v_new, ab = _layer(v, w, p[k])
+                v_new, ab = _layer(v, w, _kernel(p, k))
                 acts.append((v.shape[-1], ab))
                 v = v_new
             tape["p"].append(acts)
@@ -141,7 +254,7 @@ class Reference:
         x = np.asarray(x, np.float64)
         states, tapes = [x], []
         for t in range(steps):
-            new, tape, pp, up, c = self._step(states[-1], False)
+            new, tape, pp, up, c = self._step(states[-1], False, self.step)
             tapes.append(tape)
             m = None if masks is None else masks[:, t]
             states.append(new if m is None else states[-1] * (1 - m) + new * m)
@@ -169,14 +282,21 @@ class Reference:
                 gk = g_perc[..., k]
                 for li in reversed(range(self.np_)):
                     width, (a, b) = tape["p"][k][li]
-                    gk, gp = _layer_back(gk, self.pw[li], pp[li][k], a, b, width)
+                    gk, gp = _layer_back(gk, self.pw[li], _kernel(pp[li], k), a, b, width)
                     gpl[li][k] += gp
                 g_patch += gk
             g = g_old + g_x + _patches_back(g_patch, self.cfg["periodic"])
-        # softmax chain rule: dL/dw = p * (dL/dp - p . dL/dp)
+        # From the weights to the parameters, through each mode's relaxation.
+        pp, up = self._gates(False, self.step)
         grads = {}
-        for name, ws, gs in (("perceive_logits", self.pl, gpl), ("update_logits", self.ul, gul)):
-            for i, (w, gp) in enumerate(zip(ws, gs)):
-                p = _probs(w, False)
-                grads[f"{name}_{i}"] = p * (gp - (p * gp).sum(-1, keepdims=True))
+        for name, gates, gs in (("perceive_logits", pp, gpl), ("update_logits", up, gul)):
+            for i, (g, gw) in enumerate(zip(gates, gs)):
+                grads[f"{name}_{i}"] = g.chain(gw)
         return loss, grads
+
+
+def _kernel(gates: Gates, k: int) -> Gates:
+    """Kernel `k`'s gates of a perception layer's (K, out, n) gates."""
+    g = Gates.__new__(Gates)
+    g.table, g.wf, g.wb, g.chain = gates.table, gates.wf[k], gates.wb[k], None
+    return g

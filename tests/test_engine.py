@@ -219,3 +219,79 @@ def test_unique_wiring_that_cannot_cover_its_inputs_is_refused() -> None:
     )
     with pytest.raises(InvalidValueError, match="2\\*out >= in"):
         logicars.Model(bad)
+
+
+RELAXATIONS = [
+    {"mode": "gumbel-st", "tau": 0.7, "noise": 1.5},
+    {"mode": "gumbel-st", "warmup": 3},
+    {"mode": "hard-st", "tau": 2.0},
+    {"mode": "gumbel-soft", "tau": 0.5},
+    {"mode": "anneal", "tau": 0.2, "warmup": 1, "steps": 4},
+    {"mode": "truth-table"},
+    {"mode": "truth-table-st"},
+]
+
+
+def relaxed_model(relax: dict, channels: int, fire_rate, seed: int) -> logicars.Model:
+    """A model in relaxation `relax` whose gates are mixed, with `seed` optimizer steps
+    taken (the noise and the schedules depend on the step)."""
+    spec = small_spec(channels, True, fire_rate)
+    spec = spec.replace(relax=logicars.Relaxation(**relax))
+    model = logicars.Model(spec, seed=seed)
+    rng = np.random.default_rng(seed)
+    params = {
+        name: rng.normal(0, 1.5, p.shape).astype(np.float32) for name, p in model.params().items()
+    }
+    model.set_params(params)
+    state = model.optimizer_state()
+    state["t"] = np.array(seed, dtype=np.int64)
+    model.set_optimizer_state(state)
+    return model
+
+
+@pytest.mark.parametrize("relax", RELAXATIONS, ids=lambda r: "-".join(map(str, r.values())))
+@pytest.mark.parametrize("fire_rate", [None, 0.6])
+def test_relaxations_match_float64_oracle(relax, fire_rate) -> None:
+    """Forward (soft and hard) and gradients of every relaxation, sync and async, at a
+    few optimizer steps (noise, warmup and annealing depend on it), against the oracle's
+    own implementation of each definition."""
+    for step in (0, 2, 5):
+        model = relaxed_model(relax, 2, fire_rate, seed=step)
+        rng = np.random.default_rng(step)
+        bhw = (2, 5, 6)
+        x = (rng.random(bhw + (2,)) < 0.5).astype(np.float32)
+        y = (rng.random(bhw + (2,)) < 0.5).astype(np.float32)
+        steps = model.spec.num_steps
+        masks = None
+        if fire_rate is not None:
+            masks = (rng.random((2, steps, 5, 6, 1)) < fire_rate).astype(np.float32)
+        ref = Reference(model.spec.to_dict(), model.wires(), model.params(), seed=step, step=step)
+        np.testing.assert_allclose(
+            model.rollout(x, masks=masks), ref.rollout(x, steps, masks=masks), atol=1e-5
+        )
+        np.testing.assert_array_equal(
+            model.rollout(x, hard=True, masks=masks), ref.rollout(x, steps, True, masks)
+        )
+        loss, grads = model.loss_and_grad(x, y, masks=masks)
+        ref_loss, ref_grads = ref.loss_and_grad(x, y, steps, masks=masks)
+        assert loss == pytest.approx(ref_loss, rel=1e-5)
+        for name, g in grads.items():
+            np.testing.assert_allclose(g, ref_grads[name], atol=1e-6, rtol=1e-3, err_msg=name)
+
+
+@pytest.mark.parametrize("relax", RELAXATIONS[:1] + RELAXATIONS[2:], ids=lambda r: r["mode"])
+def test_relaxed_training_is_bit_identical_across_thread_counts(relax) -> None:
+    spec = small_spec(2, False, 0.6).replace(relax=logicars.Relaxation(**relax))
+    rng = np.random.default_rng(5)
+    x = (rng.random((2, 6, 7, 2)) < 0.5).astype(np.float32)
+    y = (rng.random((2, 6, 7, 2)) < 0.5).astype(np.float32)
+    results = []
+    for threads in (1, 2):
+        logicars.set_num_threads(threads)
+        model = logicars.Model(spec, seed=4)
+        losses = [model.train_step(x, y) for _ in range(6)]
+        results.append((losses, model.params()))
+    logicars.set_num_threads(0)
+    assert results[0][0] == results[1][0]
+    for name, p in results[0][1].items():
+        np.testing.assert_array_equal(p, results[1][1][name], err_msg=name)

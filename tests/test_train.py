@@ -569,3 +569,109 @@ def test_sigkill_20_of_20(tmp_path: Path) -> None:
     rng = np.random.default_rng(1)
     for i in range(20):
         _kill_and_resume(tmp_path, rng, i)
+
+
+# ---- relaxations and stop-on-solve -----------------------------------------------------
+
+
+def test_resume_with_gumbel_noise_is_bit_identical(tmp_path: Path) -> None:
+    """The noise is keyed by (seed, step, gate): a resumed run draws what the straight
+    run drew."""
+    preset = tiny_async_preset()
+    kw = {"relax": "gumbel-st", "tau": 0.5, "seed": 3, "quiet": True, "stop_on_solve": False}
+    straight = train(preset, epochs=6, out=tmp_path / "straight", **kw)
+    first = train(preset, epochs=3, out=tmp_path / "split", **kw)
+    resumed = train(None, epochs=6, resume=first.run_dir, quiet=True, stop_on_solve=False)
+    assert same_state(straight.model, resumed.model)
+    assert losses(straight) == losses(resumed)
+    other = train(preset, epochs=6, out=tmp_path / "other", **{**kw, "seed": 4})
+    assert losses(other) != losses(straight)
+
+
+def test_relaxation_is_stored_and_kept_on_resume(tmp_path: Path) -> None:
+    r = train(
+        tiny_async_preset(), epochs=2, relax="hard-st", warmup=1, out=tmp_path / "r", quiet=True
+    )
+    assert r.summary["relax"] == {"mode": "hard-st", "warmup": 1}
+    loaded = logicars.Model.load(r.checkpoint)
+    assert loaded.spec.relax == logicars.Relaxation("hard-st", tau=1.0, warmup=1)
+    with pytest.raises(ValueError, match="keeps its relaxation"):
+        train(None, resume=r.run_dir, epochs=4, relax="softmax", quiet=True)
+    t = train(tiny_async_preset(), epochs=2, relax="truth-table", out=tmp_path / "t", quiet=True)
+    assert logicars.Model.load(t.checkpoint).params()["update_logits_0"].shape == (8, 4)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"relax": "bogus"}, "relax.mode: expected one of"),
+        ({"relax": "softmax", "tau": 2.0}, "unknown field `tau`"),
+        ({"relax": "hard-st", "tau": 0.0}, "relax.tau must be a finite number > 0"),
+        ({"relax": "gumbel-st", "noise": -1.0}, "relax.noise must be a finite number >= 0"),
+        ({"relax": "truth-table", "warmup": 3}, "unknown field `warmup`"),
+    ],
+)
+def test_bad_relaxations(tmp_path: Path, kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        train("gol", out=tmp_path / "never", quiet=True, **kwargs)
+    assert not (tmp_path / "never").exists()
+
+
+def test_stop_on_solve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run checks its hard circuit after every epoch with hard loss 0 and stops on
+    the first that passes the validation check; the summary says when."""
+    import importlib
+
+    train_module = importlib.import_module("logicars.train")
+
+    hard = iter([5.0, 0.0, 3.0, 0.0, 0.0, 0.0, 0.0])
+    checks = []
+
+    def fake_step(self: logicars.Model, x: object, y: object) -> tuple[float, float]:
+        return 1.0, next(hard)
+
+    def fake_solves(model: logicars.Model, preset: logicars.Preset) -> bool:
+        checks.append(1)
+        return len(checks) == 3  # the third check (epoch 5) passes
+
+    monkeypatch.setattr(logicars.Model, "train_step", fake_step)
+    monkeypatch.setattr(train_module, "_solves", fake_solves)
+    r = train("gol", epochs=50, out=tmp_path / "r", quiet=True)
+    assert [m.hard_loss for m in r.metrics] == [5.0, 0.0, 3.0, 0.0, 0.0]
+    assert r.summary["solved_epoch"] == 5 and r.summary["epochs"] == 5
+    assert r.summary["solved_seconds"] == r.metrics[-1].elapsed_s
+    with pytest.raises(ValueError, match="already solved its task at epoch 5"):
+        train(None, resume=r.run_dir, quiet=True)
+    hard = iter([0.0, 1.0])  # noqa: F841 (read by fake_step)
+    more = train(None, resume=r.run_dir, epochs=7, stop_on_solve=False, quiet=True)
+    assert more.summary["epochs"] == 7 and more.summary["solved_epoch"] == 5
+
+
+def test_cli_relax_options(tmp_path: Path) -> None:
+    from logicars.cli import main
+
+    out = tmp_path / "run"
+    assert (
+        main(
+            [
+                "train",
+                "gol",
+                "--epochs",
+                "3",
+                "--relax",
+                "hard-st",
+                "--tau",
+                "0.5",
+                "--warmup",
+                "1",
+                "--no-stop-on-solve",
+                "--quiet",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["relax"] == {"mode": "hard-st", "tau": 0.5, "warmup": 1}
+    assert summary["stop_on_solve"] is False

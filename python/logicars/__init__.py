@@ -15,7 +15,7 @@ from ._core import set_num_threads as _set_num_threads
 from .analyze import analyze  # the function shadows the submodule attribute
 from .model import MAX_THREADS, Model, check_int
 from .presets import PRESETS, Preset, get_preset
-from .spec import ModelSpec, PerceiveSpec, UpdateSpec
+from .spec import ModelSpec, PerceiveSpec, Relaxation, UpdateSpec
 from .sweep import sweep  # the function shadows the submodule attribute
 from .train import RunResult, train  # the function shadows the submodule attribute
 
@@ -42,6 +42,7 @@ __all__ = [
     "PerceiveSpec",
     "Preset",
     "RunResult",
+    "Relaxation",
     "UpdateSpec",
     "analyze",
     "build_info",

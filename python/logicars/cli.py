@@ -140,6 +140,13 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
         help="stop once the hard loss has been 0 for K consecutive epochs",
     )
     p.add_argument(
+        "--stop-on-solve",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="stop once the hard circuit passes the validation check (default); "
+        "--no-stop-on-solve trains every epoch, as the reference notebook",
+    )
+    p.add_argument(
         "--checkpoint-every",
         type=_int_at_least(1),
         metavar="N",
@@ -187,6 +194,7 @@ def _run_train(args: argparse.Namespace) -> int:
         resume=args.resume,
         quiet=args.quiet,
         early_stop=args.early_stop,
+        stop_on_solve=args.stop_on_solve,
         checkpoint_every=args.checkpoint_every or DEFAULT_CHECKPOINT_EVERY,
         init=args.init,
         relax=args.relax,
@@ -197,6 +205,8 @@ def _run_train(args: argparse.Namespace) -> int:
     s = result.summary
     zero = s["first_epoch_hard_zero"]
     first = f"first 0 at epoch {zero}" if zero is not None else "never 0"
+    if s["solved_epoch"] is not None:
+        first += f"; solved the validation check at epoch {s['solved_epoch']}"
     ev = s["hard_eval"]
     print(
         f"{s['preset']} ({Relaxation(**s['relax']).label()}): {s['epochs']} epochs in "

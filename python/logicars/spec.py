@@ -16,22 +16,32 @@ WIRINGS = ("first_kernel", "unique", "random")
 # softmax, Gumbel noise with a straight-through estimator, straight-through without noise,
 # Gumbel-softmax without straight-through, and the truth-table parametrization (4 sigmoid
 # parameters per gate) soft or straight-through.
-RELAX_MODES = ("softmax", "gumbel-st", "hard-st", "gumbel-soft", "truth-table", "truth-table-st")
+RELAX_MODES = (
+    "softmax",
+    "gumbel-st",
+    "hard-st",
+    "gumbel-soft",
+    "anneal",
+    "truth-table",
+    "truth-table-st",
+)
 
 
 @dataclass(frozen=True)
 class Relaxation:
     """How gates are relaxed in training: `mode` (one of `RELAX_MODES`), the backward
     temperature `tau` (gumbel-st, hard-st, gumbel-soft), the Gumbel noise scale `noise`
-    (gumbel-st, gumbel-soft) and `warmup`, the optimizer steps trained as softmax before
-    the straight-through forward takes over (gumbel-st, hard-st). None: the engine's
-    default (1.0, 1.0, 0) where the mode takes the parameter; giving one a mode does not
-    take is an error."""
+    (gumbel-st, gumbel-soft), `warmup`, the optimizer steps trained as softmax before
+    the straight-through forward or the annealing starts (gumbel-st, hard-st, anneal), and
+    `steps`, the optimizer steps over which `anneal` lowers the temperature from 1 to
+    `tau`. None: the engine's default (tau 1, noise 1, warmup 0, steps 1000) where the
+    mode takes the parameter; giving one a mode does not take is an error."""
 
     mode: str = "softmax"
     tau: float | None = None
     noise: float | None = None
     warmup: int | None = None
+    steps: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"mode": self.mode}
@@ -219,13 +229,14 @@ def _relaxation(d: dict[str, Any]) -> Relaxation:
     mode = _get(r, "mode", "relax.", _MISSING)
     if not isinstance(mode, str):
         raise _bad("relax.", "mode", "a string", mode)
-    unknown = sorted(set(r) - {"mode", "tau", "noise", "warmup"})
+    unknown = sorted(set(r) - {"mode", "tau", "noise", "warmup", "steps"})
     if unknown:
         raise InvalidValueError(f"config.relax: unknown field {unknown[0]!r}")
     tau = _number(r, "tau", None, "relax.") if "tau" in r else None
     noise = _number(r, "noise", None, "relax.") if "noise" in r else None
     warmup = _int(r, "warmup", "relax.") if "warmup" in r else None
-    return Relaxation(mode=mode, tau=tau, noise=noise, warmup=warmup)
+    steps = _int(r, "steps", "relax.") if "steps" in r else None
+    return Relaxation(mode=mode, tau=tau, noise=noise, warmup=warmup, steps=steps)
 
 
 def _bool(d: dict[str, Any], key: str, default: bool) -> bool:

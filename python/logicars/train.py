@@ -184,6 +184,11 @@ class _State:
     zero_streak: int = 0
     first_zero: int | None = None
     init: str | None = None  # the npz the run started from, if not a fresh Model(spec, seed)
+    stop_on_solve: bool = False
+    # The first epoch after which the hard circuit passed the validation check, and the
+    # training seconds until then.
+    solved_epoch: int | None = None
+    solved_seconds: float | None = None
 
     @property
     def epoch(self) -> int:
@@ -215,6 +220,9 @@ class _State:
             "zero_streak": self.zero_streak,
             "first_epoch_hard_zero": self.first_zero,
             "init": self.init,
+            "stop_on_solve": self.stop_on_solve,
+            "solved_epoch": self.solved_epoch,
+            "solved_seconds": self.solved_seconds,
             "interrupted": interrupted,
             "early_stopped": early_stopped,
         }
@@ -250,6 +258,8 @@ class _State:
                 raise ValueError(f"{len(metrics)} metrics rows for {extra['epoch']} epochs")
             early = extra["early_stop"]
             first = extra["first_epoch_hard_zero"]
+            solved = extra.get("solved_epoch")
+            solved_s = extra.get("solved_seconds")
             return cls(
                 preset=preset,
                 seed=int(extra["seed"]),
@@ -260,6 +270,9 @@ class _State:
                 zero_streak=int(extra["zero_streak"]),
                 first_zero=None if first is None else int(first),
                 init=None if extra.get("init") is None else str(extra["init"]),
+                stop_on_solve=bool(extra.get("stop_on_solve", False)),
+                solved_epoch=None if solved is None else int(solved),
+                solved_seconds=None if solved_s is None else float(solved_s),
             )
         except (KeyError, TypeError, ValueError) as e:
             raise CheckpointError(
@@ -388,6 +401,7 @@ def train(
     resume: PathLike | None = None,
     quiet: bool = False,
     early_stop: int | None = None,
+    stop_on_solve: bool = True,
     checkpoint_every: int | None = DEFAULT_CHECKPOINT_EVERY,
     init: PathLike | None = None,
     relax: str | Relaxation | None = None,
@@ -415,6 +429,11 @@ def train(
       depend on it.
     - `resume`: a run directory (or its checkpoint file) to continue.
     - `early_stop`: stop once the hard loss has been 0 for this many consecutive epochs.
+    - `stop_on_solve`: stop once the hard circuit passes the validation check (the
+      held-out check of `logicars.evaluate` on its own draw of inputs, run after every
+      epoch whose training batch the hard circuit got exactly right), so the run ends
+      with a circuit that works; False trains every epoch, as the reference notebook.
+      On resume it replaces the run's setting.
     - `checkpoint_every`: epochs between checkpoints (None: only at the end).
     - `init`: start from the wiring and logits in this npz (fixture format, see
       `Model.from_npz`; e.g. the reference notebook's own initialisation) instead of a
@@ -470,11 +489,18 @@ def train(
             state.target_epochs = epochs
         if early_stop is not None:
             state.early_stop = early_stop
+        state.stop_on_solve = bool(stop_on_solve)
         if state.epoch >= state.target_epochs:
             raise ValueError(
                 f"the run in {ckpt.parent} has already trained {state.epoch} of "
                 f"{state.target_epochs} epochs; pass epochs (--epochs) > {state.epoch} "
                 "to train further"
+            )
+        if state.stop_on_solve and state.solved_epoch is not None:
+            raise ValueError(
+                f"the run in {ckpt.parent} already solved its task at epoch "
+                f"{state.solved_epoch}; pass stop_on_solve=False (--no-stop-on-solve) to "
+                "train further"
             )
         if state.early_stop is not None and state.zero_streak >= state.early_stop:
             raise ValueError(
@@ -506,6 +532,7 @@ def train(
             seed=seed,
             target_epochs=p.epochs if epochs is None else epochs,
             early_stop=early_stop,
+            stop_on_solve=bool(stop_on_solve),
             rng=np.random.default_rng(seed),
             metrics=[],
             init=None if init is None else str(init),
@@ -585,9 +612,11 @@ def _run(
                     state.zero_streak = 0
                 bar.set_postfix({"soft": f"{soft:.4g}", "hard": f"{hard:.4g}"}, refresh=False)
                 bar.update(1)
+                if hard == 0 and state.solved_epoch is None and _solves(model, state.preset):
+                    state.solved_epoch, state.solved_seconds = epoch, row.elapsed_s
                 early_stopped = (
                     state.early_stop is not None and state.zero_streak >= state.early_stop
-                )
+                ) or (state.stop_on_solve and state.solved_epoch == epoch)
                 if early_stopped or stop.requested or epoch == state.target_epochs:
                     break
                 if checkpoint_every is not None and epoch % checkpoint_every == 0:
@@ -603,6 +632,18 @@ def _run(
         plot_losses(state.metrics, run_dir / "loss.png", title=state.preset.name)
         write_rollout_gif(model, state.preset, run_dir / "rollout.gif", seed=state.seed)
     return RunResult(run_dir, model, summary, list(state.metrics), interrupted, early_stopped)
+
+
+# `evaluate`'s seed for the validation check during training; the held-out check of the
+# summary uses seed 0, so a run is not scored on the inputs it was stopped on.
+VALIDATION_SEED = 1
+
+
+def _solves(model: Model, preset: Preset) -> bool:
+    """Whether the model's hard circuit (after this epoch's update) passes the validation
+    check: every input of `evaluate`'s validation draw exactly right."""
+    check = evaluate(model, preset, seed=VALIDATION_SEED)
+    return check["solved"] == check["samples"]
 
 
 def _summary(model: Model, state: _State, interrupted: bool, early_stopped: bool) -> dict[str, Any]:
@@ -621,6 +662,9 @@ def _summary(model: Model, state: _State, interrupted: bool, early_stopped: bool
         "final_soft_loss": None if last is None else last.soft_loss,
         "final_hard_loss": None if last is None else last.hard_loss,
         "first_epoch_hard_zero": state.first_zero,
+        "stop_on_solve": state.stop_on_solve,
+        "solved_epoch": state.solved_epoch,
+        "solved_seconds": state.solved_seconds,
         "wall_seconds": round(state.elapsed, 3),
         "active_gates": active_gates(model),
         # Held-out check of the discrete circuit (all 512 boards for gol, fresh starts

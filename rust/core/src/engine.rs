@@ -419,7 +419,9 @@ impl Workspace {
 
     /// Back-propagates from `grad_final` (gradient of the loss w.r.t. the state after
     /// `steps` steps, a state buffer) through every step, using the states left by
-    /// `forward` with the same coefficients. Returns the coefficient gradient
+    /// `forward` with the same coefficients `coefs`. The gradient w.r.t. each gate's
+    /// inputs goes through `back_coefs` (the same slice, or for a straight-through
+    /// relaxation the relaxed gate of a hard forward). Returns the coefficient gradient
     /// `dL/dc` (4 per parameter), summed over cells, steps and the batch.
     ///
     /// One parallel region per step: the task of chunk `k` at step `t` first gathers
@@ -431,6 +433,7 @@ impl Workspace {
         &mut self,
         program: &Program,
         coefs: &[[f32; 4]],
+        back_coefs: &[[f32; 4]],
         steps: usize,
         masked: bool,
         grad_final: &[f32],
@@ -506,7 +509,7 @@ impl Workspace {
                         }
                         let arenas = (&arena.act[..], &mut arena.grad[..]);
                         let act_rows = program.gates.n_rows;
-                        kernels::backward(back, act_rows, coefs, arenas, acc, cells, level);
+                        kernels::backward(back, act_rows, back_coefs, arenas, acc, cells, level);
                         gp.copy_from_slice(&arena.grad[..n_patch_rows * CHUNK]);
                     });
             }

@@ -504,11 +504,21 @@ impl Model {
                 .collect()
         });
         let coefs: Vec<[f32; 4]> = pool.install(|| relaxed.par_iter().map(|r| r.coefs).collect());
+        let back_coefs: Vec<[f32; 4]> = if relax.straight_through() {
+            pool.install(|| relaxed.par_iter().map(|r| r.back).collect())
+        } else {
+            Vec::new() // the forward's own
+        };
         self.forward(x, shape, steps, &coefs, masks)?;
         let mut seed = Vec::new();
         let loss = self.loss(y, per_cell, steps, Some(&mut seed));
         let ws = self.workspace.as_mut().unwrap();
-        let gc = ws.backward(&self.program, &coefs, steps, masks.is_some(), &seed);
+        let back = if back_coefs.is_empty() {
+            &coefs
+        } else {
+            &back_coefs
+        };
+        let gc = ws.backward(&self.program, &coefs, back, steps, masks.is_some(), &seed);
         let mut grad = vec![0f32; self.logits.len()];
         let per_gate = self.per_gate();
         pool.install(|| {

@@ -11,6 +11,9 @@
 //!   is then trained directly, which closes what is left of the discretization gap.
 //! - `gumbel-soft`: forward and backward through `softmax((z + s·g)/τ)` (no
 //!   straight-through; the "soft Gumbel" control of Kim 2026).
+//! - `anneal`: the softmax of `z/τ(t)`, forward and backward, with `τ(t)` 1 for the
+//!   first `warmup` steps and then falling geometrically to `tau` over `steps` steps:
+//!   the relaxed circuit turns into the hard one while training goes on.
 //! - `truth-table`: 4 parameters per gate, one per truth-table row, `t = σ(w)`
 //!   (input-wise parametrization, Rüttgers et al.); `truth-table-st` forwards the
 //!   thresholded table and backpropagates through the sigmoids.
@@ -51,6 +54,14 @@ pub enum Relax {
         #[serde(default = "one")]
         noise: f32,
     },
+    Anneal {
+        #[serde(default = "one")]
+        tau: f32,
+        #[serde(default)]
+        warmup: u64,
+        #[serde(default = "thousand")]
+        steps: u64,
+    },
     TruthTable {},
     TruthTableSt {},
 }
@@ -65,6 +76,10 @@ fn one() -> f32 {
     1.0
 }
 
+fn thousand() -> u64 {
+    1000
+}
+
 /// Parameters of a truth-table gate in a fresh model: pass-through A, `σ(±10)`, as the
 /// softmax models start from logit 10 on pass-through A.
 pub const INIT_TABLE_LOGIT: f32 = 10.0;
@@ -74,6 +89,10 @@ pub const INIT_TABLE_LOGIT: f32 = 10.0;
 #[derive(Debug, Clone, Copy)]
 pub struct Relaxed {
     pub coefs: [f32; 4],
+    /// Coefficients of the relaxed gate, through which a straight-through mode sends
+    /// the gradient to the gate's inputs: the gate's output is `y_hard − stopgrad(y_soft)
+    /// + y_soft`. Equal to `coefs` in the other modes.
+    pub back: [f32; 4],
     probs: [f64; N_OPS],
     /// Scale of the softmax Jacobian in the backward: 1/τ.
     scale: f64,
@@ -96,6 +115,7 @@ impl Relax {
         match self {
             Relax::Softmax {} => "softmax",
             Relax::GumbelSt { .. } => "gumbel-st",
+            Relax::Anneal { .. } => "anneal",
             Relax::HardSt { .. } => "hard-st",
             Relax::GumbelSoft { .. } => "gumbel-soft",
             Relax::TruthTable {} => "truth-table",
@@ -106,7 +126,7 @@ impl Relax {
     pub fn validate(&self) -> Result<()> {
         let (tau, noise) = match *self {
             Relax::GumbelSt { tau, noise, .. } | Relax::GumbelSoft { tau, noise } => (tau, noise),
-            Relax::HardSt { tau, .. } => (tau, 0.0),
+            Relax::HardSt { tau, .. } | Relax::Anneal { tau, .. } => (tau, 0.0),
             _ => return Ok(()),
         };
         if !(tau.is_finite() && tau > 0.0) {
@@ -155,8 +175,10 @@ impl Relax {
         match *self {
             Relax::Softmax {} => {
                 let probs = gates::softmax(params);
+                let coefs = gates::fold(&probs);
                 Relaxed {
-                    coefs: gates::fold(&probs),
+                    coefs,
+                    back: coefs,
                     probs,
                     scale: 1.0,
                 }
@@ -164,22 +186,40 @@ impl Relax {
             Relax::HardSt { warmup, .. } | Relax::GumbelSt { warmup, .. } if step < warmup => {
                 Relax::default().relax(params, step, noise)
             }
-            Relax::HardSt { tau, .. } => Relaxed {
-                coefs: M[gates::argmax(params)],
-                probs: softmax_f64(params.iter().map(|&w| w as f64 / tau as f64)),
-                scale: 1.0 / tau as f64,
-            },
+            Relax::Anneal { tau, warmup, steps } => {
+                let progress = step.saturating_sub(warmup) as f64 / steps.max(1) as f64;
+                let t = (tau as f64).powf(progress.min(1.0));
+                let probs = softmax_f64(params.iter().map(|&w| w as f64 / t));
+                let coefs = gates::fold(&probs);
+                Relaxed {
+                    coefs,
+                    back: coefs,
+                    probs,
+                    scale: 1.0 / t,
+                }
+            }
+            Relax::HardSt { tau, .. } => {
+                let probs = softmax_f64(params.iter().map(|&w| w as f64 / tau as f64));
+                Relaxed {
+                    coefs: M[gates::argmax(params)],
+                    back: gates::fold(&probs),
+                    probs,
+                    scale: 1.0 / tau as f64,
+                }
+            }
             Relax::GumbelSt { tau, noise: s, .. } | Relax::GumbelSoft { tau, noise: s } => {
                 let perturbed: [f64; N_OPS] =
                     std::array::from_fn(|i| params[i] as f64 + s as f64 * noise(i));
                 let probs = softmax_f64(perturbed.iter().map(|&v| v / tau as f64));
+                let soft = gates::fold(&probs);
                 let coefs = if matches!(self, Relax::GumbelSt { .. }) {
                     M[argmax_f64(&perturbed)]
                 } else {
-                    gates::fold(&probs)
+                    soft
                 };
                 Relaxed {
                     coefs,
+                    back: soft,
                     probs,
                     scale: 1.0 / tau as f64,
                 }
@@ -191,11 +231,13 @@ impl Relax {
                     t[k] = sigmoid(w as f64);
                     probs[k] = t[k];
                 }
+                let back = table_coefficients(t).map(|c| c as f32);
                 if matches!(self, Relax::TruthTableSt {}) {
                     t = t.map(|v| if v > 0.5 { 1.0 } else { 0.0 });
                 }
                 Relaxed {
                     coefs: table_coefficients(t).map(|c| c as f32),
+                    back,
                     probs,
                     scale: 1.0,
                 }
@@ -209,13 +251,23 @@ impl Relax {
         self.relax(params, u64::MAX, |_| 0.0).coefs
     }
 
+    /// Whether the training forward runs hard gates with relaxed gradients (then
+    /// `Relaxed::back` differs from `Relaxed::coefs`).
+    pub fn straight_through(&self) -> bool {
+        matches!(
+            self,
+            Relax::GumbelSt { .. } | Relax::HardSt { .. } | Relax::TruthTableSt {}
+        )
+    }
+
     /// Chain rule from `gc = dL/d(α, β, γ, δ)` to the gate's parameters.
     pub fn params_grad(&self, r: &Relaxed, gc: &[f64; 4], out: &mut [f32]) {
         match *self {
             Relax::Softmax {}
             | Relax::HardSt { .. }
             | Relax::GumbelSt { .. }
-            | Relax::GumbelSoft { .. } => {
+            | Relax::GumbelSoft { .. }
+            | Relax::Anneal { .. } => {
                 // d softmax(v/τ)/dv = (1/τ)·J: the softmax Jacobian, scaled.
                 gates::logits_grad(&r.probs, gc, out);
                 if r.scale != 1.0 {

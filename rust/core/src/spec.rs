@@ -263,6 +263,18 @@ const FIELDS: &[Field] = &[
         expected: "a number",
     },
     Field {
+        path: &["relax", "warmup"],
+        list: false,
+        valid: is_count,
+        expected: COUNT,
+    },
+    Field {
+        path: &["relax", "steps"],
+        list: false,
+        valid: is_count,
+        expected: COUNT,
+    },
+    Field {
         path: &["loss_channels"],
         list: true,
         valid: is_count,
@@ -314,7 +326,7 @@ const FIELDS: &[Field] = &[
 
 const WIRINGS: &str = "one of \"first_kernel\", \"unique\", \"random\"";
 
-const RELAX_MODES: &str = "one of \"softmax\", \"gumbel-st\", \"hard-st\", \"gumbel-soft\", \"truth-table\", \"truth-table-st\"";
+const RELAX_MODES: &str = "one of \"softmax\", \"gumbel-st\", \"hard-st\", \"gumbel-soft\", \"anneal\", \"truth-table\", \"truth-table-st\"";
 
 fn is_relax_mode(v: &Value) -> bool {
     Relax::deserialize(&serde_json::json!({ "mode": v })).is_ok()
