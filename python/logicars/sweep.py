@@ -861,22 +861,17 @@ class _RayExecutor:
         self._token = f".sweep-driver-{uuid.uuid4().hex}"
         self._marker = out / self._token
         self._marker.write_text("")
-        self._points: dict[Any, Point] = {}
         self._out = out
 
     def submit(self, out: Path, point: Point, threads: int) -> Any:
-        ref = self._task.remote(
-            str(out), point.name, point.options, threads, self._token, _run_files(out / point.name)
-        )
-        self._points[ref] = point
-        return ref
+        files = _run_files(out / point.name)
+        return self._task.remote(str(out), point.name, point.options, threads, self._token, files)
 
     def wait(self, running: list[Any], timeout: float) -> list[Any]:
         done, _ = self._ray.wait(running, num_returns=1, timeout=timeout)
         return done
 
     def result(self, ref: Any, point: Point) -> dict[str, Any]:
-        self._points.pop(ref, None)
         try:
             result = self._ray.get(ref)
         except self._ray.exceptions.TaskCancelledError:
@@ -892,7 +887,8 @@ class _RayExecutor:
         return result
 
     def stop(self, running: list[Any]) -> None:
-        # Ray raises KeyboardInterrupt in the task: its last checkpoint remains.
+        # Ray interrupts a running task as Ctrl-C would: `train` stops after its epoch
+        # with a checkpoint.
         for ref in running:
             self._ray.cancel(ref)
 
