@@ -57,7 +57,7 @@ def run_losses(run_dir: Path) -> list[tuple[int, float, float]]:
 def same_run(a: Path, b: Path) -> bool:
     """Two run directories hold the same run: losses epoch by epoch, the whole training
     state (parameters, wiring, AdamW, mask stream) and the summary but its times."""
-    timing = {"wall_seconds", "threads", "build_info"}
+    timing = {"wall_seconds", "solved_seconds", "threads", "build_info"}
     sa, sb = (json.loads((d / "summary.json").read_text()) for d in (a, b))
     return (
         run_losses(a) == run_losses(b)
@@ -301,6 +301,37 @@ def test_failed_point_is_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     rows = report(tmp_path).rows
     assert [(r["status"], r["solved"]) for r in rows] == [("failed", False)]
     assert "diverged" in rows[0]["error"]
+
+
+def test_a_crashed_point_resumes_with_its_own_options(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Seed 7 solves gol at epoch 1908; with stop_on_solve=False it must train on to 2000
+    # after the resume too (train's default on a resume would stop it at the solve).
+    options = {"preset": "gol", "epochs": 2000, "stop_on_solve": False, "seed": 7}
+    grid = {**options, "checkpoint_every": 500}
+    (point,) = expand_grid(grid)
+    real_step = logicars.Model.train_step
+    steps = iter(range(10**6))
+
+    def crash_at_1200(self: logicars.Model, x: object, y: object) -> tuple[float, float]:
+        if next(steps) == 1200:
+            raise RuntimeError("node lost")
+        return real_step(self, x, y)
+
+    with monkeypatch.context() as m:
+        m.setattr(logicars.Model, "train_step", crash_at_1200)
+        outcome = run_point(str(tmp_path), point.name, point.options, 1)
+    assert outcome == {"status": "failed", "error": "RuntimeError: node lost"}
+    assert report(tmp_path).rows[0]["status"] == "failed"
+
+    again = logicars.sweep(grid, out=tmp_path, workers=1, quiet=True)
+    assert again.counts["resumed"] == 1
+    row = again.rows[0]
+    assert row["status"] == "done" and row["trained_epochs"] == 2000 and row["error"] is None
+    assert row["solved_epoch"] == 1908
+    own = train(**options, out=tmp_path / "straight", quiet=True)
+    assert same_run(tmp_path / point.name, own.run_dir)
 
 
 # ---- shards and until-solved ----------------------------------------------------------

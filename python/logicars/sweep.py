@@ -71,6 +71,9 @@ RESERVED = {
 # What makes a value a list of values to sweep (a string or a number is one value).
 _SWEPT_TYPES = (list, tuple, range)
 _LOCK_WAIT_S = 10.0  # how long a point waits for another process to release it
+# Options that `train` takes only for a new run (a resumed run keeps its start and
+# relaxation, and refuses them).
+NEW_RUN_ONLY = frozenset({"init", "relax", "tau", "noise", "warmup"})
 
 
 class PointConflictError(ValueError):
@@ -396,10 +399,10 @@ def train_point(run_dir: Path, options: Mapping[str, Any], threads: int) -> str:
         (run_dir / ERROR_FILE).unlink(missing_ok=True)
         ckpt = run_dir / CHECKPOINT_NAME
         if state == "resume" and not _checkpoint_finished(ckpt):
-            # The checkpoint holds every option (preset, seed, lr, target epochs, ...);
-            # only how often to save is not part of a run.
-            extra = {k: options[k] for k in ("checkpoint_every",) if k in options}
-            result = train(None, resume=run_dir, threads=threads, quiet=True, **extra)
+            # The point's own options again, as `train` takes them on a resume (the run
+            # keeps what the checkpoint holds; stop_on_solve, for one, is replaced).
+            again = {k: v for k, v in options.items() if k not in NEW_RUN_ONLY}
+            result = train(**again, resume=run_dir, threads=threads, quiet=True)
             return "interrupted" if result.interrupted else "resumed"
         # Killed between the final checkpoint and the summary: train it again (same run).
         ckpt.unlink(missing_ok=True)
@@ -463,6 +466,8 @@ METRIC_COLUMNS = (
     "trained_epochs",
     "first_epoch_hard_zero",
     "seconds_to_hard_zero",
+    "solved_epoch",
+    "solved_seconds",
     "final_soft_loss",
     "final_hard_loss",
     "hard_minus_soft",
@@ -492,6 +497,8 @@ def point_record(run_dir: Path) -> dict[str, Any] | None:
     checkpoint but no summary: killed), `failed` (`error.txt`) or `started`.
     `solved`: every held-out input solved (`summary.json`'s `hard_eval`), finished runs
     only. `seconds_to_hard_zero`: training seconds to the first epoch with hard loss 0.
+    `solved_epoch`, `solved_seconds`: when the run first passed `train`'s validation
+    check (the stop of `stop_on_solve`).
     `hard_minus_soft`: final hard loss minus final soft loss.
     """
     from .train import CHECKPOINT_NAME
@@ -521,6 +528,8 @@ def point_record(run_dir: Path) -> dict[str, Any] | None:
         held_out_samples=ev["samples"],
         trained_epochs=summary["epochs"],
         first_epoch_hard_zero=zero,
+        solved_epoch=summary.get("solved_epoch"),
+        solved_seconds=summary.get("solved_seconds"),
         seconds_to_hard_zero=None
         if zero is None
         else _seconds_at_epoch(run_dir / "metrics.csv", zero),
@@ -861,22 +870,17 @@ class _RayExecutor:
         self._token = f".sweep-driver-{uuid.uuid4().hex}"
         self._marker = out / self._token
         self._marker.write_text("")
-        self._points: dict[Any, Point] = {}
         self._out = out
 
     def submit(self, out: Path, point: Point, threads: int) -> Any:
-        ref = self._task.remote(
-            str(out), point.name, point.options, threads, self._token, _run_files(out / point.name)
-        )
-        self._points[ref] = point
-        return ref
+        files = _run_files(out / point.name)
+        return self._task.remote(str(out), point.name, point.options, threads, self._token, files)
 
     def wait(self, running: list[Any], timeout: float) -> list[Any]:
         done, _ = self._ray.wait(running, num_returns=1, timeout=timeout)
         return done
 
     def result(self, ref: Any, point: Point) -> dict[str, Any]:
-        self._points.pop(ref, None)
         try:
             result = self._ray.get(ref)
         except self._ray.exceptions.TaskCancelledError:
@@ -892,7 +896,8 @@ class _RayExecutor:
         return result
 
     def stop(self, running: list[Any]) -> None:
-        # Ray raises KeyboardInterrupt in the task: its last checkpoint remains.
+        # Ray interrupts a running task as Ctrl-C would: `train` stops after its epoch
+        # with a checkpoint.
         for ref in running:
             self._ray.cancel(ref)
 
