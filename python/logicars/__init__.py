@@ -13,6 +13,7 @@ from ._core import build_info as _build_info
 from ._core import num_threads
 from ._core import set_num_threads as _set_num_threads
 from .analyze import analyze  # the function shadows the submodule attribute
+from .display import Animation, LivePage, live, show
 from .model import MAX_THREADS, Model, Simulator, check_int
 from .presets import PRESETS, Preset, get_preset
 from .spec import ModelSpec, PerceiveSpec, Relaxation, UpdateSpec
@@ -38,6 +39,8 @@ def build_info() -> dict[str, str]:
 
 __all__ = [
     "PRESETS",
+    "Animation",
+    "LivePage",
     "Model",
     "ModelSpec",
     "PerceiveSpec",
@@ -50,8 +53,10 @@ __all__ = [
     "build_info",
     "errors",
     "get_preset",
+    "live",
     "num_threads",
     "set_num_threads",
+    "show",
     "sweep",
     "train",
 ]

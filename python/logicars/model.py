@@ -347,6 +347,12 @@ class Model:
 
         return load_checkpoint(path)[0]
 
+    def _repr_html_(self) -> str:
+        """Jupyter's display: spec, gate counts and learned ops (`logicars.display`)."""
+        from .display import model_html
+
+        return model_html(self)
+
     def __repr__(self) -> str:
         s = self._spec
         mode = f"async {s.fire_rate}" if s.is_async else "sync"

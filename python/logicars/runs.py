@@ -5,21 +5,44 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .model import Model, PathLike
 from .presets import PRESETS, Preset
+
+if TYPE_CHECKING:
+    from .train import EpochMetrics
 
 
 @dataclass(frozen=True)
 class LoadedRun:
     """A model, the preset it was trained on (None when unknown: `.npz` files, foreign
-    checkpoints) and the directory outputs go to by default."""
+    checkpoints) and the directory outputs go to by default; for a training checkpoint
+    also its losses epoch by epoch and the run's `summary.json` (None when there is none
+    or it describes another epoch than the checkpoint's). Jupyter shows it as a table of
+    the run with its loss curve (`_repr_html_`)."""
 
     model: Model
     preset: Preset | None
     directory: Path
+    metrics: list[EpochMetrics] = field(default_factory=list)
+    summary: dict[str, Any] | None = None
+
+    def _repr_html_(self) -> str:
+        """Jupyter's display: the run's table, loss curve and rollout (`logicars.display`)."""
+        from .display import run_html
+
+        return run_html(self.model, self.directory, self.summary, self.metrics, self.preset)
+
+    def __repr__(self) -> str:  # short: the metrics hold a row per epoch
+        name = None if self.preset is None else self.preset.name
+        return (
+            f"LoadedRun(directory={os.fspath(self.directory)!r}, preset={name!r}, "
+            f"epochs={len(self.metrics)}, model={self.model!r})"
+        )
 
 
 def load_run(path: PathLike) -> LoadedRun:
@@ -29,7 +52,8 @@ def load_run(path: PathLike) -> LoadedRun:
     checkpoint and `ValueError` for anything else unreadable.
     """
     from .checkpoint import load_checkpoint
-    from .train import CHECKPOINT_NAME, TRAIN_STATE_KIND
+    from .errors import CheckpointError
+    from .train import CHECKPOINT_NAME, TRAIN_STATE_KIND, _State
 
     p = Path(path)
     if not p.exists():
@@ -42,7 +66,12 @@ def load_run(path: PathLike) -> LoadedRun:
         return LoadedRun(Model.from_npz(p), None, p.parent)
     model, extra = load_checkpoint(p)
     preset = None
+    metrics: list[EpochMetrics] = []
     if extra.get("kind") == TRAIN_STATE_KIND:
+        try:
+            metrics = _State.from_extra(extra, model.spec, p).metrics
+        except CheckpointError:
+            pass  # the model is usable without its training record
         stored = extra.get("preset", {})
         known = PRESETS.get(str(stored.get("name")))
         if known is not None:
@@ -53,17 +82,21 @@ def load_run(path: PathLike) -> LoadedRun:
                 height=int(stored.get("height", known.height)),
                 width=int(stored.get("width", known.width)),
             )
-    if preset is None:
+    summary = _read_summary(p.parent / "summary.json")
+    if preset is None and summary is not None:
         # A model saved on its own next to a run's summary.json (`Model.save`).
-        known = PRESETS.get(str(_summary_preset(p.parent / "summary.json")))
+        known = PRESETS.get(str(summary.get("preset")))
         if known is not None:
             preset = dataclasses.replace(known, spec=model.spec)
-    return LoadedRun(model, preset, p.parent)
+    if summary is not None and metrics and summary.get("epochs") != metrics[-1].epoch:
+        summary = None  # written at another epoch (a resumed run stopped before its end)
+    return LoadedRun(model, preset, p.parent, metrics, summary)
 
 
-def _summary_preset(path: Path) -> object:
-    """The `preset` named by a run's summary.json, or None."""
+def _read_summary(path: Path) -> dict[str, Any] | None:
+    """A run's summary.json as a dict, or None."""
     try:
-        return json.loads(path.read_text()).get("preset")
-    except (OSError, ValueError, AttributeError):
+        summary = json.loads(path.read_text())
+    except (OSError, ValueError):
         return None
+    return summary if isinstance(summary, dict) else None

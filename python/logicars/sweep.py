@@ -708,6 +708,15 @@ class SweepReport:
     cells: list[dict[str, Any]]
     table: str
 
+    def _repr_html_(self) -> str:
+        """Jupyter's display: the per-cell table and the plot (`logicars.display`)."""
+        from .display import sweep_html
+
+        return sweep_html(self)
+
+    def __repr__(self) -> str:  # short: the rows hold every point
+        return f"SweepReport(out={os.fspath(self.out)!r}, points={len(self.rows)})"
+
 
 def _csv_text(rows: list[dict[str, Any]]) -> str:
     option_keys: list[str] = []
@@ -984,6 +993,18 @@ class SweepResult:
     def table(self) -> str:
         return self.report.table
 
+    def _repr_html_(self) -> str:
+        """Jupyter's display: what this call did, the per-cell table and the plot."""
+        from .display import sweep_html
+
+        return sweep_html(self.report, self.counts, self.interrupted, self.until_solved_reached)
+
+    def __repr__(self) -> str:  # short: the report holds every point
+        return (
+            f"SweepResult(out={os.fspath(self.out)!r}, points={len(self.points)}, "
+            f"counts={self.counts}, interrupted={self.interrupted})"
+        )
+
 
 def _default_workers(threads: int) -> int:
     try:
@@ -1111,15 +1132,12 @@ class _Run:
             print(message, file=sys.stderr, flush=True)
 
     def drive(self, executor: _PoolExecutor | _RayExecutor, todo: deque[Point]) -> None:
-        from tqdm import tqdm
+        from .progress import progress_bar
 
         running: dict[Any, Point] = {}
         input_error: str | None = None
         stopped = aborted = False
-        self._bar = tqdm(
-            total=len(todo), desc="sweep", unit="point", disable=self.quiet,
-            dynamic_ncols=True, file=sys.stderr,
-        )  # fmt: skip
+        self._bar = progress_bar(total=len(todo), desc="sweep", unit="point", disable=self.quiet)
         try:
             with _StopRequest() as stop, self._bar:
                 while todo or running:

@@ -35,7 +35,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 from types import FrameType
-from typing import Any, NamedTuple, Union
+from typing import Any, BinaryIO, NamedTuple, Union
 
 import numpy as np
 
@@ -76,6 +76,7 @@ class RunResult:
     metrics: list[EpochMetrics]
     interrupted: bool = False
     early_stopped: bool = False
+    preset: Preset | None = None  # the preset as the run used it
 
     @property
     def checkpoint(self) -> Path:
@@ -88,6 +89,19 @@ class RunResult:
     @property
     def final_soft_loss(self) -> float | None:
         return self.metrics[-1].soft_loss if self.metrics else None
+
+    def _repr_html_(self) -> str:
+        """Jupyter's display: the run's table, loss curve and rollout (`logicars.display`)."""
+        from .display import run_html
+
+        return run_html(self.model, self.run_dir, self.summary, self.metrics, self.preset)
+
+    def __repr__(self) -> str:  # short: the metrics hold a row per epoch
+        return (
+            f"RunResult(run_dir={os.fspath(self.run_dir)!r}, epochs={len(self.metrics)}, "
+            f"final_soft_loss={self.final_soft_loss}, final_hard_loss={self.final_hard_loss}, "
+            f"interrupted={self.interrupted}, early_stopped={self.early_stopped})"
+        )
 
 
 def active_gates(model: Model) -> int:
@@ -568,7 +582,7 @@ def _run(
     quiet: bool,
     checkpoint_every: int | None,
 ) -> RunResult:
-    from tqdm import tqdm
+    from .progress import progress_bar
 
     ckpt = run_dir / CHECKPOINT_NAME
     metrics_path = run_dir / "metrics.csv"
@@ -576,14 +590,12 @@ def _run(
     start_epoch = state.epoch
     offset = state.elapsed
     early_stopped = False
-    bar = tqdm(
+    bar = progress_bar(
         total=state.target_epochs,
         initial=start_epoch,
         desc=state.preset.name,
         unit="epoch",
         disable=quiet,
-        dynamic_ncols=True,
-        file=sys.stderr,
     )
     t0 = time.perf_counter()
     # The handler stays in place until the outputs are written: a Ctrl-C at any point
@@ -631,7 +643,9 @@ def _run(
         _write_atomic(run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
         plot_losses(state.metrics, run_dir / "loss.png", title=state.preset.name)
         write_rollout_gif(model, state.preset, run_dir / "rollout.gif", seed=state.seed)
-    return RunResult(run_dir, model, summary, list(state.metrics), interrupted, early_stopped)
+    return RunResult(
+        run_dir, model, summary, list(state.metrics), interrupted, early_stopped, state.preset
+    )
 
 
 # `evaluate`'s seed for the validation check during training; the held-out check of the
@@ -689,8 +703,9 @@ def _summary(model: Model, state: _State, interrupted: bool, early_stopped: bool
 # ---- plots ----------------------------------------------------------------------------
 
 
-def plot_losses(metrics: list[EpochMetrics], path: PathLike, title: str = "") -> None:
-    """Soft and hard loss per epoch on a log axis (Agg backend, no display needed).
+def plot_losses(metrics: list[EpochMetrics], path: PathLike | BinaryIO, title: str = "") -> None:
+    """Soft and hard loss per epoch on a log axis as a PNG file (Agg backend, no display
+    needed); `path` may be a binary file object.
 
     A loss of exactly 0 has no place on a log axis: those points are left out of the
     curve and the first epoch with hard loss 0 is marked with a vertical line instead.
@@ -729,7 +744,7 @@ def plot_losses(metrics: list[EpochMetrics], path: PathLike, title: str = "") ->
     if metrics:
         ax.legend()
     fig.tight_layout()
-    fig.savefig(os.fspath(path))
+    fig.savefig(_file_or_path(path), format="png")
 
 
 def write_rollout_gif(model: Model, preset: Preset, path: PathLike, seed: int = 0) -> np.ndarray:
@@ -752,10 +767,13 @@ def write_rollout_gif(model: Model, preset: Preset, path: PathLike, seed: int = 
     return write_frames_gif(frames, model.spec.loss_channels, path)
 
 
-def write_frames_gif(frames: np.ndarray, channels: list[int], path: PathLike) -> np.ndarray:
-    """Writes grids `(T, H, W, C)` of 0/1 as an animated GIF: `channels[0]` as grayscale,
-    or three channels as RGB. Cells are scaled up with nearest-neighbour so small grids
-    are visible. Returns the frames as uint8 `(T, H, W)` or `(T, H, W, 3)`."""
+def write_frames_gif(
+    frames: np.ndarray, channels: list[int], path: PathLike | BinaryIO
+) -> np.ndarray:
+    """Writes grids `(T, H, W, C)` of 0/1 as an animated GIF (to a path or a binary file
+    object): `channels[0]` as grayscale, or three channels as RGB. Cells are scaled up
+    with nearest-neighbour so small grids are visible. Returns the frames as uint8
+    `(T, H, W)` or `(T, H, W, 3)`."""
     from PIL import Image
 
     if len(channels) == 3:
@@ -771,10 +789,16 @@ def write_frames_gif(frames: np.ndarray, channels: list[int], path: PathLike) ->
     ]
     duration = int(min(500, max(60, 4000 // len(images))))
     images[0].save(
-        os.fspath(path),
+        _file_or_path(path),
+        format="GIF",
         save_all=True,
         append_images=images[1:],
         duration=duration,
         loop=0,
     )
     return pixels
+
+
+def _file_or_path(target: PathLike | BinaryIO) -> Any:
+    """What savers take: a file object as it is, a path as a string."""
+    return target if hasattr(target, "write") else os.fspath(target)
