@@ -96,7 +96,8 @@ def plot(grouped: dict[tuple[str, str], list[dict]]) -> None:
                 ok = sum(s["hard_eval"]["solved"] == s["hard_eval"]["samples"] for s in runs)
                 xs.append(j + (i - (len(modes) - 1) / 2) * width)
                 ys.append(100 * ok / len(runs))
-        ax.bar(xs, ys, width, label=mode)
+        bars = ax.bar(xs, ys, width, label=mode)
+        ax.bar_label(bars, fmt="%.0f", fontsize=7)  # 0% bars are otherwise invisible
     ax.set_xticks(range(len(presets)), presets)
     ax.set_ylabel("seeds solved (%)")
     ax.set_ylim(0, 100)
