@@ -18,13 +18,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "python" / "logicars"
 # What users need beyond the modules: type stubs, the PEP 561 marker, the dataset images,
-# the lizard's default start and the interactive page's template.
+# the lizard's default start, the trained GoL circuit of `bench --hard` and the
+# interactive page's template.
 REQUIRED_PACKAGE_FILES = {
     "_core.pyi",
     "py.typed",
     "data/colored_g.png",
     "data/lizard.png",
     "data/lizard_notebook_seed23.npz",
+    "data/gol_trained_ops.txt",
     "viewer.html",
 }
 # What a source build needs besides the package (sdist paths below its top folder).

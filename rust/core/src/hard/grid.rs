@@ -415,6 +415,9 @@ impl GridSim {
             self.kernels[variant] = Some(k);
             self.size_spills();
         }
+        if self.spills.len() < pool.current_num_threads() {
+            self.size_spills(); // the pool grew since the last step
+        }
         let kernel = self.kernels[variant].as_ref().unwrap();
         let lay = self.lay;
         let row_words = lay.channels * lay.stride;

@@ -422,3 +422,21 @@ fn the_model_gives_the_same_circuit_results_on_the_default_engine() {
     let slots = bitsliced::simulate(&circuit, &x, sh, &opts).unwrap();
     assert_eq!(default, slots);
 }
+
+#[test]
+fn a_simulator_follows_a_growing_pool() {
+    // The crate's pool; other tests running meanwhile are thread-independent too.
+    let sp = spec(1, 16, &[9, 8, 4, 2, 1], &[128, 64, 32, 16, 8, 4, 2], true);
+    let circuit = Circuit::from_model(&random_model(sp, 21, 0.45));
+    let sh = shape(1, 64, 300);
+    let x = random_bits(sh.cells(), 0.5, 3);
+    let want = bitsliced::simulate(&circuit, &x, sh, &SimOptions::new(4, true)).unwrap();
+    threads::set_num_threads(1).unwrap();
+    let mut sim = Simulator::new(&circuit, sh, true, None, 0).unwrap();
+    sim.load(&x).unwrap();
+    sim.advance(&SimOptions::new(1, true)).unwrap();
+    threads::set_num_threads(3).unwrap();
+    let got = sim.run(&SimOptions::new(3, true)).unwrap();
+    threads::set_num_threads(0).unwrap();
+    assert_eq!(got, want);
+}
