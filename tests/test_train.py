@@ -636,15 +636,66 @@ def test_stop_on_solve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(logicars.Model, "train_step", fake_step)
     monkeypatch.setattr(train_module, "_solves", fake_solves)
-    r = train("gol", epochs=50, out=tmp_path / "r", quiet=True)
+    r = train("gol", epochs=50, out=tmp_path / "r", quiet=True, repair=False)
     assert [m.hard_loss for m in r.metrics] == [5.0, 0.0, 3.0, 0.0, 0.0]
     assert r.summary["solved_epoch"] == 5 and r.summary["epochs"] == 5
-    assert r.summary["solved_seconds"] == r.metrics[-1].elapsed_s
+    assert r.summary["solved_seconds"] >= r.metrics[-1].elapsed_s  # the check included
+    assert r.summary["repair"] is False and r.summary["repairs"] == []
     with pytest.raises(ValueError, match="already solved its task at epoch 5"):
         train(None, resume=r.run_dir, quiet=True)
     hard = iter([0.0, 1.0])  # noqa: F841 (read by fake_step)
     more = train(None, resume=r.run_dir, epochs=7, stop_on_solve=False, quiet=True)
     assert more.summary["epochs"] == 7 and more.summary["solved_epoch"] == 5
+
+
+def _fake_repairs(
+    monkeypatch: pytest.MonkeyPatch, hard: list[float], fixed_on_call: int | None
+) -> list[int]:
+    """Training whose hard losses are `hard`, whose validation check never passes, and
+    whose repair (recorded: the epochs it ran at) succeeds on call `fixed_on_call`."""
+    import importlib
+
+    from logicars.repair import RepairResult
+
+    train_module = importlib.import_module("logicars.train")
+    losses = iter(hard)
+    calls: list[int] = []
+
+    def fake_repair(model: logicars.Model, preset: logicars.Preset, **kw: object) -> RepairResult:
+        assert kw["budget"] in (train_module.REPAIR_BUDGET, train_module.FINAL_REPAIR_BUDGET)
+        calls.append(len(calls) + 1)
+        return RepairResult(9, 0 if len(calls) == fixed_on_call else 4, int(kw["budget"]))
+
+    monkeypatch.setattr(logicars.Model, "train_step", lambda self, x, y: (1.0, next(losses)))
+    monkeypatch.setattr(train_module, "_solves", lambda model, preset: False)
+    monkeypatch.setattr(train_module, "repair_circuit", fake_repair)
+    monkeypatch.setattr(train_module, "REPAIR_EVERY", 3)
+    return calls
+
+
+def test_repair_runs_after_failed_checks_at_most_every_few_epochs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Hard loss 0 at epochs 2, 3, 4, 6, 7: repairs at 2 (fails), not 3 or 4 (within
+    # REPAIR_EVERY = 3 epochs), then at 6, which fixes the circuit: solved, stop.
+    calls = _fake_repairs(monkeypatch, [5.0, 0.0, 0.0, 0.0, 2.0, 0.0, 0.0], fixed_on_call=2)
+    r = train("gol", epochs=50, out=tmp_path / "r", quiet=True)
+    assert len(calls) == 2 and r.summary["repair"] is True
+    assert [x["epoch"] for x in r.summary["repairs"]] == [2, 6]
+    assert [x["wrong_after"] for x in r.summary["repairs"]] == [4, 0]
+    assert r.summary["solved_epoch"] == 6 and r.summary["epochs"] == 6
+
+
+@pytest.mark.parametrize(("lowest", "final_repair"), [(1.0, True), (2.0, False)])
+def test_final_repair_only_for_runs_that_came_close(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lowest: float, final_repair: bool
+) -> None:
+    # gol's batch holds 20 * 9 = 180 cells: "close" is at most 1% of them, or 1 cell.
+    calls = _fake_repairs(monkeypatch, [9.0, lowest, 3.0], fixed_on_call=1)
+    r = train("gol", epochs=3, out=tmp_path / "r", quiet=True)
+    assert len(calls) == int(final_repair)
+    assert r.summary["solved_epoch"] == (3 if final_repair else None)
+    assert [x["epoch"] for x in r.summary["repairs"]] == ([3] if final_repair else [])
 
 
 def test_cli_relax_options(tmp_path: Path) -> None:
@@ -665,6 +716,7 @@ def test_cli_relax_options(tmp_path: Path) -> None:
                 "--warmup",
                 "1",
                 "--no-stop-on-solve",
+                "--no-repair",
                 "--quiet",
                 "--out",
                 str(out),
@@ -674,4 +726,6 @@ def test_cli_relax_options(tmp_path: Path) -> None:
     )
     summary = json.loads((out / "summary.json").read_text())
     assert summary["relax"] == {"mode": "hard-st", "tau": 0.5, "warmup": 1}
-    assert summary["stop_on_solve"] is False
+    assert summary["stop_on_solve"] is False and summary["repair"] is False
+    assert main(["train", "--resume", str(out), "--epochs", "4", "--repair", "--quiet"]) == 0
+    assert json.loads((out / "summary.json").read_text())["repair"] is True

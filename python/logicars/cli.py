@@ -148,6 +148,14 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
         "--no-stop-on-solve trains every epoch, as the reference notebook",
     )
     p.add_argument(
+        "--repair",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="when the hard circuit gets a batch right but fails the validation check, "
+        "search for gate changes that make it pass (default for a new run; a resumed "
+        "run keeps its setting)",
+    )
+    p.add_argument(
         "--checkpoint-every",
         type=_int_at_least(1),
         metavar="N",
@@ -196,6 +204,7 @@ def _run_train(args: argparse.Namespace) -> int:
         quiet=args.quiet,
         early_stop=args.early_stop,
         stop_on_solve=args.stop_on_solve,
+        repair=args.repair,
         checkpoint_every=args.checkpoint_every or DEFAULT_CHECKPOINT_EVERY,
         init=args.init,
         relax=args.relax,

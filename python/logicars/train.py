@@ -46,6 +46,7 @@ from .errors import CheckpointError, InvalidValueError
 from .evaluate import evaluate
 from .model import MAX_SEED, MAX_THREADS, Model, check_int
 from .presets import Preset, get_preset
+from .repair import repair as repair_circuit
 from .spec import ModelSpec, Relaxation
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -203,6 +204,10 @@ class _State:
     # training seconds until then.
     solved_epoch: int | None = None
     solved_seconds: float | None = None
+    # Discrete repair (`logicars.repair`): whether the run tries it, and each attempt
+    # (its epoch and `RepairResult.to_dict()`).
+    repair: bool = False
+    repairs: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     @property
     def epoch(self) -> int:
@@ -237,6 +242,8 @@ class _State:
             "stop_on_solve": self.stop_on_solve,
             "solved_epoch": self.solved_epoch,
             "solved_seconds": self.solved_seconds,
+            "repair": self.repair,
+            "repairs": self.repairs,
             "interrupted": interrupted,
             "early_stopped": early_stopped,
         }
@@ -287,6 +294,8 @@ class _State:
                 stop_on_solve=bool(extra.get("stop_on_solve", False)),
                 solved_epoch=None if solved is None else int(solved),
                 solved_seconds=None if solved_s is None else float(solved_s),
+                repair=bool(extra.get("repair", False)),
+                repairs=[dict(r) for r in extra.get("repairs", [])],
             )
         except (KeyError, TypeError, ValueError) as e:
             raise CheckpointError(
@@ -422,6 +431,7 @@ def train(
     tau: float | None = None,
     noise: float | None = None,
     warmup: int | None = None,
+    repair: bool | None = None,
 ) -> RunResult:
     """Trains `preset` (a name from `PRESETS` or a `Preset`) and writes a run directory.
 
@@ -448,6 +458,10 @@ def train(
       epoch whose training batch the hard circuit got exactly right), so the run ends
       with a circuit that works; False trains every epoch, as the reference notebook.
       On resume it replaces the run's setting.
+    - `repair`: when the hard circuit gets a batch right but fails the validation check,
+      search for gate changes that make it pass (`logicars.repair`; at most every
+      `REPAIR_EVERY` epochs, and once more at the end of an unsolved run). Default: on
+      for a new run; a resumed run keeps its setting unless given.
     - `checkpoint_every`: epochs between checkpoints (None: only at the end).
     - `init`: start from the wiring and logits in this npz (fixture format, see
       `Model.from_npz`; e.g. the reference notebook's own initialisation) instead of a
@@ -504,6 +518,8 @@ def train(
         if early_stop is not None:
             state.early_stop = early_stop
         state.stop_on_solve = bool(stop_on_solve)
+        if repair is not None:
+            state.repair = bool(repair)
         if state.epoch >= state.target_epochs:
             raise ValueError(
                 f"the run in {ckpt.parent} has already trained {state.epoch} of "
@@ -547,6 +563,7 @@ def train(
             target_epochs=p.epochs if epochs is None else epochs,
             early_stop=early_stop,
             stop_on_solve=bool(stop_on_solve),
+            repair=True if repair is None else bool(repair),
             rng=np.random.default_rng(seed),
             metrics=[],
             init=None if init is None else str(init),
@@ -624,8 +641,10 @@ def _run(
                     state.zero_streak = 0
                 bar.set_postfix({"soft": f"{soft:.4g}", "hard": f"{hard:.4g}"}, refresh=False)
                 bar.update(1)
-                if hard == 0 and state.solved_epoch is None and _solves(model, state.preset):
-                    state.solved_epoch, state.solved_seconds = epoch, row.elapsed_s
+                if hard == 0 and state.solved_epoch is None and _solves_or_repairs(model, state):
+                    # Seconds until the check passed, the check (and any repair) included.
+                    state.solved_epoch = epoch
+                    state.solved_seconds = offset + time.perf_counter() - t0
                 early_stopped = (
                     state.early_stop is not None and state.zero_streak >= state.early_stop
                 ) or (state.stop_on_solve and state.solved_epoch == epoch)
@@ -634,6 +653,16 @@ def _run(
                 if checkpoint_every is not None and epoch % checkpoint_every == 0:
                     save_checkpoint(ckpt, model, state.to_extra())
         interrupted = stop.requested and state.epoch < state.target_epochs and not early_stopped
+        if (
+            state.repair
+            and state.solved_epoch is None
+            and state.epoch == state.target_epochs
+            and not any(r["epoch"] == state.epoch for r in state.repairs)
+            and _came_close(state)
+            and _repaired(model, state, FINAL_REPAIR_BUDGET)
+        ):
+            state.solved_epoch = state.epoch
+            state.solved_seconds = offset + time.perf_counter() - t0
         # The final checkpoint first: whatever happens while plotting, the run is safe.
         save_checkpoint(
             ckpt, model, state.to_extra(interrupted=interrupted, early_stopped=early_stopped)
@@ -663,6 +692,45 @@ def _solves(model: Model, preset: Preset) -> bool:
     return check["solved"] == check["samples"]
 
 
+# Discrete repair during training (`logicars.repair`): after an epoch whose batch the hard
+# circuit got right but whose validation check failed, at most once per REPAIR_EVERY
+# epochs, with REPAIR_BUDGET candidate runs; once more at the end of an unsolved run that
+# came close (a batch with at most CLOSE_FRACTION of its cells wrong), with
+# FINAL_REPAIR_BUDGET. Budgets are counts, not seconds, so that runs stay deterministic.
+REPAIR_EVERY = 100
+REPAIR_BUDGET = 300
+FINAL_REPAIR_BUDGET = 2000
+CLOSE_FRACTION = 0.01
+
+
+def _came_close(state: _State) -> bool:
+    """Whether some epoch's hard loss (wrong cells of its batch) was at most
+    `CLOSE_FRACTION` of the batch's cells, or 1."""
+    p = state.preset
+    cells = p.batch * p.height * p.width * len(p.spec.loss_channels)
+    lowest = min((m.hard_loss for m in state.metrics), default=math.inf)
+    return lowest <= max(1.0, CLOSE_FRACTION * cells)
+
+
+def _solves_or_repairs(model: Model, state: _State) -> bool:
+    """Whether the hard circuit passes the validation check, or a repair due now makes it."""
+    if _solves(model, state.preset):
+        return True
+    last = max((r["epoch"] for r in state.repairs), default=None)
+    if not state.repair or (last is not None and state.epoch - last < REPAIR_EVERY):
+        return False
+    return _repaired(model, state, REPAIR_BUDGET)
+
+
+def _repaired(model: Model, state: _State, budget: int) -> bool:
+    """Runs `repair` on the validation inputs (so 0 wrong cells means the check passes)."""
+    result = repair_circuit(
+        model, state.preset, budget=budget, samples=VALIDATION_SAMPLES, seed=VALIDATION_SEED
+    )
+    state.repairs.append({"epoch": state.epoch, **result.to_dict()})
+    return result.wrong_after == 0
+
+
 def _summary(model: Model, state: _State, interrupted: bool, early_stopped: bool) -> dict[str, Any]:
     from . import __version__, build_info
 
@@ -682,6 +750,8 @@ def _summary(model: Model, state: _State, interrupted: bool, early_stopped: bool
         "stop_on_solve": state.stop_on_solve,
         "solved_epoch": state.solved_epoch,
         "solved_seconds": state.solved_seconds,
+        "repair": state.repair,
+        "repairs": state.repairs,
         "wall_seconds": round(state.elapsed, 3),
         "active_gates": active_gates(model),
         # Held-out check of the discrete circuit (all 512 boards for gol, fresh starts

@@ -1,0 +1,153 @@
+"""Discrete repair: closing the last wrong cells of a hard circuit by changing gate ops.
+
+A relaxed circuit that solves its task often hedges: a few gates are mixtures whose most
+likely op computes something slightly different, so the hard circuit keeps a handful of
+wrong cells that more gradient steps do not remove (the soft loss, and its gradient, are
+near 0). `repair` searches the hard circuit directly. Candidate changes are a gate's
+next most likely ops, least confident gates first (the smallest logit gap to the
+chosen op, or the truth-table row closest to ½); each candidate is run exactly on the
+validation inputs (`evaluate.heldout_inputs`, the bit-sliced simulator) and kept when
+it strictly lowers the number of wrong cells. Passes repeat while they improve, within
+a budget of evaluations, so the result is deterministic.
+
+A kept change raises the new op's logit just above the old maximum (or flips the
+truth-table row): the relaxed model moves as little as possible, and training can go on
+from it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .evaluate import heldout_inputs, wrong_cells
+from .model import Model, check_int
+from .presets import Preset
+
+# Op changes tried per gate, in order of confidence (2: the 2nd and 3rd most likely).
+ALTERNATIVES = 2
+# A kept change puts the new op's logit this far above the old maximum.
+NUDGE = 1e-3
+
+
+@dataclass
+class RepairResult:
+    """What `repair` did: wrong cells on the validation inputs before and after, the
+    candidate changes run, the kept ones as `(parameter, gate, old op, new op)`, and
+    the wall time."""
+
+    wrong_before: int
+    wrong_after: int
+    evaluations: int
+    changes: list[tuple[str, int, int, int]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["changes"] = [list(c) for c in self.changes]
+        d["seconds"] = round(self.seconds, 3)
+        return d
+
+
+def repair(
+    model: Model,
+    preset: Preset,
+    *,
+    budget: int = 2000,
+    samples: int = 64,
+    seed: int = 1,
+) -> RepairResult:
+    """Greedy search over gate ops that lowers the hard circuit's wrong cells on
+    `evaluate`'s inputs of `preset` (`samples` and `seed` as `evaluate`'s); changes
+    `model`'s parameters in place. Stops at 0 wrong cells, after a pass that kept
+    nothing, or after `budget` candidate runs."""
+    x, target = heldout_inputs(model, preset, samples, seed)
+    return repair_on(model, preset, x, target, budget=budget, seed=seed)
+
+
+def repair_on(
+    model: Model,
+    preset: Preset,
+    x: np.ndarray,
+    target: np.ndarray,
+    *,
+    budget: int = 2000,
+    seed: int = 1,
+) -> RepairResult:
+    """`repair` on given inputs `x` and their `target` on the loss channels (run for
+    `preset`'s steps on its boundary, async masks drawn from `seed`)."""
+    budget = check_int("budget", budget, 0)
+    t0 = time.perf_counter()
+
+    def count() -> int:
+        return int(np.count_nonzero(wrong_cells(model, preset, x, target, seed)))
+
+    params = model.params()
+    best = before = count()
+    result = RepairResult(before, before, 0)
+    while best > 0 and result.evaluations < budget:
+        kept = 0
+        for name, gate, op in _candidates(params):
+            if best == 0 or result.evaluations >= budget:
+                break
+            rows = params[name].reshape(-1, params[name].shape[-1])
+            old = rows[gate].copy()
+            old_op = _op(old)
+            _set_op(rows[gate], op)
+            model.set_params(params)
+            wrong = count()
+            result.evaluations += 1
+            if wrong < best:
+                best = wrong
+                kept += 1
+                result.changes.append((name, gate, old_op, op))
+            else:
+                rows[gate] = old
+        model.set_params(params)
+        if kept == 0:
+            break
+    result.wrong_after = best
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+def _candidates(params: dict[str, np.ndarray]) -> list[tuple[str, int, int]]:
+    """`(parameter, gate, op)` changes, least confident first."""
+    found: list[tuple[float, str, int, int]] = []
+    for name, arr in params.items():
+        rows = arr.reshape(-1, arr.shape[-1]).astype(np.float64)
+        if rows.shape[1] == 4:
+            # Truth table: flipping row k of the table changes op bit 3 - k.
+            top = np.array([_op(r) for r in rows])
+            for k in range(4):
+                for g in range(len(rows)):
+                    found.append((abs(rows[g, k]), name, g, int(top[g] ^ (8 >> k))))
+            continue
+        order = np.argsort(-rows, axis=1, kind="stable")
+        best = rows[np.arange(len(rows)), order[:, 0]]
+        for a in range(1, ALTERNATIVES + 1):
+            gaps = best - rows[np.arange(len(rows)), order[:, a]]
+            found += [(gaps[g], name, g, int(order[g, a])) for g in range(len(rows))]
+    found.sort(key=lambda c: (c[0], c[1], c[2], c[3]))
+    return [(name, g, op) for _, name, g, op in found]
+
+
+def _op(row: np.ndarray) -> int:
+    """The op a gate's parameters select (as the engine: first maximum; table rows > 0)."""
+    if row.shape[0] == 4:
+        return int(sum(8 >> k for k in range(4) if row[k] > 0))
+    return int(np.argmax(row))
+
+
+def _set_op(row: np.ndarray, op: int) -> None:
+    """Makes `op` the gate's selected op with the smallest change of its parameters."""
+    if row.shape[0] == 4:
+        for k in range(4):
+            want = bool(op & (8 >> k))
+            if (row[k] > 0) != want:
+                row[k] = -row[k] if row[k] != 0 else (NUDGE if want else -NUDGE)
+        return
+    row[op] = row.max() + np.float32(NUDGE) * max(1.0, abs(float(row.max())))

@@ -1,0 +1,105 @@
+"""`logicars.repair`: the greedy search over gate ops that closes a hard circuit's last
+wrong cells."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import logicars
+from logicars.evaluate import evaluate, heldout_inputs, wrong_cells
+from logicars.repair import repair, repair_on
+
+
+def _random_gol_model(relax: str = "softmax") -> logicars.Model:
+    preset = logicars.get_preset("gol")
+    spec = preset.spec.replace(relax=logicars.Relaxation(relax))
+    model = logicars.Model(spec, seed=3)
+    rng = np.random.default_rng(0)
+    model.set_params(
+        {k: rng.normal(size=v.shape).astype(np.float32) for k, v in model.params().items()}
+    )
+    return model
+
+
+def _second_choice(model: logicars.Model, name: str, gate: int) -> None:
+    """Makes the gate's second most likely op its chosen one, as a hedging gate would."""
+    params = model.params()
+    rows = params[name].reshape(-1, params[name].shape[-1])
+    if rows.shape[1] == 4:
+        k = int(np.argmin(np.abs(rows[gate])))
+        rows[gate, k] = -rows[gate, k]
+    else:
+        a, b = np.argsort(-rows[gate], kind="stable")[:2]
+        rows[gate, a], rows[gate, b] = rows[gate, b], rows[gate, a]
+    model.set_params(params)
+
+
+@pytest.mark.parametrize("relax", ["softmax", "truth-table"])
+def test_repair_undoes_a_planted_wrong_gate(relax: str) -> None:
+    # The target is the circuit's own output, so a circuit with 0 wrong cells exists;
+    # then one gate whose op matters takes its second choice, which repair must undo.
+    preset = logicars.get_preset("gol")
+    model = _random_gol_model(relax)
+    x, _ = heldout_inputs(model, preset)
+    target = model.simulate(x, preset.spec.num_steps)[..., :1].astype(bool)
+    good = model.params()
+    planted = (
+        (name, gate)
+        for name in sorted(good, reverse=True)
+        for gate in range(good[name].reshape(-1, good[name].shape[-1]).shape[0])
+    )
+    for name, gate in planted:
+        model.set_params(good)
+        _second_choice(model, name, gate)
+        if wrong_cells(model, preset, x, target).any():
+            break
+    else:
+        pytest.fail("no gate of the circuit changes its output")
+    broken = model.hard_ops()
+
+    result = repair_on(model, preset, x, target, budget=5000)
+
+    assert result.wrong_before > 0 and result.wrong_after == 0
+    assert not wrong_cells(model, preset, x, target).any()
+    assert 1 <= len(result.changes) <= result.evaluations <= 5000
+    ops = model.hard_ops()
+    for pname, g, old, new in result.changes:
+        assert broken[pname].reshape(-1)[g] == old and ops[pname].reshape(-1)[g] == new
+
+
+def test_repair_only_lowers_the_wrong_cells_and_is_deterministic() -> None:
+    preset = logicars.get_preset("gol")
+    a, b = _random_gol_model(), _random_gol_model()
+    before = evaluate(a, preset)["wrong_cells"]
+    ra = repair(a, preset, budget=40)
+    rb = repair(b, preset, budget=40)
+    assert ra.wrong_before == before
+    assert ra.wrong_after == evaluate(a, preset)["wrong_cells"] <= before
+    assert ra.evaluations == 40  # a random circuit is not fixed within 40 runs
+    assert (ra.wrong_after, ra.changes) == (rb.wrong_after, rb.changes)
+    for k, v in a.params().items():
+        np.testing.assert_array_equal(v, b.params()[k])
+
+
+def test_repair_with_no_budget_changes_nothing() -> None:
+    preset = logicars.get_preset("gol")
+    model = _random_gol_model()
+    params = model.params()
+    result = repair(model, preset, budget=0)
+    assert result.evaluations == 0 and result.changes == []
+    assert result.wrong_after == result.wrong_before
+    for k, v in model.params().items():
+        np.testing.assert_array_equal(v, params[k])
+    with pytest.raises(ValueError, match="budget"):
+        repair(model, preset, budget=-1)
+
+
+def test_result_serialises() -> None:
+    preset = logicars.get_preset("gol")
+    result = repair(_random_gol_model(), preset, budget=5)
+    d = result.to_dict()
+    assert set(d) == {f.name for f in dataclasses.fields(result)}
+    assert all(isinstance(c, list) and len(c) == 4 for c in d["changes"])
