@@ -499,11 +499,12 @@ def test_sigint_finishes_epoch_saves_and_exits_0(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", list(logicars.PRESETS))
 @pytest.mark.slow
 def test_preset_defaults_solve_the_task(tmp_path: Path, name: str) -> None:
-    """`train <preset>` on its defaults: hard loss 0 at the end, and the checkpoint's hard
-    circuit solves every held-out input (all 512 Game of Life boards, fresh random starts
-    of the checkerboards, the growth targets)."""
+    """`train <preset>` on its defaults: the run passes its validation check (possibly
+    after a repair) and the checkpoint's hard circuit solves every held-out input (all
+    512 Game of Life boards, fresh random starts of the checkerboards, the growth
+    targets)."""
     r = train(name, out=tmp_path / name, quiet=True)
-    assert r.summary["final_hard_loss"] == 0, r.summary
+    assert r.summary["solved_epoch"] is not None, r.summary
     preset = logicars.get_preset(name)
     result = evaluate(logicars.Model.load(r.checkpoint), preset)
     assert result["solved"] == result["samples"], result
