@@ -730,3 +730,51 @@ def test_cli_relax_options(tmp_path: Path) -> None:
     assert summary["stop_on_solve"] is False and summary["repair"] is False
     assert main(["train", "--resume", str(out), "--epochs", "4", "--repair", "--quiet"]) == 0
     assert json.loads((out / "summary.json").read_text())["repair"] is True
+
+
+# ---- restarts --------------------------------------------------------------------------
+
+
+def test_restarts_draw_fresh_wiring_and_resume_bit_identically(tmp_path: Path) -> None:
+    """An unsolved attempt is replaced every `restart_every` epochs by the wiring of
+    `restart_seed(seed, attempt)`; a run interrupted before or after a restart resumes
+    to exactly the straight run."""
+    from logicars.train import restart_seed
+
+    preset = tiny_async_preset()
+    kw = {"seed": 5, "restart_every": 3, "quiet": True, "stop_on_solve": False}
+    straight = train(preset, epochs=8, out=tmp_path / "straight", **kw)
+    assert straight.summary["restarts"] == [
+        {"epoch": 3, "seed": restart_seed(5, 1)},
+        {"epoch": 6, "seed": restart_seed(5, 2)},
+    ]
+    fresh = logicars.Model(preset.spec, restart_seed(5, 2))
+    for k, w in fresh.wires().items():
+        np.testing.assert_array_equal(w, straight.model.wires()[k])
+    assert straight.model.optimizer_state()["t"] == 2  # its optimizer is new too
+
+    for split in (3, 4):
+        first = train(preset, epochs=split, out=tmp_path / f"split{split}", **kw)
+        resumed = train(None, epochs=8, resume=first.run_dir, quiet=True, stop_on_solve=False)
+        assert same_state(straight.model, resumed.model)
+        assert losses(straight) == losses(resumed)
+        assert resumed.summary["restarts"] == straight.summary["restarts"]
+
+
+def test_restart_seeds_are_distinct_64_bit_draws() -> None:
+    from logicars.train import restart_seed
+
+    seeds = {restart_seed(s, a) for s in range(20) for a in range(1, 6)}
+    assert len(seeds) == 100 and all(0 <= s < 2**64 for s in seeds)
+    assert restart_seed(3, 1) == restart_seed(3, 1)
+
+
+def test_cli_restart_every(tmp_path: Path) -> None:
+    from logicars.cli import main
+
+    out = tmp_path / "r"
+    args = ["train", "gol", "--epochs", "5", "--restart-every", "2", "--quiet", "--out", str(out)]
+    assert main(args) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["restart_every"] == 2 and [r["epoch"] for r in summary["restarts"]] == [2, 4]
+    assert main(["train", "gol", "--restart-every", "0"]) == 2

@@ -156,6 +156,13 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
         "run keeps its setting)",
     )
     p.add_argument(
+        "--restart-every",
+        type=_int_at_least(1),
+        metavar="N",
+        help="replace an attempt that has not solved the task after N epochs by a fresh "
+        "wiring, while --epochs last (default: the preset's)",
+    )
+    p.add_argument(
         "--checkpoint-every",
         type=_int_at_least(1),
         metavar="N",
@@ -205,6 +212,7 @@ def _run_train(args: argparse.Namespace) -> int:
         early_stop=args.early_stop,
         stop_on_solve=args.stop_on_solve,
         repair=args.repair,
+        restart_every=args.restart_every,
         checkpoint_every=args.checkpoint_every or DEFAULT_CHECKPOINT_EVERY,
         init=args.init,
         relax=args.relax,

@@ -52,6 +52,9 @@ class Preset:
     # File in `logicars/data/` (fixture-format npz) with the wiring and logits a run
     # starts from when no seed is given; None: a fresh `Model(spec, seed)`.
     init: str | None = None
+    # Epochs after which an attempt that has not solved the task is replaced by a fresh
+    # wiring (`train(restart_every=...)`); None: one attempt for all `epochs`.
+    restart_every: int | None = None
 
     def init_path(self) -> Path | None:
         """The default start's npz, or None (see `init`)."""

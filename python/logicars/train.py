@@ -208,10 +208,20 @@ class _State:
     # (its epoch and `RepairResult.to_dict()`).
     repair: bool = False
     repairs: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    # Restarts: an attempt unsolved after `restart_every` epochs is replaced by a fresh
+    # wiring; each restart's `{"epoch": the last epoch of the old attempt, "seed": the
+    # new wiring's}`.
+    restart_every: int | None = None
+    restarts: list[dict[str, int]] = dataclasses.field(default_factory=list)
 
     @property
     def epoch(self) -> int:
         return self.metrics[-1].epoch if self.metrics else 0
+
+    @property
+    def attempt_start(self) -> int:
+        """The epoch after which the current attempt (wiring) started."""
+        return self.restarts[-1]["epoch"] if self.restarts else 0
 
     @property
     def elapsed(self) -> float:
@@ -244,6 +254,8 @@ class _State:
             "solved_seconds": self.solved_seconds,
             "repair": self.repair,
             "repairs": self.repairs,
+            "restart_every": self.restart_every,
+            "restarts": self.restarts,
             "interrupted": interrupted,
             "early_stopped": early_stopped,
         }
@@ -281,6 +293,7 @@ class _State:
             first = extra["first_epoch_hard_zero"]
             solved = extra.get("solved_epoch")
             solved_s = extra.get("solved_seconds")
+            every = extra.get("restart_every")
             return cls(
                 preset=preset,
                 seed=int(extra["seed"]),
@@ -296,6 +309,11 @@ class _State:
                 solved_seconds=None if solved_s is None else float(solved_s),
                 repair=bool(extra.get("repair", False)),
                 repairs=[dict(r) for r in extra.get("repairs", [])],
+                restart_every=None if every is None else int(every),
+                restarts=[
+                    {"epoch": int(r["epoch"]), "seed": int(r["seed"])}
+                    for r in extra.get("restarts", [])
+                ],
             )
         except (KeyError, TypeError, ValueError) as e:
             raise CheckpointError(
@@ -432,6 +450,7 @@ def train(
     noise: float | None = None,
     warmup: int | None = None,
     repair: bool | None = None,
+    restart_every: int | None = None,
 ) -> RunResult:
     """Trains `preset` (a name from `PRESETS` or a `Preset`) and writes a run directory.
 
@@ -462,6 +481,10 @@ def train(
       search for gate changes that make it pass (`logicars.repair`; at most every
       `REPAIR_EVERY` epochs, and once more at the end of an unsolved run). Default: on
       for a new run; a resumed run keeps its setting unless given.
+    - `restart_every`: replace an attempt that has not passed the validation check after
+      this many epochs (its end-of-attempt repair included) by a fresh wiring drawn from
+      `restart_seed(seed, attempt)`, while `epochs` last. Default: the preset's
+      (`Preset.restart_every`); a resumed run keeps its setting unless given.
     - `checkpoint_every`: epochs between checkpoints (None: only at the end).
     - `init`: start from the wiring and logits in this npz (fixture format, see
       `Model.from_npz`; e.g. the reference notebook's own initialisation) instead of a
@@ -487,6 +510,8 @@ def train(
         early_stop = check_int("early_stop", early_stop, 1)
     if checkpoint_every is not None:
         checkpoint_every = check_int("checkpoint_every", checkpoint_every, 1)
+    if restart_every is not None:
+        restart_every = check_int("restart_every", restart_every, 1)
     if preset is None and resume is None:
         raise ValueError("a preset is required unless resuming a run")
     relax_options = {"tau": tau, "noise": noise, "warmup": warmup}
@@ -520,6 +545,8 @@ def train(
         state.stop_on_solve = bool(stop_on_solve)
         if repair is not None:
             state.repair = bool(repair)
+        if restart_every is not None:
+            state.restart_every = restart_every
         if state.epoch >= state.target_epochs:
             raise ValueError(
                 f"the run in {ckpt.parent} has already trained {state.epoch} of "
@@ -564,6 +591,7 @@ def train(
             early_stop=early_stop,
             stop_on_solve=bool(stop_on_solve),
             repair=True if repair is None else bool(repair),
+            restart_every=p.restart_every if restart_every is None else restart_every,
             rng=np.random.default_rng(seed),
             metrics=[],
             init=None if init is None else str(init),
@@ -621,6 +649,18 @@ def _run(
         with bar, open(metrics_path, "a", newline="") as mf:
             writer = csv.writer(mf, lineterminator="\n")
             for epoch in range(start_epoch + 1, state.target_epochs + 1):
+                # An attempt that ran its epochs unsolved: repair it, else a fresh wiring.
+                # Checked before the epoch, so that a run ending (or interrupted) right
+                # there restarts when resumed, as the straight run does.
+                if _attempt_over(state):
+                    if _final_repair(model, state):
+                        state.solved_epoch = state.epoch
+                        state.solved_seconds = offset + time.perf_counter() - t0
+                        if state.stop_on_solve:
+                            early_stopped = True
+                            break
+                    else:
+                        model = _restart(model, state)
                 x, y = dataset.sample(state.rng)
                 soft, hard = model.train_step(x, y)
                 row = EpochMetrics(epoch, soft, hard, offset + time.perf_counter() - t0)
@@ -653,14 +693,7 @@ def _run(
                 if checkpoint_every is not None and epoch % checkpoint_every == 0:
                     save_checkpoint(ckpt, model, state.to_extra())
         interrupted = stop.requested and state.epoch < state.target_epochs and not early_stopped
-        if (
-            state.repair
-            and state.solved_epoch is None
-            and state.epoch == state.target_epochs
-            and not any(r["epoch"] == state.epoch for r in state.repairs)
-            and _came_close(state)
-            and _repaired(model, state, FINAL_REPAIR_BUDGET)
-        ):
+        if state.epoch == state.target_epochs and _final_repair(model, state):
             state.solved_epoch = state.epoch
             state.solved_seconds = offset + time.perf_counter() - t0
         # The final checkpoint first: whatever happens while plotting, the run is safe.
@@ -703,13 +736,45 @@ FINAL_REPAIR_BUDGET = 2000
 CLOSE_FRACTION = 0.01
 
 
-def _came_close(state: _State) -> bool:
-    """Whether some epoch's hard loss (wrong cells of its batch) was at most
-    `CLOSE_FRACTION` of the batch's cells, or 1."""
+def _final_repair(model: Model, state: _State) -> bool:
+    """The repair at the end of an unsolved attempt that came close (some epoch's hard
+    loss, the wrong cells of its batch, at most `CLOSE_FRACTION` of the batch's cells,
+    or 1); whether it made the circuit pass."""
+    if not state.repair or state.solved_epoch is not None:
+        return False
+    if any(r["epoch"] == state.epoch for r in state.repairs):
+        return False  # this epoch's repair already ran
     p = state.preset
     cells = p.batch * p.height * p.width * len(p.spec.loss_channels)
-    lowest = min((m.hard_loss for m in state.metrics), default=math.inf)
-    return lowest <= max(1.0, CLOSE_FRACTION * cells)
+    attempt = state.metrics[state.attempt_start :]
+    lowest = min((m.hard_loss for m in attempt), default=math.inf)
+    if lowest > max(1.0, CLOSE_FRACTION * cells):
+        return False
+    return _repaired(model, state, FINAL_REPAIR_BUDGET)
+
+
+def _attempt_over(state: _State) -> bool:
+    """Whether the current attempt has trained its `restart_every` epochs unsolved."""
+    return (
+        state.restart_every is not None
+        and state.solved_epoch is None
+        and state.epoch - state.attempt_start == state.restart_every
+    )
+
+
+def restart_seed(seed: int, attempt: int) -> int:
+    """The wiring seed of attempt `attempt` (1, 2, ...) of a run with seed `seed`: a 64-bit
+    draw of `SeedSequence([seed, attempt])`, unrelated to the seeds of other runs."""
+    words = np.random.SeedSequence([seed, attempt]).generate_state(2, np.uint32)
+    return int(words[0]) | int(words[1]) << 32
+
+
+def _restart(model: Model, state: _State) -> Model:
+    """A fresh model (new wiring and logits, fresh optimizer) for the next attempt."""
+    seed = restart_seed(state.seed, len(state.restarts) + 1)
+    state.restarts.append({"epoch": state.epoch, "seed": seed})
+    state.zero_streak = 0
+    return Model(model.spec, seed)
 
 
 def _solves_or_repairs(model: Model, state: _State) -> bool:
@@ -752,6 +817,8 @@ def _summary(model: Model, state: _State, interrupted: bool, early_stopped: bool
         "solved_seconds": state.solved_seconds,
         "repair": state.repair,
         "repairs": state.repairs,
+        "restart_every": state.restart_every,
+        "restarts": state.restarts,
         "wall_seconds": round(state.elapsed, 3),
         "active_gates": active_gates(model),
         # Held-out check of the discrete circuit (all 512 boards for gol, fresh starts
