@@ -75,7 +75,7 @@ def table(grouped: dict[tuple[str, str, int], list[dict]]) -> list[str]:
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for (preset, relax, epochs), runs in sorted(grouped.items()):
-        paper = get_preset(preset).epochs
+        paper = get_preset(preset).paper_epochs()
         ok = [s for s in runs if solved(s)]
         early = [s for s in ok if s["solved_epoch"] is not None and s["solved_epoch"] <= paper]
         solved_at = [s for s in runs if s["solved_epoch"] is not None]

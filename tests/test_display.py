@@ -60,9 +60,10 @@ def images(html: str) -> list[tuple[str, Image.Image]]:
 
 @pytest.fixture(scope="module")
 def gol_run(tmp_path_factory: pytest.TempPathFactory) -> logicars.RunResult:
-    """The Game of Life on its defaults: it stops once solved (about 1000 epochs, seconds)."""
+    """The Game of Life from seed 2, which solves in its first attempt (about 1300 epochs,
+    seconds): the run stops once solved."""
     out = tmp_path_factory.mktemp("display") / "gol"
-    run = logicars.train("gol", out=out, threads=1, quiet=True)
+    run = logicars.train("gol", seed=2, out=out, threads=1, quiet=True)
     assert run.summary["solved_epoch"] == len(run.metrics) < 3000
     return run
 

@@ -41,10 +41,20 @@ def test_preset_numbers(
     p = PRESETS[name]
     s = p.spec
     assert (s.channels, p.height, p.width, p.batch) == (c, hw, hw, batch)
-    assert (s.num_steps, s.periodic, s.lr, p.epochs) == (steps, periodic, lr, epochs)
+    assert (s.num_steps, s.periodic, s.lr, p.paper_epochs()) == (steps, periodic, lr, epochs)
     assert s.perceive.n_kernels == k
     assert s.perceive.layers == perceive
     assert s.update.layers == update
+
+
+def test_restarts_fit_the_epoch_budget() -> None:
+    # A preset that restarts trains whole attempts, the first the notebook's length.
+    for p in PRESETS.values():
+        if p.restart_every is not None:
+            assert p.epochs % p.restart_every == 0 and p.epochs > p.restart_every
+            assert p.notebook_epochs is not None and p.restart_every >= p.notebook_epochs
+        else:
+            assert p.notebook_epochs is None
 
 
 def test_fire_rate_and_loss_channels() -> None:

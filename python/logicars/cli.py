@@ -262,7 +262,7 @@ def presets_table() -> str:
                 f"{p.height}x{p.width}",
                 str(p.batch),
                 steps,
-                str(p.epochs),
+                str(p.epochs) if p.restart_every is None else f"{p.epochs} ({p.restart_every})",
                 p.start(),
                 f"{p.gates():,}",
                 f"{p.gate_cell_evals_per_epoch():,}",
@@ -274,6 +274,11 @@ def presets_table() -> str:
     for r in rows:
         cells = [c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))]
         lines.append("  ".join(cells).rstrip())
+    if any(p.restart_every is not None for p in PRESETS.values()):
+        lines.append(
+            "epochs (N): an attempt still unsolved after N epochs restarts from a fresh "
+            "wiring (--restart-every)"
+        )
     if any(p.init is not None for p in PRESETS.values()):
         lines.append(
             f"{NOTEBOOK_START}: starts from the reference notebook's own seed-23 wiring "
