@@ -733,7 +733,7 @@ def _solves(model: Model, preset: Preset) -> bool:
 REPAIR_EVERY = 100
 REPAIR_BUDGET = 300
 FINAL_REPAIR_BUDGET = 2000
-CLOSE_FRACTION = 0.01
+CLOSE_FRACTION = 0.05
 
 
 def _final_repair(model: Model, state: _State) -> bool:
