@@ -1,15 +1,15 @@
 """Write docs/results.md: every preset trained on its defaults, plus the seed sweeps.
 
-    python scripts/make_results.py [--runs runs/results] [--sweeps runs/sweep] [--train]
+    python scripts/make_results.py [--runs runs/results] [--sweeps DIR ...] [--train]
 
 For each preset it reads the run directory `<runs>/<preset>` (with `--train`, a missing
 one is trained first with the preset's defaults, exactly what
 `python -m logicars train <preset>` does), copies its loss plot and rollout GIF to
 docs/img/results/, writes its interactive page (`python -m logicars view`) to
 docs/pages/<preset>.html, and writes one table of all presets, each row linking its page,
-and a section per preset. The seed sweeps of `python -m logicars sweep <preset> --seeds
-... --out <sweeps>` (scripts/seed_sweep.py runs them all) become the success-rate tables:
-the points of `<sweeps>/sweep.json` that set nothing but the preset and the seed.
+and a section per preset. The seed sweeps (`python -m logicars sweep <preset> --seeds
+... --out DIR`, scripts/seed_sweep.py runs them) become the success-rate table, its plot
+and the per-seed tables.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import platform
 import shutil
 from datetime import date
 from pathlib import Path
+
+import numpy as np
 
 import logicars
 from logicars.presets import NOTEBOOK_START
@@ -92,69 +94,115 @@ def lowest_hard_loss(metrics: Path) -> tuple[float, int]:
     return min(rows)
 
 
-def sweep_table(rows: list[dict], sweeps: Path) -> list[str]:
+def seed_runs(sweeps: list[Path]) -> dict[str, list[dict]]:
+    """Per preset, the finished runs of the sweep directories (their `*/summary.json`)
+    by seed, in seed order; a seed's run in a later directory replaces an earlier one
+    (e.g. a sweep that re-ran with restarts the seeds whose first attempt failed)."""
+    found: dict[tuple[str, int], dict] = {}
+    for d in sweeps:
+        for path in sorted(d.glob("*/summary.json")):
+            s = json.loads(path.read_text())
+            if s.get("interrupted") or (s["epochs"] < s["target_epochs"] and not s["solved_epoch"]):
+                continue  # unfinished
+            s["run_dir"] = path.parent
+            found[(s["preset"], s["seed"])] = s
+    by_preset: dict[str, list[dict]] = {}
+    for (preset, _), s in sorted(found.items()):
+        by_preset.setdefault(preset, []).append(s)
+    return by_preset
+
+
+def held_out_ok(s: dict) -> bool:
+    return s["hard_eval"]["solved"] == s["hard_eval"]["samples"]
+
+
+def first_attempt_ok(s: dict) -> bool:
+    """Solved by the first wiring within the notebook's epochs."""
+    paper = logicars.get_preset(s["preset"]).paper_epochs()
+    return held_out_ok(s) and not s.get("restarts") and s["solved_epoch"] <= paper
+
+
+def quantiles(values: list[float]) -> str:
+    if not values:
+        return "–"
+    return f"{np.median(values):.0f} / {np.percentile(values, 90):.0f}"
+
+
+def budget(s: dict) -> str:
+    every = s.get("restart_every")
+    return str(s["target_epochs"]) if every is None else f"{s['target_epochs']} ({every})"
+
+
+def solving_table(runs: dict[str, list[dict]]) -> list[str]:
     lines = [
-        "| seed | first epoch with hard loss 0 | final soft loss | final hard loss "
-        "| lowest hard loss (epoch) | held-out inputs solved | active gates |",
-        "|---|---|---|---|---|---|---|",
+        "| preset | seeds | epochs (attempt) | solved | solved by the first wiring in the "
+        "notebook's epochs | epochs to solve (median / p90) | seconds to solve (median / "
+        "p90) | attempts (max) | final hard − soft loss (median) | active gates (median) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for r in rows:
-        zero = r["first_epoch_hard_zero"]
-        low, at = lowest_hard_loss(sweeps / r["name"] / "metrics.csv")
+    for name in logicars.PRESETS:
+        rs = runs.get(name)
+        if not rs:
+            continue
+        ok = [s for s in rs if held_out_ok(s)]
+        first = [s for s in rs if first_attempt_ok(s)]
+        paper = logicars.get_preset(name).paper_epochs()
+        at = [s for s in ok if s["solved_epoch"] is not None]
+        budgets = sorted({budget(s) for s in rs})
+        gap = [s["final_hard_loss"] - s["final_soft_loss"] for s in rs]
         lines.append(
-            f"| {r['options']['seed']} | {'never' if zero is None else zero} "
-            f"| {r['final_soft_loss']:.3g} | {r['final_hard_loss']:g} | {low:g} ({at}) "
-            f"| {r['held_out_solved']}/{r['held_out_samples']} | {r['active_gates']} |"
+            f"| `{name}` | {len(rs)} | {', '.join(budgets)} "
+            f"| **{len(ok)} ({100 * len(ok) / len(rs):.0f}%)** "
+            f"| {len(first)} ({100 * len(first) / len(rs):.0f}%, ≤ {paper}) "
+            f"| {quantiles([s['solved_epoch'] for s in at])} "
+            f"| {quantiles([s['solved_seconds'] for s in at])} "
+            f"| {1 + max(len(s.get('restarts', [])) for s in rs)} "
+            f"| {np.median(gap):.3g} | {np.median([s['active_gates'] for s in rs]):.0f} |"
         )
     return lines
 
 
-def seed_sweeps(sweeps: Path) -> dict[str, list[dict]]:
-    """Per preset, the finished points of the sweep in `sweeps` that vary the seed alone
-    (the preset's defaults otherwise), in seed order."""
-    path = sweeps / "sweep.json"
-    rows = json.loads(path.read_text())["rows"] if path.exists() else []
-    by_preset: dict[str, list[dict]] = {}
-    for r in rows:
-        if r["status"] == "done" and set(r["options"]) == {"preset", "seed"}:
-            by_preset.setdefault(r["options"]["preset"], []).append(r)
-    return {k: sorted(v, key=lambda r: r["options"]["seed"]) for k, v in by_preset.items()}
+def solving_plot(runs: dict[str, list[dict]]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [n for n in logicars.PRESETS if runs.get(n)]
+    fig, ax = plt.subplots(figsize=(7.5, 3.4))
+    for i, (label, ok) in enumerate(
+        [("first wiring, notebook's epochs", first_attempt_ok), ("repair + restarts", held_out_ok)]
+    ):
+        ys = [100 * sum(map(ok, runs[n])) / len(runs[n]) for n in names]
+        bars = ax.bar([j + (i - 0.5) * 0.38 for j in range(len(names))], ys, 0.38, label=label)
+        ax.bar_label(bars, fmt="%.0f", fontsize=7)
+    ax.set_xticks(range(len(names)), names)
+    ax.set_ylabel("seeds solved (%)")
+    ax.set_ylim(0, 105)
+    ax.legend(fontsize=8, loc="upper right")
+    ax.set_title("Held-out check solved over seeds")
+    fig.tight_layout()
+    fig.savefig(IMAGES / "solve-rate.png", dpi=110)
+    plt.close(fig)
 
 
-def longer_runs(extra: Path) -> list[str]:
-    """Runs trained past the notebook's epochs (`train --resume DIR --epochs N`) to see
-    whether more training closes the gap between the soft and the hard circuit."""
-    dirs = sorted(d for d in extra.glob("*") if (d / "summary.json").exists())
-    if not dirs:
-        return []
+def seed_table(rows: list[dict]) -> list[str]:
     lines = [
-        "## Growth presets: few wiring draws solve them",
-        "",
-        "Most `lizard` and `colored-g` runs do not reach hard loss 0 in the notebook's "
-        "epochs (sweeps above): in the best failing colored-G runs the soft loss falls to "
-        "1e-3 and below while a few cells of the hard circuit stay wrong, the relaxed "
-        "circuit solving the task through gates that are still mixtures whose argmax "
-        "computes something else, and training longer does not close that gap once the "
-        "soft loss, and with it the gradient, is near 0 (the runs below continue a sweep "
-        "run with `--resume`). The semantics match the notebook at full size and over "
-        "training ([notebook.md](notebook.md)); the outcome depends on the wiring draw. "
-        "So `colored-g` defaults to seed 13, the one of 16 seeds tried that solves it, "
-        "and `lizard` starts from the notebook's own seed-23 wiring (shipped in "
-        "`logicars/data`), which solves it where none of this engine's 11 seeds tried "
-        "does. The hyper-parameters are the notebook's.",
-        "",
-        "| run | preset | seed | epochs | final soft loss | final hard loss "
-        "| lowest hard loss (epoch) |",
-        "|---|---|---|---|---|---|---|",
+        "| seed | attempts | epoch solved | repairs (gates changed) | final soft loss "
+        "| lowest hard loss (epoch) | held-out inputs solved | active gates |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for d in dirs:
-        s = json.loads((d / "summary.json").read_text())
-        low, at = lowest_hard_loss(d / "metrics.csv")
+    for s in rows:
+        low, at = lowest_hard_loss(s["run_dir"] / "metrics.csv")
+        repairs = s.get("repairs", [])
+        changed = sum(len(r["changes"]) for r in repairs)
         lines.append(
-            f"| `{d.name}` | `{s['preset']}` | {s['seed']} | {s['epochs']} "
-            f"| {s['final_soft_loss']:.3g} | {s['final_hard_loss']:g} | {low:g} ({at}) |"
+            f"| {s['seed']} | {1 + len(s.get('restarts', []))} "
+            f"| {s['solved_epoch'] or 'never'} | {len(repairs)} ({changed}) "
+            f"| {s['final_soft_loss']:.3g} | {low:g} ({at}) | {solved(s)} "
+            f"| {s['active_gates']} |"
         )
-    return lines + [""]
+    return lines
 
 
 def analysis_section() -> list[str]:
@@ -181,7 +229,7 @@ def analysis_section() -> list[str]:
     return lines
 
 
-def write(runs: Path, sweeps: Path, train: bool) -> Path:
+def write(runs: Path, sweeps: list[Path], train: bool) -> Path:
     IMAGES.mkdir(parents=True, exist_ok=True)
     summaries = {}
     for name in logicars.PRESETS:
@@ -192,15 +240,17 @@ def write(runs: Path, sweeps: Path, train: bool) -> Path:
                 shutil.copyfile(runs / name / f, IMAGES / f"{name}-{f}")
             write_page(runs, name)
     threads = sorted({s["threads"] for s in summaries.values()})
+    seeds = seed_runs(sweeps)
     out = [
         "# Results: the paper's five experiments on a laptop-class CPU",
         "",
         f"Generated by `python scripts/make_results.py` on {date.today().isoformat()}, on "
         f"{cpu_name()} ({', '.join(map(str, threads))} engine threads), logicars "
         f"{logicars.__version__}, {logicars.build_info()['simd_level']} kernels. Every run is "
-        "`python -m logicars train <preset>` on its defaults (epochs and learning rate "
-        "as the notebook; seed: see below). Wall time includes checkpoints, plots and "
-        "the GIF.",
+        "`python -m logicars train <preset>` on its defaults: the notebook's architecture "
+        "and learning rate, and its epochs or, where one attempt of them solves too few "
+        "seeds, several attempts (see *Training that solves*). Wall time includes "
+        "checkpoints, repairs, plots and the GIF.",
         "",
         "*Held-out inputs solved*: the trained hard circuit run on inputs it was not "
         "trained on (`logicars.evaluate`): all 512 boards for `gol`, 16 fresh random "
@@ -216,6 +266,34 @@ def write(runs: Path, sweeps: Path, train: bool) -> Path:
         "",
         *main_table(summaries),
         "",
+    ]
+    if seeds:
+        solving_plot(seeds)
+        out += [
+            "## Training that solves: repair and restarts",
+            "",
+            "A run stops once its hard circuit passes the validation check (the held-out "
+            "check on its own draw of inputs), *repairs* a circuit that gets its batch "
+            "right but fails the check (a greedy search over the least confident gates' "
+            "next most likely ops, `logicars.repair`), and, where the preset says so, "
+            "*restarts* from a fresh wiring when an attempt of the notebook's length (or "
+            "the attempt length shown in brackets) ends unsolved. The table is the seed "
+            "sweeps of the sections below (`python -m logicars sweep <preset> --seeds "
+            "...`, one engine thread per run; results do not depend on the thread count); "
+            "*solved* means the final circuit passes the held-out check of the summary, on "
+            "other inputs than the validation's. *Solved by the first wiring in the "
+            "notebook's epochs* counts the runs that passed before the notebook's epoch "
+            "count without a restart. The relaxation modes of the literature (Gumbel "
+            "straight-through, hard straight-through, truth tables, annealing) are measured "
+            "in [relaxations.md](relaxations.md): none beat the notebook's softmax, which "
+            "every preset trains with.",
+            "",
+            *solving_table(seeds),
+            "",
+            "![seeds solved per preset](img/results/solve-rate.png)",
+            "",
+        ]
+    out += [
         "## Seeds",
         "",
         "The notebook trains with seed 23 of JAX's random streams. This engine draws "
@@ -223,16 +301,13 @@ def write(runs: Path, sweeps: Path, train: bool) -> Path:
         "PCG64), so the same number is a different run here. An earlier check fed the "
         "JAX run's own wiring and batches into this engine and it followed the JAX run "
         "to hard loss 0 on all 512 Game of Life boards: the semantics match, and "
-        "whether a run reaches hard loss 0 depends on the draws. Each preset's default "
-        "seed is therefore the lowest seed from 0 up that reaches it (tables below, from "
-        "`python -m logicars sweep <preset> --seeds ...`, one engine thread per run; "
-        "results do not depend on the thread count). The lizard is the exception: none "
-        "of this engine's seeds tried solves it, so it starts from the notebook's own "
-        "seed-23 wiring (seed column `nb23`; `--seed N` trains this engine's draw "
-        "instead). The hyper-parameters are the notebook's.",
+        "whether an attempt reaches a working circuit depends on the draws. *Attempts*: "
+        "the wirings a run trained (a restart after each unsolved attempt); *repairs*: "
+        "the repair searches it ran and the gates they changed. The lizard's default "
+        "run starts from the notebook's own seed-23 wiring (seed column `nb23`); "
+        "`--seed N` trains this engine's draw instead, as in the sweeps.",
         "",
     ]
-    sweep_rows = seed_sweeps(sweeps)
     for name in logicars.PRESETS:
         out.append(f"### `{name}`")
         out.append("")
@@ -242,14 +317,13 @@ def write(runs: Path, sweeps: Path, train: bool) -> Path:
                 f"![{name} rollout](img/results/{name}-rollout.gif)"
             )
             out.append("")
-        rows = sweep_rows.get(name)
+        rows = seeds.get(name)
         if rows:
-            ok = sum(r["solved"] for r in rows)
+            ok = sum(held_out_ok(r) for r in rows)
             out.append(f"Seeds that solve every held-out input: {ok} of {len(rows)}.")
             out.append("")
-            out.extend(sweep_table(rows, sweeps))
+            out.extend(seed_table(rows))
             out.append("")
-    out.extend(longer_runs(sweeps.parent / "extra"))
     out.extend(analysis_section())
     target = DOCS / "results.md"
     target.write_text("\n".join(out) + "\n")
@@ -259,7 +333,14 @@ def write(runs: Path, sweeps: Path, train: bool) -> Path:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=Path, default=ROOT / "runs" / "results")
-    p.add_argument("--sweeps", type=Path, default=ROOT / "runs" / "sweep")
+    p.add_argument(
+        "--sweeps",
+        type=Path,
+        nargs="*",
+        default=[],
+        help="sweep directories of seed sweeps (a later one's run of a seed replaces an "
+        "earlier one's)",
+    )
     p.add_argument("--train", action="store_true", help="train presets whose run is missing")
     args = p.parse_args()
     print(write(args.runs, args.sweeps, args.train))

@@ -1,4 +1,4 @@
-"""The relaxation section of docs/results.md: success rate of each training relaxation
+"""The table of docs/relaxations.md: success rate of each training relaxation
 over seeds, per preset, from the run directories of `python -m logicars sweep`.
 
     python scripts/relax_results.py SWEEP_DIR [SWEEP_DIR ...]
@@ -12,7 +12,7 @@ held-out input (`hard_eval`), and of those the runs that solved within the prese
 epoch and training seconds at which the run's hard circuit first passed the validation check
 (`solved_epoch`, `solved_seconds`: runs stop there), the median final gap between the
 hard and the soft loss, and the median active gates. The section replaces what stands
-between the markers in docs/results.md, and a bar plot of the success rates goes to
+between the markers in docs/relaxations.md, and a bar plot of the success rates goes to
 docs/img/results/relax-success.png.
 """
 
@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "docs" / "results.md"
+RESULTS = ROOT / "docs" / "relaxations.md"
 PLOT = ROOT / "docs" / "img" / "results" / "relax-success.png"
 START, END = "<!-- relaxations:start -->", "<!-- relaxations:end -->"
 

@@ -2,11 +2,12 @@
 
     python scripts/seed_sweep.py [PRESET ...] [--seeds 0-9] [--root runs/sweep] [--workers N]
 
-Every preset sweeps into the one sweep directory `<root>` (the same as
-`python -m logicars sweep <preset> --seeds <seeds> --out <root>`), with the seeds
-docs/results.md reports unless `--seeds` is given; re-running skips the finished points
-and resumes the interrupted ones. `<root>/sweep.json` then holds every preset's points
-and scripts/make_results.py turns them into the success-rate tables.
+Every preset sweeps into its own directory `<root>/<preset>` (the same as
+`python -m logicars sweep <preset> --seeds <seeds> --out <root>/<preset>`), on the
+preset's defaults (epochs, restarts, repair), with the seeds docs/results.md reports
+unless `--seeds` is given; re-running skips the finished points and resumes the
+interrupted ones. `python scripts/make_results.py --sweeps <root>/*` turns them into the
+success-rate tables.
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ import logicars
 
 # The seeds docs/results.md reports per preset.
 SEEDS = {
-    "gol": "0-9",
-    "checkerboard": "0-9",
-    "checkerboard-async": "0-4",
-    "lizard": "0-10",
-    "colored-g": "0-15",
+    "gol": "0-19",
+    "checkerboard": "0-19",
+    "checkerboard-async": "0-19",
+    "lizard": "0-5",
+    "colored-g": "0-9",
 }
 
 
@@ -35,7 +36,7 @@ def main() -> None:
     args = p.parse_args()
     for name in args.presets:
         grid = {"preset": name, "seed": args.seeds or SEEDS.get(name, "0-9")}
-        logicars.sweep(grid, out=args.root, workers=args.workers)
+        logicars.sweep(grid, out=args.root / name, workers=args.workers)
 
 
 if __name__ == "__main__":
