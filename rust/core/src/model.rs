@@ -500,7 +500,7 @@ impl Model {
             gates
                 .map(|(g, w)| {
                     let noise = relax::GateNoise::new(seed, step, g as u64);
-                    relax.relax(w, step, |op| noise.draw(op as u64))
+                    relax.relax(w, step, || noise.draws())
                 })
                 .collect()
         });
