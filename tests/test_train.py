@@ -735,12 +735,19 @@ def test_cli_relax_options(tmp_path: Path) -> None:
 # ---- restarts --------------------------------------------------------------------------
 
 
-def test_restarts_draw_fresh_wiring_and_resume_bit_identically(tmp_path: Path) -> None:
+def test_restarts_draw_fresh_wiring_and_resume_bit_identically(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """An unsolved attempt is replaced every `restart_every` epochs by the wiring of
     `restart_seed(seed, attempt)`; a run interrupted before or after a restart resumes
     to exactly the straight run."""
+    import importlib
+
+    train_module = importlib.import_module("logicars.train")
     from logicars.train import restart_seed
 
+    # Every attempt equally far from solving: the run ends with its last one.
+    monkeypatch.setattr(train_module, "_validation_score", lambda model, preset: [1, 0])
     preset = tiny_async_preset()
     kw = {"seed": 5, "restart_every": 3, "quiet": True, "stop_on_solve": False}
     straight = train(preset, epochs=8, out=tmp_path / "straight", **kw)
@@ -759,6 +766,39 @@ def test_restarts_draw_fresh_wiring_and_resume_bit_identically(tmp_path: Path) -
         assert same_state(straight.model, resumed.model)
         assert losses(straight) == losses(resumed)
         assert resumed.summary["restarts"] == straight.summary["restarts"]
+
+
+def test_a_run_whose_attempts_all_fail_keeps_the_best(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The final circuit of an unsolved run is its attempt closest to passing the
+    validation check (here the first), also when interrupted and resumed."""
+    import importlib
+
+    train_module = importlib.import_module("logicars.train")
+
+    preset = tiny_async_preset()
+    first = logicars.Model(preset.spec, 5).wires()
+
+    def score(model: logicars.Model, preset: object) -> list[int]:
+        wires = model.wires()
+        return [1 if all(np.array_equal(wires[k], first[k]) for k in first) else 3, 0]
+
+    monkeypatch.setattr(train_module, "_validation_score", score)
+    kw = {"seed": 5, "restart_every": 3, "quiet": True, "stop_on_solve": False}
+    straight = train(preset, epochs=9, out=tmp_path / "straight", **kw)
+    s = straight.summary
+    assert s["kept_attempt"] == 0 and len(s["restarts"]) == 2 and s["solved_epoch"] is None
+    for k, w in first.items():
+        np.testing.assert_array_equal(w, straight.model.wires()[k])
+    assert (straight.run_dir / "best-attempt.safetensors").exists()
+    reloaded = logicars.Model.load(straight.checkpoint)
+    assert same_state(straight.model, reloaded)
+
+    part = train(preset, epochs=5, out=tmp_path / "part", **kw)
+    resumed = train(None, epochs=9, resume=part.run_dir, quiet=True, stop_on_solve=False)
+    assert same_state(straight.model, resumed.model)
+    assert resumed.summary["kept_attempt"] == 0
 
 
 def test_restart_seeds_are_distinct_64_bit_draws() -> None:

@@ -168,8 +168,10 @@ PRESETS: dict[str, Preset] = {
             batch=2,
             height=16,
             width=16,
-            epochs=500,
-            seed=4,
+            epochs=12000,
+            restart_every=1500,
+            notebook_epochs=500,
+            seed=0,
             description=_CHECKERBOARD_DESC + ", synchronous, 20 steps on 16x16",
         ),
         Preset(

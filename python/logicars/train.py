@@ -52,6 +52,8 @@ from .spec import ModelSpec, Relaxation
 PathLike = Union[str, "os.PathLike[str]"]
 
 CHECKPOINT_NAME = "model.safetensors"
+# The best unsolved attempt so far of a run that restarts (see `_keep_if_best`).
+BEST_ATTEMPT_NAME = "best-attempt.safetensors"
 TRAIN_STATE_KIND = "logicars-train"
 DEFAULT_CHECKPOINT_EVERY = 50
 PASS_THROUGH_OPS = (3, 5)  # A and B: wires, not logic
@@ -213,6 +215,12 @@ class _State:
     # new wiring's}`.
     restart_every: int | None = None
     restarts: list[dict[str, int]] = dataclasses.field(default_factory=list)
+    # The unsolved attempt with the best validation score so far, `{"attempt": index from
+    # 0, "epoch": its last epoch, "score": [inputs wrong, cells wrong]}` (its model is
+    # BEST_ATTEMPT_NAME in the run directory), and the attempt a run that ended unsolved
+    # kept as its final circuit when that was not its last one.
+    best_attempt: dict[str, Any] | None = None
+    kept_attempt: int | None = None
 
     @property
     def epoch(self) -> int:
@@ -256,6 +264,8 @@ class _State:
             "repairs": self.repairs,
             "restart_every": self.restart_every,
             "restarts": self.restarts,
+            "best_attempt": self.best_attempt,
+            "kept_attempt": self.kept_attempt,
             "interrupted": interrupted,
             "early_stopped": early_stopped,
         }
@@ -294,6 +304,8 @@ class _State:
             solved = extra.get("solved_epoch")
             solved_s = extra.get("solved_seconds")
             every = extra.get("restart_every")
+            best = extra.get("best_attempt")
+            kept = extra.get("kept_attempt")
             return cls(
                 preset=preset,
                 seed=int(extra["seed"]),
@@ -314,6 +326,14 @@ class _State:
                     {"epoch": int(r["epoch"]), "seed": int(r["seed"])}
                     for r in extra.get("restarts", [])
                 ],
+                best_attempt=None
+                if best is None
+                else {
+                    "attempt": int(best["attempt"]),
+                    "epoch": int(best["epoch"]),
+                    "score": [int(v) for v in best["score"]],
+                },
+                kept_attempt=None if kept is None else int(kept),
             )
         except (KeyError, TypeError, ValueError) as e:
             raise CheckpointError(
@@ -484,7 +504,9 @@ def train(
     - `restart_every`: replace an attempt that has not passed the validation check after
       this many epochs (its end-of-attempt repair included) by a fresh wiring drawn from
       `restart_seed(seed, attempt)`, while `epochs` last. Default: the preset's
-      (`Preset.restart_every`); a resumed run keeps its setting unless given.
+      (`Preset.restart_every`); a resumed run keeps its setting unless given. A run whose
+      attempts all end unsolved keeps the one closest to passing the validation check
+      (fewest inputs, then cells wrong; `summary["kept_attempt"]` when not the last).
     - `checkpoint_every`: epochs between checkpoints (None: only at the end).
     - `init`: start from the wiring and logits in this npz (fixture format, see
       `Model.from_npz`; e.g. the reference notebook's own initialisation) instead of a
@@ -660,6 +682,7 @@ def _run(
                             early_stopped = True
                             break
                     else:
+                        _keep_if_best(model, state, run_dir)
                         model = _restart(model, state)
                 x, y = dataset.sample(state.rng)
                 soft, hard = model.train_step(x, y)
@@ -696,6 +719,8 @@ def _run(
         if state.epoch == state.target_epochs and _final_repair(model, state):
             state.solved_epoch = state.epoch
             state.solved_seconds = offset + time.perf_counter() - t0
+        if state.epoch == state.target_epochs and state.solved_epoch is None:
+            model = _best_of_attempts(model, state, run_dir)
         # The final checkpoint first: whatever happens while plotting, the run is safe.
         save_checkpoint(
             ckpt, model, state.to_extra(interrupted=interrupted, early_stopped=early_stopped)
@@ -777,6 +802,35 @@ def _restart(model: Model, state: _State) -> Model:
     return Model(model.spec, seed)
 
 
+def _validation_score(model: Model, preset: Preset) -> list[int]:
+    """How far the hard circuit is from passing the validation check: `[inputs wrong,
+    cells wrong]`, compared in that order."""
+    check = evaluate(model, preset, samples=VALIDATION_SAMPLES, seed=VALIDATION_SEED)
+    return [check["samples"] - check["solved"], check["wrong_cells"]]
+
+
+def _keep_if_best(model: Model, state: _State, run_dir: Path) -> None:
+    """Before a restart: keep the ending attempt's model (BEST_ATTEMPT_NAME) if it scores
+    better than every earlier one, so that a run whose attempts all fail ends with the
+    best of them rather than the last (an async run's first attempt can be right on all
+    but a few of the validation's random starts, and its later ones far off)."""
+    score = _validation_score(model, state.preset)
+    if state.best_attempt is None or score < state.best_attempt["score"]:
+        model.save(run_dir / BEST_ATTEMPT_NAME)
+        attempt = len(state.restarts)
+        state.best_attempt = {"attempt": attempt, "epoch": state.epoch, "score": score}
+
+
+def _best_of_attempts(model: Model, state: _State, run_dir: Path) -> Model:
+    """The final circuit of a run that ended unsolved: its last attempt's, or an earlier
+    attempt's that scored better on the validation check."""
+    best = state.best_attempt
+    if best is None or not best["score"] < _validation_score(model, state.preset):
+        return model
+    state.kept_attempt = best["attempt"]
+    return Model.load(run_dir / BEST_ATTEMPT_NAME)
+
+
 def _solves_or_repairs(model: Model, state: _State) -> bool:
     """Whether the hard circuit passes the validation check, or a repair due now makes it."""
     if _solves(model, state.preset):
@@ -819,6 +873,7 @@ def _summary(model: Model, state: _State, interrupted: bool, early_stopped: bool
         "repairs": state.repairs,
         "restart_every": state.restart_every,
         "restarts": state.restarts,
+        "kept_attempt": state.kept_attempt,
         "wall_seconds": round(state.elapsed, 3),
         "active_gates": active_gates(model),
         # Held-out check of the discrete circuit (all 512 boards for gol, fresh starts
