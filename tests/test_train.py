@@ -650,10 +650,14 @@ def test_stop_on_solve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _fake_repairs(
-    monkeypatch: pytest.MonkeyPatch, hard: list[float], fixed_on_call: int | None
+    monkeypatch: pytest.MonkeyPatch,
+    hard: list[float],
+    fixed_on_call: int | None,
+    confirmed: bool = True,
 ) -> list[int]:
     """Training whose hard losses are `hard`, whose validation check never passes, and
-    whose repair (recorded: the epochs it ran at) succeeds on call `fixed_on_call`."""
+    whose repair (recorded: the epochs it ran at) succeeds on call `fixed_on_call`; the
+    confirmation draw then passes if `confirmed`."""
     import importlib
 
     from logicars.repair import RepairResult
@@ -669,6 +673,7 @@ def _fake_repairs(
 
     monkeypatch.setattr(logicars.Model, "train_step", lambda self, x, y: (1.0, next(losses)))
     monkeypatch.setattr(train_module, "_solves", lambda model, preset: False)
+    monkeypatch.setattr(train_module, "_confirmed", lambda model, preset: confirmed)
     monkeypatch.setattr(train_module, "repair_circuit", fake_repair)
     monkeypatch.setattr(train_module, "REPAIR_EVERY", 3)
     return calls
@@ -685,6 +690,26 @@ def test_repair_runs_after_failed_checks_at_most_every_few_epochs(
     assert [x["epoch"] for x in r.summary["repairs"]] == [2, 6]
     assert [x["wrong_after"] for x in r.summary["repairs"]] == [4, 0]
     assert r.summary["solved_epoch"] == 6 and r.summary["epochs"] == 6
+
+
+def test_a_repair_counts_only_if_the_confirmation_draw_passes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _fake_repairs(monkeypatch, [0.0] * 7, fixed_on_call=1, confirmed=False)
+    r = train("gol", epochs=7, out=tmp_path / "r", quiet=True)
+    assert r.summary["solved_epoch"] is None and len(calls) == 3  # epochs 1, 4, 7
+    assert r.summary["repairs"][0]["wrong_after"] == 0
+
+
+def test_the_confirmation_draw_is_larger_and_other_than_the_validation_draw() -> None:
+    import importlib
+
+    train_module = importlib.import_module("logicars.train")
+    assert train_module.CONFIRM_SAMPLES > train_module.VALIDATION_SAMPLES
+    assert train_module.CONFIRM_SEED not in (0, train_module.VALIDATION_SEED)  # 0: held-out
+    # A fresh circuit fails it.
+    preset = logicars.get_preset("checkerboard")
+    assert not train_module._confirmed(logicars.Model(preset.spec, 0), preset)
 
 
 @pytest.mark.parametrize(("lowest", "final_repair"), [(9.0, True), (10.0, False)])
