@@ -273,11 +273,13 @@ def write(runs: Path, sweeps: list[Path], train: bool) -> Path:
             "## Training that solves: repair and restarts",
             "",
             "A run stops once its hard circuit passes the validation check (the held-out "
-            "check on its own draw of inputs), *repairs* a circuit that gets its batch "
+            "check on its own draw of 64 inputs, then a confirmation draw of 256 more "
+            "where the task has random inputs), *repairs* a circuit that gets its batch "
             "right but fails the check (a greedy search over the least confident gates' "
             "next most likely ops, `logicars.repair`), and, where the preset says so, "
             "*restarts* from a fresh wiring when an attempt of the notebook's length (or "
-            "the attempt length shown in brackets) ends unsolved. The table is the seed "
+            "the attempt length shown in brackets) ends unsolved; a run whose attempts "
+            "all fail keeps the one closest to passing. The table is the seed "
             "sweeps of the sections below (`python -m logicars sweep <preset> --seeds "
             "...`, one engine thread per run; results do not depend on the thread count); "
             "*solved* means the final circuit passes the held-out check of the summary, on "
