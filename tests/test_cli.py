@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -98,14 +99,16 @@ def test_presets_table(capsys: pytest.CaptureFixture[str]) -> None:
     header = lines[0].split()
     assert header == ["name", "channels", "grid", "batch", "steps", "epochs", "seed", "gates",
                       "gate-cells/epoch"]  # fmt: skip
-    rows = [dict(zip(header, line.split())) for line in lines[1 : 1 + len(PRESETS)]]
+    # A preset that restarts shows its budget and attempt length: "12000 (1500)".
+    cells = [re.sub(r"(\d) \((\d+)\)", r"\1(\2)", line).split() for line in lines[1:6]]
+    rows = [dict(zip(header, c)) for c in cells]
     assert [r["name"] for r in rows] == list(PRESETS)
     assert rows[3]["seed"] == "nb23" and lines[-1].startswith("nb23: ")  # the lizard's start
     row = rows[1]  # checkerboard
     p = PRESETS["checkerboard"]
     assert row["grid"] == "16x16" and row["channels"] == "8" and row["batch"] == "2"
-    assert row["steps"] == "20" and row["epochs"] == "500" and row["seed"] == str(p.seed)
-    assert row["gates"] == f"{p.gates():,}"
+    assert row["epochs"] == f"{p.epochs}({p.restart_every})" and row["seed"] == str(p.seed)
+    assert row["steps"] == "20" and row["gates"] == f"{p.gates():,}"
     assert row["gate-cells/epoch"] == f"{p.gate_cell_evals_per_epoch():,}"
     assert "async" in lines[3]
 

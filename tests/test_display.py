@@ -64,7 +64,9 @@ def gol_run(tmp_path_factory: pytest.TempPathFactory) -> logicars.RunResult:
     seconds): the run stops once solved."""
     out = tmp_path_factory.mktemp("display") / "gol"
     run = logicars.train("gol", seed=2, out=out, threads=1, quiet=True)
-    assert run.summary["solved_epoch"] == len(run.metrics) < logicars.get_preset("gol").restart_every
+    assert (
+        run.summary["solved_epoch"] == len(run.metrics) < logicars.get_preset("gol").restart_every
+    )
     return run
 
 
@@ -108,7 +110,9 @@ def test_run_html_has_losses_held_out_check_and_plots(gol_run: logicars.RunResul
     assert ">2<" in html  # the preset's seed
     epochs = len(gol_run.metrics)
     budget = logicars.get_preset("gol").epochs
-    assert f"{epochs:,} of {budget:,} (stopped: the hard circuit passed the validation check)" in html
+    assert (
+        f"{epochs:,} of {budget:,} (stopped: the hard circuit passed the validation check)" in html
+    )
     assert f"in {last.elapsed_s:.1f} s" in html
     assert f"soft {last.soft_loss:.4g}, hard 0 (hard loss first 0 at epoch " in html
     assert f"validation check at epoch {epochs:,} ({s['solved_seconds']:.1f} s)" in html
