@@ -22,11 +22,14 @@ right circuits (`logicars.repair`), and a preset with `restart_every` trains up 
 `epochs // restart_every` attempts, each from a fresh wiring, so that most seeds solve;
 `seed` is the preset's default seed.
 
-Start: the lizard is the exception. None of the 11 seeds of this engine tried solves it
-(1 of 15 starts tried, docs/notebook.md): the notebook's own seed-23 wiring. So
-its preset starts, unless a seed is given, from that wiring, shipped in
+Start: the growth presets are the exception. None of the 11 seeds of this engine tried
+solves the lizard (seeds 0-10; 0-5 again with repair), and 1 of 16 colored-G seeds does
+(seed 13, its default; 0-9 again with repair: none), see docs/results.md. The one lizard
+start known to solve (1 of 15 tried, docs/notebook.md) is the notebook's own seed-23
+wiring. So the lizard starts, unless a seed is given, from that wiring, shipped in
 `logicars/data/` (`init`; drawn with `scripts/notebook_init.py`, which needs JAX):
-`train lizard` is the notebook's run, up to float rounding.
+`train lizard` is the notebook's run, up to float rounding. The Game of Life's and the
+checkerboards' default seed is 0.
 """
 
 from __future__ import annotations
