@@ -17,9 +17,9 @@ directory it also writes one PNG per experiment and `analysis.json`.
   active-gate count (ops other than pass-through A or B).
 
 The error of a grid is the fraction of cells whose loss channels differ from the target
-anywhere (for the checkerboard: the fraction of wrong cells of channel 0, in the better
-of its two phases, see `Task`; generalisation also reports the error against
-`datasets.checkerboard_target` itself). The checkerboard target exists for any grid
+anywhere, by the task's scoring rule (`logicars.tasks.Task.cell_error`: a periodic
+pattern such as the checkerboard in whichever of its phases is closest; generalisation
+also reports the error against the pattern in its training phase). The checkerboard target exists for any grid
 size; the lizard and the coloured G are fixed images, so their "generalisation" runs
 longer on the training grid; the Game of Life circuit is compared with the exact rule
 instead of a pattern. Experiments that do not
@@ -32,15 +32,19 @@ import argparse
 import json
 import os
 import time
-from dataclasses import dataclass
+import dataclasses
 from pathlib import Path
-from typing import Any, Callable, Union
+from typing import TYPE_CHECKING, Any, Callable, Union
 
 import numpy as np
 
 from . import _core, runs
 from .cli import UsageError, register
 from .model import Simulator
+from .tasks import LifeTask, Task, life_step
+
+if TYPE_CHECKING:
+    from .presets import Preset
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -64,97 +68,29 @@ BOARDS = 4  # random starts per pattern experiment (2 with quick)
 _IMAGE_PX = 3.2  # inches per grid image
 
 
-@dataclass(frozen=True)
-class Task:
-    """What a preset's circuit is asked to do, independent of the grid size it runs on.
+def task_for(preset: str | Preset, model: Any | None = None) -> Task:
+    """The task of a preset (a name, a task kind or a `Preset`), with the model's channels
+    and steps when a model is given (`Preset.task()`)."""
+    from .presets import resolve_preset
 
-    `kind`: "pattern" (a target defined for any grid size, grown from `start`), "grow"
-    (a fixed image on the training grid) or "gol" (the Game of Life rule). `start(rng,
-    batch, h, w)` gives `(batch, h, w, C)` uint8 start grids and `target(h, w)` the
-    `(h, w, len(loss_channels))` uint8 target. `either_phase`: the pattern counts as right
-    in either of its two phases (`target` or `1 - target`): a checkerboard trained on a
-    grid with an odd number of tiles per side (checkerboard-async, 14x14) has the same
-    colour in all four corners, so nothing in training says which corner anchors it,
-    and on other sizes a circuit may build the mirror image, which is the inverse.
-    """
-
-    name: str
-    kind: str
-    height: int
-    width: int
-    channels: int
-    loss_channels: tuple[int, ...]
-    num_steps: int
-    start: Callable[[np.random.Generator, int, int, int], np.ndarray]
-    target: Callable[[int, int], np.ndarray]
-    either_phase: bool = False
-
-    def error(
-        self, grids: np.ndarray, target: np.ndarray, region: np.ndarray | None = None
-    ) -> np.ndarray:
-        """`cell_error` of `grids` against the target, the better phase for each grid when
-        `either_phase`."""
-        err = cell_error(grids, target, self.loss_channels, region)
-        if self.either_phase:
-            err = np.minimum(err, cell_error(grids, 1 - target, self.loss_channels, region))
-        return err
-
-
-def task_for(preset_name: str, channels: int, num_steps: int) -> Task:
-    """The task of a preset, for a model with `channels` channels trained `num_steps` steps."""
-    from . import datasets
-    from .presets import get_preset
-
-    preset = get_preset(preset_name)
-    loss = tuple(preset.spec.loss_channels)
-
-    def random_start(rng: np.random.Generator, b: int, h: int, w: int) -> np.ndarray:
-        return rng.integers(0, 2, size=(b, h, w, channels), dtype=np.uint8)
-
-    def fixed(image: np.ndarray) -> Callable[[int, int], np.ndarray]:
-        def target(h: int, w: int) -> np.ndarray:
-            if (h, w) != image.shape[:2]:
-                raise ValueError(f"{preset.name}: the target is a fixed {image.shape[:2]} image")
-            return image
-
-        return target
-
-    name = preset.name
-    h, w = preset.height, preset.width
-    if name in ("checkerboard", "checkerboard-async"):
-        return Task(
-            name,
-            "pattern",
-            h,
-            w,
-            channels,
-            loss,
-            num_steps,
-            random_start,
-            lambda hh, ww: datasets.checkerboard_target(hh, ww).astype(np.uint8)[..., None],
-            either_phase=True,
+    p = resolve_preset(preset) if isinstance(preset, str) else preset
+    if model is not None:
+        spec = model.spec
+        p = dataclasses.replace(
+            p, spec=p.spec.replace(channels=spec.channels, num_steps=spec.num_steps)
         )
-    if name == "gol":
+    return p.task()
 
-        def rule_only(hh: int, ww: int) -> np.ndarray:
-            raise ValueError("gol: the Game of Life has a rule, not a target pattern")
 
-        return Task(name, "gol", h, w, channels, loss, num_steps, random_start, rule_only)
-    if name == "lizard":
-        image = datasets.lizard_target().astype(np.uint8)[..., None]
-
-        def seed_start(rng: np.random.Generator, b: int, hh: int, ww: int) -> np.ndarray:
-            return datasets.seed_grid(hh, ww, channels, b).astype(np.uint8)
-
-        return Task(name, "grow", h, w, channels, loss, num_steps, seed_start, fixed(image))
-    if name == "colored-g":
-        image = datasets.colored_g_target().astype(np.uint8)
-
-        def zero_start(rng: np.random.Generator, b: int, hh: int, ww: int) -> np.ndarray:
-            return np.zeros((b, hh, ww, channels), dtype=np.uint8)
-
-        return Task(name, "grow", h, w, channels, loss, num_steps, zero_start, fixed(image))
-    raise ValueError(f"no analysis defined for preset {name!r}")
+def fixed_target(task: Task, h: int, w: int) -> np.ndarray:
+    """A pattern's or an image's target on an (h, w) grid, `(h, w, L)` uint8 (a ValueError
+    where the task has none there: an image on another grid, a rule)."""
+    if not task.fixed_target:
+        raise ValueError(f"{task.name}: the task has a rule, not a target pattern")
+    target = task.target(np.zeros((1, h, w, task.channels), dtype=np.uint8))
+    if target is None:
+        raise ValueError(f"{task.name}: the target is a fixed {task.height}x{task.width} image")
+    return np.asarray(target[0]).astype(np.uint8)
 
 
 # ---- metrics --------------------------------------------------------------------------
@@ -208,10 +144,10 @@ def generalisation(model: Any, task: Task, rng: np.random.Generator, quick: bool
         h, w, boards = SCALE * task.height, SCALE * task.width, BOARDS // (2 if quick else 1)
     else:
         h, w, boards = task.height, task.width, 1
-    target = task.target(h, w)
+    target = fixed_target(task, h, w)
     x = task.start(rng, boards, h, w)
     frames = model.simulate(x, steps, seed=_seed(rng), record=True)  # (steps+1, B, h, w, C)
-    errors = task.error(frames, target)  # (steps+1, B)
+    errors = task.cell_error(frames, target)  # (steps+1, B)
     final = errors[-1]
     fixed_phase = cell_error(frames[-1], target, task.loss_channels)
     return {
@@ -232,21 +168,20 @@ def generalisation(model: Any, task: Task, rng: np.random.Generator, quick: bool
 def gol_accuracy(model: Any, task: Task, rng: np.random.Generator, quick: bool) -> dict:
     """The Game of Life circuit against the exact rule: all 512 3x3 boards, then a
     random 64x64 periodic grid run for 64 steps, step for step."""
-    from .datasets import gol_step
     from .evaluate import evaluate
-    from .presets import get_preset
 
-    boards = evaluate(model, get_preset("gol"))  # all 512 boards, one step
+    assert isinstance(task, LifeTask)
+    boards = evaluate(model, task)  # all 512 boards (on its 3x3 grid), one step
     size, steps = ROBUSTNESS_SIZE, 64
     x = task.start(rng, 1, size, size)
     x[..., 1:] = 0
     frames = model.simulate(x, steps, periodic=True, record=True)[:, 0, ..., 0]  # (T+1, h, w)
     exact = [frames[0].astype(np.float32)]
     for _ in range(steps):
-        exact.append(gol_step(exact[-1][None, ..., None])[0, ..., 0])
+        exact.append(life_step(exact[-1][None, ..., None], task.rule)[0, ..., 0])
     exact_frames = np.stack(exact).astype(np.uint8)
     # One-step accuracy on the big grid: the rule applied to the circuit's own states.
-    one_step = gol_step(frames[:-1, ..., None].astype(np.float32))[..., 0].astype(np.uint8)
+    one_step = life_step(frames[:-1, ..., None].astype(np.float32), task.rule)[..., 0].astype(np.uint8)
     diverged = np.flatnonzero(np.any(frames != exact_frames, axis=(1, 2)))
     return {
         "boards_correct": boards["solved"],
@@ -269,10 +204,10 @@ def fault_tolerance(model: Any, task: Task, rng: np.random.Generator, quick: boo
     side = round(h * DAMAGE_FRACTION)
     dead = centre_square(h, w, side)
     boards = BOARDS // (2 if quick else 1)
-    target = task.target(h, w)
+    target = fixed_target(task, h, w)
     x = task.start(rng, boards, h, w)
     frames = model.simulate(x, steps, seed=_seed(rng), damage=dead, record=True)
-    outside = task.error(frames, target, region=~dead)  # (T+1, B)
+    outside = task.cell_error(frames, target, region=~dead)  # (T+1, B)
     return {
         "grid": [h, w],
         "steps": steps,
@@ -304,12 +239,12 @@ def self_healing(model: Any, task: Task, rng: np.random.Generator, quick: bool) 
         window = (task.num_steps, 2 * task.num_steps)
     side = max(2, round(h * DAMAGE_FRACTION))
     dead = centre_square(h, w, side)
-    target = task.target(h, w)
+    target = fixed_target(task, h, w)
     x = task.start(rng, boards, h, w)
     frames = model.simulate(
         x, steps, seed=_seed(rng), damage=dead, damage_steps=window, record=True
     )
-    errors = task.error(frames, target)  # (T+1, B)
+    errors = task.cell_error(frames, target)  # (T+1, B)
     worst = errors.max(axis=1)
     # Frame t is the grid after t steps; damage from step index `window[1]` on is lifted,
     # so frame window[1] is the last damaged grid.
@@ -356,14 +291,14 @@ def robustness(
     if steps is None:
         steps = QUICK_ROBUSTNESS_STEPS if quick else ROBUSTNESS_STEPS
     h = w = ROBUSTNESS_SIZE
-    target = task.target(h, w)
+    target = fixed_target(task, h, w)
     x = model.simulate(
         task.start(rng, 1, h, w),
         DAMAGE_SCALE * task.num_steps,
         fire_rate=ROBUSTNESS_FIRE_RATE,
         seed=_seed(rng),
     )
-    before = float(task.error(x[0], target))
+    before = float(task.cell_error(x[0], target))
     single = _single_reset_recovery(model, task, x, target, rng, reset, quick)
     step_seeds = rng.integers(0, 2**63, size=steps)
     corners = rng.integers(0, h - RESET_SIZE + 1, size=(steps, 2))
@@ -372,7 +307,7 @@ def robustness(
     sim = Simulator(model, x)
     for t in range(steps):
         x = sim.run(1, fire_rate=ROBUSTNESS_FIRE_RATE, seed=int(step_seeds[t]))
-        errors[t] = task.error(x[0], target)
+        errors[t] = task.cell_error(x[0], target)
         _reset_square(x, int(corners[t][0]), int(corners[t][1]), reset, rng)
         sim.load(x)
     seconds = time.perf_counter() - t0
@@ -412,7 +347,7 @@ def _single_reset_recovery(
     """How long the formed pattern takes to heal one reset square: each trial resets one
     random square, then runs asynchronous steps; steps until exact again (None: not
     within the horizon). Only meaningful when the pattern had formed exactly."""
-    before = float(task.error(formed[0], target))
+    before = float(task.cell_error(formed[0], target))
     if before != 0:
         return {"skipped": f"the pattern had not formed before the resets (error {before:.4g})"}
     trials = RECOVERY_TRIALS // (2 if quick else 1)
@@ -424,7 +359,7 @@ def _single_reset_recovery(
     frames = model.simulate(
         boards, RECOVERY_HORIZON, fire_rate=ROBUSTNESS_FIRE_RATE, seed=_seed(rng), record=True
     )
-    errors = task.error(frames, target)  # (horizon + 1, trials)
+    errors = task.cell_error(frames, target)  # (horizon + 1, trials)
     steps = [_first_lasting_zero(errors[:, i]) for i in range(trials)]
     healed = sorted(s for s in steps if s is not None)
     return {
@@ -466,19 +401,19 @@ _SKIP_GROW = "only for self-organising patterns (the checkerboard); see self_hea
 # ---- driver ---------------------------------------------------------------------------
 
 
-def load_run(run: PathLike) -> tuple[Any, str, Path]:
-    """`(model, preset name, run directory)` of a training run directory (or checkpoint)."""
+def load_run(run: PathLike) -> tuple[Any, Preset, Path]:
+    """`(model, preset, run directory)` of a training run directory (or checkpoint)."""
     loaded = runs.load_run(run)
-    if loaded.preset is None:
-        raise ValueError(f"{run}: cannot tell which preset was trained (not a training run)")
-    return loaded.model, loaded.preset.name, loaded.directory
+    if loaded.preset is None or not loaded.preset.has_task():
+        raise ValueError(f"{run}: cannot tell which task was trained (not a training run)")
+    return loaded.model, loaded.preset, loaded.directory
 
 
 def analyze(
     run: Any,
     out: PathLike | None = None,
     *,
-    preset: str | None = None,
+    preset: str | Preset | None = None,
     seed: int = 0,
     quick: bool = False,
     experiments: str | tuple[str, ...] | list[str] = EXPERIMENTS,
@@ -489,7 +424,7 @@ def analyze(
     """Runs the paper's experiments on a trained circuit; returns the measured numbers.
 
     `run` is a training run directory (or its checkpoint) or a `Model`; a Model needs
-    `preset` (the experiment it was trained for) or an explicit `task`. Files (one PNG
+    `preset` (the preset or task kind it was trained for) or an explicit `task`. Files (one PNG
     per experiment and `analysis.json`) go to `out`, by default the run directory; for
     a Model without `out` nothing is written. `seed` fixes every random start, mask and
     reset; `quick` halves the boards and runs 400 instead of 4000 robustness steps.
@@ -510,13 +445,13 @@ def analyze(
     if isinstance(run, Model):
         model, run_dir, source = run, None, "model"
     else:
-        model, name, run_dir = load_run(run)
-        preset = preset or name
+        model, trained, run_dir = load_run(run)
+        preset = preset or trained
         source = str(run)
     if task is None:
         if preset is None:
             raise ValueError("analyze(model): pass preset= (the preset it was trained for)")
-        task = task_for(preset, model.spec.channels, model.spec.num_steps)
+        task = task_for(preset, model)
     out_dir = Path(out) if out is not None else run_dir
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -555,10 +490,10 @@ def _run_experiment(
     if name == "gates":
         return gate_histograms(model)
     if name == "generalisation":
-        if task.kind == "gol":
+        if task.kind == "life":
             return gol_accuracy(model, task, rng, quick)
         return generalisation(model, task, rng, quick)
-    if task.kind == "gol":
+    if task.kind == "life":
         return {"skipped": _SKIP_GOL}
     if name == "self_healing":
         return self_healing(model, task, rng, quick)
@@ -629,7 +564,7 @@ def _write_plots(results: dict[str, Any], task: Task, out: Path, title: str) -> 
 def _plot_generalisation(res: dict[str, Any], task: Task) -> Any:
     fig = _figure(3 * _IMAGE_PX, _IMAGE_PX)
     frames, lc = res["_frames"], task.loss_channels
-    if task.kind == "gol":
+    if task.kind == "life":
         _show_grid(fig.add_subplot(1, 3, 1), frames[0], lc, "start (64x64)")
         _show_grid(fig.add_subplot(1, 3, 2), frames[-1], lc, f"circuit, step {res['steps']}")
         _show_grid(fig.add_subplot(1, 3, 3), res["_exact"][..., None], (0,), "exact rule")

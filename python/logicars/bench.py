@@ -58,13 +58,12 @@ def bench_preset(
     import numpy as np
 
     from . import Model, Relaxation, get_preset, set_num_threads
-    from .datasets import make_dataset
 
     set_num_threads(threads)
     preset = get_preset(name)
     specs = [preset.spec.replace(relax=Relaxation(r)) for r in relaxes] or [preset.spec]
     models = [Model(spec, seed=23) for spec in specs]
-    x, y = make_dataset(preset).sample(np.random.default_rng(23))
+    x, y = preset.task().sample(np.random.default_rng(23))
     for model in models:
         for _ in range(warmup):
             model.train_step(x, y)

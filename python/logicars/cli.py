@@ -111,7 +111,24 @@ def _non_negative_float(text: str) -> float:
 
 def _train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "preset", nargs="?", help="preset name (see `logicars presets`); optional with --resume"
+        "preset",
+        nargs="?",
+        help="preset name (see `logicars presets`) or task kind: life:B36/S23 (a Life-like "
+        "rule), grow:IMAGE.png (grow the image from a seed cell), pattern:TILE.png "
+        "(self-organise into the repeated tile); optional with --resume",
+    )
+    p.add_argument(
+        "--size",
+        type=_int_at_least(1),
+        metavar="N",
+        help="grow: shrink the image to fit N x N (default: its own size); pattern: the "
+        "N x N training grid (default: the checkerboard's)",
+    )
+    p.add_argument(
+        "--async",
+        dest="use_async",
+        action="store_true",
+        help="pattern: asynchronous updates, on checkerboard-async's model and numbers",
     )
     p.add_argument("--epochs", type=_int_at_least(1), help="total epochs (default: the preset's)")
     p.add_argument(
@@ -202,6 +219,8 @@ def _run_train(args: argparse.Namespace) -> int:
         raise UsageError(f"{PROG} train: a preset is required (or --resume DIR); see --help")
     result = train(
         args.preset,
+        size=args.size,
+        asynchronous=args.use_async,
         epochs=args.epochs,
         seed=args.seed,
         lr=args.lr,
@@ -292,7 +311,9 @@ def _run_presets(args: argparse.Namespace) -> int:
     return 0
 
 
-register("train", "train a preset and write a run directory", _train_arguments, _run_train)
+register(
+    "train", "train a preset or task kind and write a run directory", _train_arguments, _run_train
+)
 register("presets", "list the presets and their sizes", _presets_arguments, _run_presets)
 
 

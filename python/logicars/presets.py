@@ -34,11 +34,16 @@ checkerboards' default seed is 0.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from .spec import ModelSpec, PerceiveSpec, UpdateSpec
+from .tasks import Task, kind_data, make_task, normalise_rule, split_kind
 
 # Label of a start from the reference notebook's own seed-23 wiring (the lizard's `init`).
 NOTEBOOK_START = "nb23"
@@ -65,6 +70,41 @@ class Preset:
     # The reference notebook's epochs where `epochs` is larger (None: the same): a default
     # run may need several attempts of about the notebook's length to solve its task.
     notebook_epochs: int | None = None
+    # The experiment (`logicars.tasks`): a kind string (`life:B3/S23`, `pattern:...`,
+    # `grow:...`), with the kind's tile or image when it came from a file (a run records
+    # them, so a run never needs the file again); or a `Task` built in Python.
+    task_kind: str = ""
+    task_pixels: np.ndarray | None = field(default=None, compare=False, repr=False)
+    custom_task: Task | None = field(default=None, compare=False, repr=False)
+
+    def has_task(self) -> bool:
+        """Whether the preset names its task (a run of a custom `Task` subclass, loaded
+        from its directory, does not)."""
+        return self.custom_task is not None or bool(self.task_kind)
+
+    def task(self) -> Task:
+        """The task this preset trains, on its grid, batch and spec."""
+        if self.custom_task is not None:
+            return self.custom_task
+        if not self.task_kind:
+            raise ValueError(f"preset {self.name!r} names no task")
+        s = self.spec
+        return make_task(
+            self.task_kind,
+            self.task_pixels,
+            channels=s.channels,
+            height=self.height,
+            width=self.width,
+            batch=self.batch,
+            loss_channels=s.loss_channels,
+            num_steps=s.num_steps,
+            periodic=s.periodic,
+            fire_rate=s.fire_rate,
+        )
+
+    def task_record(self) -> dict[str, Any]:
+        """What a run records of the task: its kind and pixels (`Task.to_dict`)."""
+        return {"task_kind": self.task_kind or "custom", **self.task().to_dict()}
 
     def paper_epochs(self) -> int:
         """The reference notebook's (the paper's) epoch count for this experiment."""
@@ -137,6 +177,7 @@ PRESETS: dict[str, Preset] = {
     for p in (
         Preset(
             name="gol",
+            task_kind="life:B3/S23",
             spec=_model(
                 channels=1,
                 n_kernels=16,
@@ -158,6 +199,7 @@ PRESETS: dict[str, Preset] = {
         ),
         Preset(
             name="checkerboard",
+            task_kind="pattern:checkerboard",
             spec=_model(
                 channels=8,
                 n_kernels=16,
@@ -179,6 +221,7 @@ PRESETS: dict[str, Preset] = {
         ),
         Preset(
             name="checkerboard-async",
+            task_kind="pattern:checkerboard",
             spec=_model(
                 channels=8,
                 n_kernels=16,
@@ -201,6 +244,7 @@ PRESETS: dict[str, Preset] = {
         ),
         Preset(
             name="lizard",
+            task_kind="grow:lizard",
             spec=_model(
                 channels=128,
                 n_kernels=4,
@@ -221,6 +265,7 @@ PRESETS: dict[str, Preset] = {
         ),
         Preset(
             name="colored-g",
+            task_kind="grow:colored-g",
             spec=_model(
                 channels=64,
                 n_kernels=4,
@@ -240,6 +285,100 @@ PRESETS: dict[str, Preset] = {
         ),
     )
 }
+
+
+def preset_for_kind(kind: str, *, size: int | None = None, asynchronous: bool = False) -> Preset:
+    """A run's preset for a task kind a user names (`logicars.tasks`), on the model and
+    training numbers of the preset that does the same kind of task:
+
+    - `life:RULE`: the Game of Life's (`gol`), all 512 3x3 boards;
+    - `pattern:TILE.png` (or `pattern:checkerboard`): the checkerboard's, or
+      checkerboard-async's with `asynchronous`, on a `size` x `size` grid (default: that
+      preset's);
+    - `grow:IMAGE.png` (or `grow:lizard`, `grow:colored-g`): a grey image's silhouette
+      on the lizard's model, a coloured one's colour bits on the coloured G's, on the
+      image's grid (shrunk to fit `size` x `size` when given), from a seed cell.
+    """
+    family, arg = split_kind(kind)
+    if family == "life":
+        if size is not None or asynchronous:
+            raise ValueError("a life: rule trains on 3x3 boards; size and async are for grow:/pattern:")
+        rule = normalise_rule(arg)
+        name = f"life:{rule}"
+        return dataclasses.replace(
+            PRESETS["gol"],
+            name=name,
+            task_kind=name,
+            description=f"Life-like rule {rule}: one step on 3x3 periodic boards",
+        )
+    pixels = kind_data(kind, size)
+    assert pixels is not None
+    if family == "pattern":
+        base = PRESETS["checkerboard-async" if asynchronous else "checkerboard"]
+        side = base.height if size is None else size
+        return dataclasses.replace(
+            base,
+            name=kind,
+            task_kind=kind,
+            task_pixels=pixels,
+            height=side,
+            width=side,
+            description=f"self-organise from random bits into the {pixels.shape[0]}x"
+            f"{pixels.shape[1]} tile of {arg} on channel 0, in any phase",
+        )
+    if asynchronous:
+        raise ValueError("async is for pattern: tasks")
+    base = PRESETS["lizard" if pixels.shape[2] == 1 else "colored-g"]
+    return dataclasses.replace(
+        base,
+        name=kind,
+        task_kind=kind,
+        task_pixels=pixels,
+        height=pixels.shape[0],
+        width=pixels.shape[1],
+        seed=0,
+        init=None,
+        description=f"grow {arg} ({pixels.shape[0]}x{pixels.shape[1]}, "
+        f"{pixels.shape[2]} channel(s)) from a seed cell",
+    )
+
+
+def preset_for_task(task: Task, spec: ModelSpec, epochs: int) -> Preset:
+    """A run's preset for a `Task` built in Python, trained with `spec` (its channels must
+    be the task's; its steps, boundary, fire rate and loss channels become the task's)."""
+    if not isinstance(task, Task):
+        raise TypeError(f"task must be a logicars.Task, got {type(task).__name__}")
+    if not isinstance(spec, ModelSpec):
+        raise TypeError(f"a Task trains with spec=ModelSpec(...), got {type(spec).__name__}")
+    if spec.channels != task.channels:
+        raise ValueError(
+            f"task {task.name!r} has {task.channels} channels, the spec {spec.channels}"
+        )
+    spec = spec.replace(
+        num_steps=task.num_steps,
+        periodic=task.periodic,
+        fire_rate=task.fire_rate,
+        loss_channels=list(task.loss_channels),
+    )
+    return Preset(
+        name=task.name,
+        spec=spec,
+        batch=task.batch,
+        height=task.height,
+        width=task.width,
+        epochs=epochs,
+        description=f"{type(task).__name__} {task.name!r}",
+        custom_task=task,
+    )
+
+
+def resolve_preset(name: str, *, size: int | None = None, asynchronous: bool = False) -> Preset:
+    """A preset by name (`get_preset`) or a task kind (`preset_for_kind`, a name with `:`)."""
+    if ":" in name:
+        return preset_for_kind(name, size=size, asynchronous=asynchronous)
+    if size is not None or asynchronous:
+        raise ValueError("size and async are for grow:/pattern: task kinds, not presets")
+    return get_preset(name)
 
 
 def get_preset(name: str) -> Preset:

@@ -53,7 +53,7 @@ def load_run(path: PathLike) -> LoadedRun:
     """
     from .checkpoint import load_checkpoint
     from .errors import CheckpointError
-    from .train import CHECKPOINT_NAME, TRAIN_STATE_KIND, _State
+    from .train import CHECKPOINT_NAME, TRAIN_STATE_KIND, _State, with_recorded_task
 
     p = Path(path)
     if not p.exists():
@@ -68,20 +68,28 @@ def load_run(path: PathLike) -> LoadedRun:
     preset = None
     metrics: list[EpochMetrics] = []
     if extra.get("kind") == TRAIN_STATE_KIND:
+        state = None
         try:
-            metrics = _State.from_extra(extra, model.spec, p).metrics
+            state = _State.from_extra(extra, model.spec, p)
+            metrics = state.metrics
         except CheckpointError:
             pass  # the model is usable without its training record
         stored = extra.get("preset", {})
         known = PRESETS.get(str(stored.get("name")))
         if known is not None:
-            # The preset as the run used it: its own spec and grid.
+            # The preset as the run used it: its own spec, grid and task.
             preset = dataclasses.replace(
                 known,
                 spec=model.spec,
                 height=int(stored.get("height", known.height)),
                 width=int(stored.get("width", known.width)),
             )
+            try:
+                preset = with_recorded_task(preset, stored.get("task"))
+            except (KeyError, TypeError, ValueError):
+                pass  # a damaged record: the preset's own task
+        elif state is not None:
+            preset = state.preset  # a task kind's run: the task it recorded
     summary = _read_summary(p.parent / "summary.json")
     if preset is None and summary is not None:
         # A model saved on its own next to a run's summary.json (`Model.save`).

@@ -1,9 +1,10 @@
 """`python -m logicars simulate`: run a trained circuit with the bit-sliced engine.
 
-The start state follows the run's preset: the preset's fixed start grid (the lizard's
-seed cell, the coloured G's zeros) centred on the requested grid, else random bits. When
-the preset has a target the summary compares with it: Conway's rule applied `steps`
-times for gol, the checkerboard at any size, the grown image at the preset's size.
+The start state follows the run's task (`logicars.tasks`): a grow task's fixed start
+grid (the lizard's seed cell, the coloured G's zeros) centred on the requested grid, else
+random bits. When the task has a target the summary compares with it by the task's
+scoring rule: a Life-like rule applied `steps` times, a pattern (in any phase) at any
+size, the grown image at the task's size.
 """
 
 from __future__ import annotations
@@ -14,26 +15,22 @@ from pathlib import Path
 import numpy as np
 
 from .cli import UsageError, _int_at_least, register
-from .datasets import (
-    CheckerboardDataset,
-    GolDataset,
-    GrowDataset,
-    checkerboard_target,
-    gol_step,
-    make_dataset,
-)
 from .presets import Preset
+from .tasks import LifeTask, Task
 
 # GIFs hold at most about this many frames (steps are sampled evenly).
 _GIF_FRAMES = 100
 
 
-def _grow_dataset(preset: Preset | None) -> GrowDataset | None:
-    """The preset's dataset when it grows a pattern from a fixed start grid."""
-    if preset is None:
-        return None
-    dataset = make_dataset(preset)
-    return dataset if isinstance(dataset, GrowDataset) else None
+def _task(preset: Preset | None) -> Task | None:
+    """The preset's task, if it names one."""
+    return preset.task() if preset is not None and preset.has_task() else None
+
+
+def _fixed_start(preset: Preset | None) -> Task | None:
+    """The preset's task when it starts from one fixed grid (a grown image)."""
+    task = _task(preset)
+    return task if task is not None and task.fixed_start else None
 
 
 def start_grid(
@@ -41,9 +38,9 @@ def start_grid(
 ) -> np.ndarray:
     """The start state `(batch, size, size, C)` uint8 for a run of `preset`."""
     rng = np.random.default_rng(seed)
-    grow = _grow_dataset(preset)
+    grow = _fixed_start(preset)
     if grow is not None:
-        x = grow.sample(rng)[0][:1]
+        x = grow.start(rng, 1, grow.height, grow.width)
         return np.repeat(_centred(x, size), batch, axis=0).astype(np.uint8)
     return rng.integers(0, 2, size=(batch, size, size, channels), dtype=np.uint8)
 
@@ -66,23 +63,14 @@ def _centred(x: np.ndarray, size: int) -> np.ndarray:
 def target_grid(preset: Preset | None, x: np.ndarray, steps: int) -> np.ndarray | None:
     """The grid a run of `preset` should reach from `x` after `steps` steps, on the loss
     channels `(B, H, W, len(loss_channels))`, or None when there is no fixed target."""
-    if preset is None:
+    task = _task(preset)
+    if isinstance(task, LifeTask):
+        return task.target(x, steps)
+    if task is None:
         return None
-    dataset = make_dataset(preset)
-    b, h, w = x.shape[:3]
-    if isinstance(dataset, GolDataset):
-        y = x[..., :1].astype(np.float32)
-        for _ in range(steps):
-            y = gol_step(y)
-        return y
-    if isinstance(dataset, CheckerboardDataset):
-        return np.broadcast_to(checkerboard_target(h, w)[None, ..., None], (b, h, w, 1))
-    if isinstance(dataset, GrowDataset) and (h, w) == (preset.height, preset.width):
-        y = dataset.sample(np.random.default_rng(0))[1][:1]
-        return np.broadcast_to(
-            y[..., preset.spec.loss_channels], (b, h, w, len(preset.spec.loss_channels))
-        )
-    return None
+    if task.fixed_target or (steps == task.num_steps and x.shape[1:3] == (task.height, task.width)):
+        return task.target(x)
+    return None  # a custom task's target after its own steps, on its own grid only
 
 
 def _simulate_arguments(p: argparse.ArgumentParser) -> None:
@@ -123,7 +111,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
 
     run = load_run(args.model)
     model, preset, spec = run.model, run.preset, run.model.spec
-    size = args.size or (preset.height if preset and _grow_dataset(preset) else 64)
+    size = args.size or (preset.height if preset and _fixed_start(preset) else 64)
     steps = spec.num_steps if args.steps is None else args.steps
     fire_rate: float | None = None
     if args.fire_rate is not None:
@@ -160,8 +148,9 @@ def _run_simulate(args: argparse.Namespace) -> int:
         + f": final density {final[..., ch].mean():.4f} (channel {ch})"
     )
     target = target_grid(preset, x, steps)
-    if target is not None:
-        wrong = int(np.count_nonzero(final[..., spec.loss_channels] != target))
+    task = _task(preset)
+    if target is not None and task is not None:
+        wrong = int(np.count_nonzero(task.wrong(final, target)))
         line += f", {wrong} of {target.size} target cells wrong ({wrong / target.size:.2%})"
     print(line)
     for label, path in (("gif", args.gif), ("grids", args.out)):

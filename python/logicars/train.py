@@ -28,6 +28,7 @@ import io
 import json
 import math
 import os
+import re
 import signal
 import sys
 import threading
@@ -41,13 +42,13 @@ import numpy as np
 
 from . import _core
 from .checkpoint import load_checkpoint, save_checkpoint
-from .datasets import make_dataset
 from .errors import CheckpointError, InvalidValueError
 from .evaluate import evaluate
 from .model import MAX_SEED, MAX_THREADS, Model, check_int
-from .presets import Preset, get_preset
+from .presets import PRESETS, Preset, preset_for_task, resolve_preset
 from .repair import repair as repair_circuit
 from .spec import ModelSpec, Relaxation
+from .tasks import Task
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -128,12 +129,34 @@ def _check_lr(lr: Any) -> float:
     return float(lr)
 
 
-def _resolve_preset(preset: str | Preset) -> Preset:
+def _resolve_preset(
+    preset: str | Preset | Task,
+    spec: ModelSpec | None,
+    epochs: int | None,
+    size: int | None,
+    asynchronous: bool,
+) -> Preset:
+    """The run's preset: a preset's name, a task kind (`life:B36/S23`, `grow:IMG.png`,
+    `pattern:TILE.png`), a `Preset`, or a `Task` with the `spec` to train it with."""
+    if isinstance(preset, Task):
+        if spec is None or epochs is None:
+            raise ValueError("training a Task needs spec=ModelSpec(...) and epochs=N")
+
+        if size is not None or asynchronous:
+            raise ValueError("size and asynchronous are for task kinds; a Task has its own grid")
+        return preset_for_task(preset, spec, epochs)
+    if spec is not None:
+        raise ValueError("spec= goes with a Task; a preset or task kind has its own spec")
     if isinstance(preset, Preset):
+        if size is not None or asynchronous:
+            raise ValueError("size and asynchronous are for task kinds, not a Preset")
         return preset
     if isinstance(preset, str):
-        return get_preset(preset)
-    raise TypeError(f"preset must be a preset name or a Preset, got {type(preset).__name__}")
+        return resolve_preset(preset, size=size, asynchronous=asynchronous)
+    raise TypeError(
+        f"preset must be a preset name, a task kind, a Preset or a Task, got "
+        f"{type(preset).__name__}"
+    )
 
 
 # ---- run directory --------------------------------------------------------------------
@@ -141,6 +164,8 @@ def _resolve_preset(preset: str | Preset) -> Preset:
 
 def _default_run_dir(name: str) -> Path:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    # A task kind names a rule or a file: keep the name, not its slashes and colons.
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-") or "run"
     base = Path("runs") / f"{name}-{stamp}"
     path, n = base, 1
     while path.exists():
@@ -247,6 +272,9 @@ class _State:
                 "epochs": p.epochs,
                 "description": p.description,
                 "seed": p.seed,
+                # The task with any tile or image's pixels: resume, simulate and analyze
+                # need neither the preset table nor the file it came from.
+                "task": p.task_record(),
             },
             "seed": self.seed,
             "target_epochs": self.target_epochs,
@@ -288,6 +316,7 @@ class _State:
                 description=str(p["description"]),
                 seed=int(p.get("seed", extra["seed"])),
             )
+            preset = with_recorded_task(preset, p.get("task"))
             state = extra["rng_state"]
             if state.get("bit_generator") != "PCG64":
                 raise ValueError(f"unsupported generator {state.get('bit_generator')!r}")
@@ -339,6 +368,24 @@ class _State:
             raise CheckpointError(
                 f"{where}: invalid training state in the checkpoint: {e}"
             ) from None
+
+
+def with_recorded_task(preset: Preset, record: dict[str, Any] | None) -> Preset:
+    """`preset` with the task a run recorded (`Preset.task_record`); a run from before
+    tasks were recorded trained a preset's own (by its name). A custom `Task` subclass
+    is not rebuilt: the preset then names no task (resume it with the task again)."""
+    if record is None:
+        known = PRESETS.get(preset.name)
+        kind = "" if known is None else known.task_kind
+        return dataclasses.replace(preset, task_kind=kind)
+    kind = str(record.get("task_kind", ""))
+    if kind == "custom":
+        return preset
+    pixels = record.get("tile", record.get("image"))
+    pixels = None if pixels is None else np.asarray(pixels, dtype=np.float32)
+    out = dataclasses.replace(preset, task_kind=kind, task_pixels=pixels)
+    out.task()  # a damaged record fails here, as invalid training state
+    return out
 
 
 def _relaxation(
@@ -452,8 +499,12 @@ class _StopOnInterrupt:
 
 
 def train(
-    preset: str | Preset | None,
+    preset: str | Preset | Task | None = None,
     *,
+    task: Task | None = None,
+    spec: ModelSpec | None = None,
+    size: int | None = None,
+    asynchronous: bool = False,
     epochs: int | None = None,
     seed: int | None = None,
     lr: float | None = None,
@@ -472,9 +523,14 @@ def train(
     repair: bool | None = None,
     restart_every: int | None = None,
 ) -> RunResult:
-    """Trains `preset` (a name from `PRESETS` or a `Preset`) and writes a run directory.
+    """Trains `preset` and writes a run directory.
 
-    `preset` may be None when resuming: the run's own preset is used.
+    `preset` is a name from `PRESETS`, a task kind (`life:B36/S23`, `grow:IMAGE.png`,
+    `pattern:TILE.png`, see `logicars.presets.preset_for_kind`; `size` and
+    `asynchronous` choose a grow or pattern task's grid and update mode), a `Preset`, or
+    a `logicars.Task` (also as `task=`) trained with `spec` (a `ModelSpec` whose
+    channels are the task's) for `epochs`. It may be None when resuming: the run's own
+    preset is used (a run of a custom `Task` subclass needs the task again).
 
     - `epochs`: total epochs of the run (default: the preset's); on resume, the total to
       reach, counting the epochs already done.
@@ -534,6 +590,12 @@ def train(
         checkpoint_every = check_int("checkpoint_every", checkpoint_every, 1)
     if restart_every is not None:
         restart_every = check_int("restart_every", restart_every, 1)
+    if task is not None:
+        if preset is not None:
+            raise ValueError("pass a preset or task=, not both")
+        preset = task
+    if size is not None:
+        size = check_int("size", size, 1)
     if preset is None and resume is None:
         raise ValueError("a preset is required unless resuming a run")
     relax_options = {"tau": tau, "noise": noise, "warmup": warmup}
@@ -544,7 +606,9 @@ def train(
         )
     if init is not None and resume is not None:
         raise ValueError("init starts a new run; a resumed run continues from its checkpoint")
-    given = None if preset is None else _resolve_preset(preset)
+    given = (
+        None if preset is None else _resolve_preset(preset, spec, epochs, size, bool(asynchronous))
+    )
 
     if resume is not None:
         ckpt = _checkpoint_path(resume)
@@ -552,9 +616,11 @@ def train(
         state = _State.from_extra(extra, model.spec, ckpt)
         if given is not None and (
             state.preset.name != given.name
-            or (isinstance(preset, Preset) and not _same_preset(given, state.preset))
+            or (isinstance(preset, (Preset, Task)) and not _same_preset(given, state.preset))
         ):
             raise ValueError(f"{ckpt} is a run of preset {state.preset.name!r}, not {given.name!r}")
+        if given is not None and given.custom_task is not None:
+            state.preset = dataclasses.replace(state.preset, custom_task=given.custom_task)
         if seed is not None and seed != state.seed:
             raise ValueError(
                 f"seed {seed} differs from the resumed run's seed {state.seed}; "
@@ -626,7 +692,7 @@ def train(
                 "resume=DIR (--resume DIR) or choose another output directory"
             )
 
-    dataset = make_dataset(state.preset)  # unknown dataset names fail here, before the dir
+    dataset = state.preset.task()  # a preset without a task fails here, before the dir
     if model is None:
         model = Model(state.preset.spec, state.seed)  # so does a model over the memory cap
     _prepare_dir(run_dir)
@@ -870,6 +936,7 @@ def _summary(model: Model, state: _State, interrupted: bool, early_stopped: bool
     p = state.preset
     return {
         "preset": p.name,
+        "task": p.task_kind or p.task().kind,
         "seed": state.seed,
         "init": state.init,
         "epochs": state.epoch,
@@ -963,7 +1030,7 @@ def write_rollout_gif(model: Model, preset: Preset, path: PathLike, seed: int = 
     consecutive frames, so the file may hold fewer).
     """
     rng = np.random.default_rng([seed, 1])
-    x, _ = make_dataset(preset).sample(rng)
+    x, _ = preset.task().sample(rng)
     mask_state = model.mask_state
     try:
         frames = model.rollout(x[:1], hard=True, record=True)[:, 0]  # (steps + 1, H, W, C)

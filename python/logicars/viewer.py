@@ -117,7 +117,7 @@ def _palette(model: Model, preset: Preset | None) -> dict[str, Any]:
             for i in range(8)
         ]
         return {"channels": list(loss), "colours": colours}
-    if preset is not None and preset.name == "lizard":
+    if preset is not None and preset.task_kind.startswith("grow:"):  # a silhouette
         return {"channels": [loss[0]], "colours": [_WHITE, _LIZARD]}
     return {"channels": [loss[0]], "colours": [_BLACK, _WHITE]}
 
@@ -125,13 +125,13 @@ def _palette(model: Model, preset: Preset | None) -> dict[str, Any]:
 def _start(preset: Preset | None) -> dict[str, Any]:
     """The preset's start state: random bits, or the grow presets' fixed grid as the
     cells set to 1, relative to its centre cell (the page centres it, as `simulate` does)."""
-    from .simulate import _grow_dataset
+    from .simulate import _fixed_start
 
-    grow = _grow_dataset(preset)
+    grow = _fixed_start(preset)
     if grow is None:
         return {"kind": "random"}
     assert preset is not None
-    x = grow.sample(np.random.default_rng(0))[0][0]
+    x = grow.start(np.random.default_rng(0), 1, grow.height, grow.width)[0]
     rows, cols, channels = np.nonzero(x)
     cells = [
         [int(r) - preset.height // 2, int(c) - preset.width // 2, int(ch)]
