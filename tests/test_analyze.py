@@ -15,6 +15,7 @@ import logicars
 from logicars.cli import main
 from logicars.datasets import checkerboard_target, gol_boards, gol_step
 from logicars.spec import ModelSpec, PerceiveSpec, UpdateSpec
+from logicars.tasks import PatternTask
 from logicars.train import active_gates
 
 an = importlib.import_module("logicars.analyze")  # `logicars.analyze` is the function
@@ -46,16 +47,17 @@ def identity_model(channels: int = C, num_steps: int = 20) -> logicars.Model:
     )
 
 
-def checkerboard_task(channels: int = C) -> an.Task:
+def checkerboard_task(channels: int = C) -> PatternTask:
     """The checkerboard task, but starting from the target itself (zeros elsewhere)."""
 
-    def start(rng: np.random.Generator, b: int, h: int, w: int) -> np.ndarray:
-        x = np.zeros((b, h, w, channels), dtype=np.uint8)
-        x[..., 0] = checkerboard_target(h, w)
-        return x
+    class FromTarget(PatternTask):
+        def start(self, rng: np.random.Generator, b: int, h: int, w: int) -> np.ndarray:
+            x = np.zeros((b, h, w, self.channels), dtype=np.uint8)
+            x[..., 0] = checkerboard_target(h, w)
+            return x
 
-    base = an.task_for("checkerboard", channels, 20)
-    return an.Task(base.name, base.kind, 16, 16, channels, (0,), 20, start, base.target)
+    tile = checkerboard_target(4, 4)
+    return FromTarget(tile, "checkerboard", channels=channels, height=16, width=16, num_steps=20)
 
 
 def test_identity_model_is_the_identity() -> None:
@@ -125,7 +127,7 @@ def test_recovery_is_measured_from_the_lift() -> None:
 
 def test_untrained_checkerboard_is_wrong_and_reproducible() -> None:
     """Random starts under the identity stay random: about half the cells are wrong."""
-    task = an.task_for("checkerboard", C, 20)
+    task = an.task_for("checkerboard", identity_model())
     model = identity_model()
     a = an.analyze(model, task=task, experiments=["generalisation"], seed=3, quick=True)
     b = an.analyze(model, task=task, experiments=["generalisation"], seed=3, quick=True)
@@ -177,12 +179,12 @@ def test_gol_is_checked_against_the_rule(tmp_path: Path) -> None:
 def test_grow_presets_run_longer_on_their_grid() -> None:
     """Lizard-shaped task (a 20x20 fixed image): generalisation stays on 20x20."""
     model = identity_model(channels=4, num_steps=3)
-    base = an.task_for("lizard", 4, 3)
+    base = an.task_for("lizard", model)
     report = an.analyze(model, task=base, quick=True)
     ex = report["experiments"]
     assert ex["generalisation"]["grid"] == [20, 20] and ex["generalisation"]["steps"] == 12
     # The identity keeps the seed cell: everything the target has but the seed is wrong.
-    target = base.target(20, 20)[..., 0]
+    target = an.fixed_target(base, 20, 20)[..., 0]
     seed_only = np.zeros((20, 20))
     seed_only[10, 10] = 1
     assert ex["generalisation"]["final_error"] == pytest.approx(np.mean(target != seed_only))

@@ -70,15 +70,15 @@ _IMAGE_PX = 3.2  # inches per grid image
 
 def task_for(preset: str | Preset, model: Any | None = None) -> Task:
     """The task of a preset (a name, a task kind or a `Preset`), with the model's channels
-    and steps when a model is given (`Preset.task()`)."""
+    and steps when a model is given (`Preset.task()`); a Life-like rule keeps its one
+    step, which its 512-board check is about."""
     from .presets import resolve_preset
 
     p = resolve_preset(preset) if isinstance(preset, str) else preset
     if model is not None:
         spec = model.spec
-        p = dataclasses.replace(
-            p, spec=p.spec.replace(channels=spec.channels, num_steps=spec.num_steps)
-        )
+        steps = p.spec.num_steps if p.task_kind.startswith("life:") else spec.num_steps
+        p = dataclasses.replace(p, spec=p.spec.replace(channels=spec.channels, num_steps=steps))
     return p.task()
 
 
@@ -452,6 +452,8 @@ def analyze(
         if preset is None:
             raise ValueError("analyze(model): pass preset= (the preset it was trained for)")
         task = task_for(preset, model)
+    # The preset's name where there is one (the task's name is its kind).
+    label = task.name if preset is None else preset if isinstance(preset, str) else preset.name
     out_dir = Path(out) if out is not None else run_dir
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -464,14 +466,14 @@ def analyze(
         results[name] = _run_experiment(name, model, task, rng, quick, reset, robustness_steps)
     report: dict[str, Any] = {
         "run": source,
-        "preset": task.name,
+        "preset": label,
         "seed": seed,
         "quick": quick,
         "model": repr(model),
         "experiments": {k: _public(v) for k, v in results.items()},
     }
     if out_dir is not None:
-        files = _write_plots(results, task, out_dir, title=f"{task.name} ({source})")
+        files = _write_plots(results, task, out_dir, title=f"{label} ({source})")
         report["files"] = files
         text = json.dumps(report, indent=1) + "\n"
         (out_dir / "analysis.json").write_text(text)

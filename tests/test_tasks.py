@@ -1,4 +1,5 @@
-"""Datasets: Game of Life, checkerboard and image targets, and per-preset sampling."""
+"""Tasks: Game of Life, checkerboard and image targets, per-preset sampling, the task
+kinds a user names and the one scoring rule."""
 
 from __future__ import annotations
 
@@ -7,17 +8,23 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from logicars.datasets import (
+from logicars.datasets import gol_boards, gol_step
+from logicars.presets import PRESETS, get_preset, preset_for_kind
+from logicars.tasks import (
+    GrowTask,
+    LifeTask,
+    PatternTask,
     checkerboard_target,
     colored_g_target,
-    gol_boards,
-    gol_step,
+    life_boards,
+    life_step,
     lizard_target,
-    make_dataset,
+    normalise_rule,
+    parse_rule,
     random_bits,
     seed_grid,
+    task_from_dict,
 )
-from logicars.presets import PRESETS, get_preset
 
 SHARED_DATA = Path(__file__).parents[1].parent / "shared" / "data"
 
@@ -146,13 +153,13 @@ def test_seed_grid() -> None:
     assert seed_grid(5, 4, 1)[0, 2, 2, 0] == 1
 
 
-# --- datasets -------------------------------------------------------------------------
+# --- preset tasks -------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("name", list(PRESETS))
 def test_dataset_shapes_and_determinism(name: str) -> None:
     p = get_preset(name)
-    ds = make_dataset(p)
+    ds = p.task()
     shape = (p.batch, p.height, p.width, p.spec.channels)
     x1, y1 = ds.sample(np.random.default_rng(23))
     x2, y2 = ds.sample(np.random.default_rng(23))
@@ -166,7 +173,7 @@ def test_dataset_shapes_and_determinism(name: str) -> None:
 
 
 def test_gol_dataset_targets_are_one_step() -> None:
-    ds = make_dataset(get_preset("gol"))
+    ds = get_preset("gol").task()
     rng = np.random.default_rng(1)
     seen = set()
     for _ in range(20):
@@ -179,7 +186,7 @@ def test_gol_dataset_targets_are_one_step() -> None:
 def test_checkerboard_dataset_fresh_bits_each_call() -> None:
     for name in ("checkerboard", "checkerboard-async"):
         p = get_preset(name)
-        ds = make_dataset(p)
+        ds = p.task()
         rng = np.random.default_rng(0)
         x1, y1 = ds.sample(rng)
         x2, y2 = ds.sample(rng)
@@ -191,14 +198,14 @@ def test_checkerboard_dataset_fresh_bits_each_call() -> None:
 
 def test_lizard_dataset() -> None:
     p = get_preset("lizard")
-    x, y = make_dataset(p).sample(np.random.default_rng(0))
+    x, y = p.task().sample(np.random.default_rng(0))
     np.testing.assert_array_equal(x, seed_grid(20, 20, 128))
     np.testing.assert_array_equal(y[0, ..., 0], lizard_target())
 
 
 def test_colored_g_dataset() -> None:
     p = get_preset("colored-g")
-    ds = make_dataset(p)
+    ds = p.task()
     x, y = ds.sample(np.random.default_rng(0))
     assert not x.any()
     np.testing.assert_array_equal(y[0, ..., :3], colored_g_target())
@@ -207,10 +214,119 @@ def test_colored_g_dataset() -> None:
     assert not x2.any()
 
 
-def test_make_dataset_rejects_unknown_preset() -> None:
+def test_preset_task_needs_a_kind_and_its_image_grid() -> None:
     from dataclasses import replace
 
-    with pytest.raises(ValueError, match="known"):
-        make_dataset(replace(get_preset("gol"), name="nope"))
+    with pytest.raises(ValueError, match="names no task"):
+        replace(get_preset("gol"), task_kind="").task()
     with pytest.raises(ValueError, match="20x20"):
-        make_dataset(replace(get_preset("lizard"), height=32, width=32))
+        replace(get_preset("lizard"), height=32, width=32).task()
+
+
+# --- rules, kinds and scoring ----------------------------------------------------------
+
+
+def test_rules_parse_and_conway_is_gol() -> None:
+    assert parse_rule("b36/s23") == (frozenset({3, 6}), frozenset({2, 3}))
+    assert normalise_rule(" B63/S32 ") == "B36/S23"
+    assert normalise_rule("B/S") == "B/S"
+    for bad in ("B9/S23", "S23/B3", "B3S23", "life"):
+        with pytest.raises(ValueError, match="B/S notation"):
+            parse_rule(bad)
+    boards = life_boards()
+    np.testing.assert_array_equal(life_step(boards, "B3/S23"), gol_step(gol_boards()))
+    # HighLife differs from Conway exactly where a dead cell has 6 live neighbours.
+    alive = boards[..., 0] > 0.5
+    neighbours = sum(np.roll(alive, s, axis=(1, 2)).astype(int)
+                     for s in [(a, b) for a in (-1, 0, 1) for b in (-1, 0, 1) if (a, b) != (0, 0)])
+    differ = life_step(boards, "B36/S23")[..., 0] != life_step(boards)[..., 0]
+    np.testing.assert_array_equal(differ, ~alive & (neighbours == 6))
+    assert differ.any()
+
+
+def test_life_task_holds_out_all_512_boards_for_any_rule() -> None:
+    preset = preset_for_kind("life:B36/S23")
+    assert preset.name == "life:B36/S23" and preset.spec == PRESETS["gol"].spec
+    task = preset.task()
+    assert isinstance(task, LifeTask) and task.rule == "B36/S23"
+    x, target = task.holdout(samples=3, seed=5)
+    assert x.shape == (512, 3, 3, 1) and target.shape == (512, 3, 3, 1)
+    np.testing.assert_array_equal(target, life_step(life_boards(), "B36/S23") > 0.5)
+    xb, yb = task.sample(np.random.default_rng(0))
+    np.testing.assert_array_equal(yb, life_step(xb, "B36/S23"))
+
+
+def test_pattern_scoring_accepts_every_phase_and_only_those() -> None:
+    tile = np.array([[1, 0, 0], [1, 1, 0]])
+    task = PatternTask(tile, channels=2, height=7, width=8, batch=3)
+    target = task.target(np.zeros((3, 7, 8, 2)))
+    phases = task.accepted(target)
+    assert len(phases) == 6  # every cyclic shift of a tile without symmetry
+    out = np.zeros((3, 7, 8, 2), dtype=np.uint8)
+    out[0, ..., 0] = task.pattern(7, 8)  # the training phase
+    out[1, ..., 0] = task.pattern(7, 8, shift=(1, 2))  # another phase
+    out[2, ..., 0] = task.pattern(7, 8, shift=(1, 2))
+    out[2, 3, 3, 0] ^= 1  # one cell off another phase
+    wrong = task.wrong(out, target)
+    assert wrong.shape == (3, 7, 8, 1)
+    assert [int(w.sum()) for w in wrong] == [0, 0, 1]
+    assert np.count_nonzero(out[1, ..., :1] != target[1]) > 1  # not the training phase
+    inverse = 1 - out[:1]  # the inverse is no phase of this tile
+    assert task.wrong(inverse, target[:1]).any()
+    errors = task.cell_error(out, target[0])
+    np.testing.assert_allclose(errors, [0, 0, 1 / 56])
+
+
+def test_checkerboard_phases_include_its_inverse() -> None:
+    task = get_preset("checkerboard-async").task()
+    target = task.target(np.zeros((1, 14, 14, 8)))
+    out = np.zeros((1, 14, 14, 8), dtype=np.uint8)
+    out[..., 0] = 1 - checkerboard_target(14, 14)
+    assert not task.wrong(out, target).any()
+    assert len(task.accepted(target)) == 8  # the 2x2-block checkerboard: 8 distinct phases
+
+
+def _png(path: Path, pixels: np.ndarray, mode: str) -> Path:
+    from PIL import Image
+
+    Image.fromarray(pixels.astype(np.uint8), mode).save(path)
+    return path
+
+
+def test_image_kinds_read_their_files(tmp_path: Path) -> None:
+    tile = _png(tmp_path / "tile.png", np.array([[0, 255], [255, 255]]), "L")
+    p = preset_for_kind(f"pattern:{tile}", size=10, asynchronous=True)
+    assert (p.height, p.width, p.spec.fire_rate) == (10, 10, 0.6)
+    assert p.spec == PRESETS["checkerboard-async"].spec
+    np.testing.assert_array_equal(p.task().tile, [[0, 1], [1, 1]])
+    rgba = np.zeros((6, 4, 4))
+    rgba[1, 2] = [255, 0, 0, 255]  # red
+    rgba[2, 1] = [255, 255, 255, 100]  # half-transparent white: premultiplied below 0.5
+    rgb = preset_for_kind(f"grow:{_png(tmp_path / 'c.png', rgba, 'RGBA')}")
+    assert rgb.spec == PRESETS["colored-g"].spec and (rgb.height, rgb.width) == (6, 4)
+    task = rgb.task()
+    assert isinstance(task, GrowTask) and task.seed_cell and task.image.sum() == 1
+    assert task.image[1, 2].tolist() == [1, 0, 0]
+    grey = np.zeros((9, 9))
+    grey[2:7, 3:6] = 255
+    small = preset_for_kind(f"grow:{_png(tmp_path / 'g.png', grey, 'L')}", size=5)
+    assert small.spec == PRESETS["lizard"].spec and small.init is None
+    assert small.task().image.shape[2] == 1 and max(small.height, small.width) <= 5
+    with pytest.raises(FileNotFoundError, match="missing.png"):
+        preset_for_kind(f"grow:{tmp_path / 'missing.png'}")
+    for bad in ("life", "nope:x", "life:B3"):
+        with pytest.raises(ValueError):
+            preset_for_kind(bad)
+    with pytest.raises(ValueError, match="size and async"):
+        preset_for_kind("life:B3/S23", size=5)
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_task_records_rebuild_the_same_task(name: str) -> None:
+    task = get_preset(name).task()
+    record = task.to_dict()
+    again = task_from_dict(record)
+    assert again is not None and again.to_dict() == record
+    rng_a, rng_b = np.random.default_rng(3), np.random.default_rng(3)
+    for a, b in zip(task.sample(rng_a), again.sample(rng_b)):
+        np.testing.assert_array_equal(a, b)
