@@ -218,7 +218,7 @@ def test_preset_task_needs_a_kind_and_its_image_grid() -> None:
     from dataclasses import replace
 
     with pytest.raises(ValueError, match="names no task"):
-        replace(get_preset("gol"), task_kind="").task()
+        replace(get_preset("gol"), name="nope", task_kind="").task()
     with pytest.raises(ValueError, match="20x20"):
         replace(get_preset("lizard"), height=32, width=32).task()
 

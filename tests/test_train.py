@@ -125,12 +125,11 @@ def test_run_directory(gol_run: RunResult) -> None:
 
 def test_metrics_match_engine_losses(gol_run: RunResult) -> None:
     """The loop is one train_step per epoch on `default_rng(seed)` samples: replay it."""
-    from logicars.datasets import make_dataset
 
     preset = logicars.get_preset("gol")
     model = logicars.Model(preset.spec, preset.seed)
     rng = np.random.default_rng(preset.seed)
-    data = make_dataset(preset)
+    data = preset.task()
     replay = [model.train_step(*data.sample(rng)) for _ in range(3)]
     assert replay == [(m.soft_loss, m.hard_loss) for m in gol_run.metrics]
     assert same_state(model, gol_run.model)
@@ -252,7 +251,7 @@ def test_init_starts_from_the_npz(tmp_path: Path) -> None:
         start.params(),
         mask_seed=4,
     )
-    dataset, rng = logicars.datasets.make_dataset(preset), np.random.default_rng(4)
+    dataset, rng = preset.task(), np.random.default_rng(4)
     expected = [by_hand.train_step(*dataset.sample(rng)) for _ in range(3)]
     assert [(m.soft_loss, m.hard_loss) for m in r.metrics] == expected
     assert same_state(r.model, by_hand)

@@ -15,9 +15,10 @@ from ._core import set_num_threads as _set_num_threads
 from .analyze import analyze  # the function shadows the submodule attribute
 from .display import Animation, LivePage, live, show
 from .model import MAX_THREADS, Model, Simulator, check_int
-from .presets import PRESETS, Preset, get_preset
+from .presets import PRESETS, Preset, get_preset, preset_for_kind
 from .spec import ModelSpec, PerceiveSpec, Relaxation, UpdateSpec
 from .sweep import sweep  # the function shadows the submodule attribute
+from .tasks import GrowTask, LifeTask, PatternTask, Task
 from .train import RunResult, train  # the function shadows the submodule attribute
 
 __version__ = dict(_build_info())["version"]
@@ -40,14 +41,18 @@ def build_info() -> dict[str, str]:
 __all__ = [
     "PRESETS",
     "Animation",
+    "GrowTask",
+    "LifeTask",
     "LivePage",
     "Model",
     "ModelSpec",
+    "PatternTask",
     "PerceiveSpec",
     "Preset",
     "RunResult",
     "Relaxation",
     "Simulator",
+    "Task",
     "UpdateSpec",
     "analyze",
     "build_info",
@@ -55,6 +60,7 @@ __all__ = [
     "get_preset",
     "live",
     "num_threads",
+    "preset_for_kind",
     "set_num_threads",
     "show",
     "sweep",

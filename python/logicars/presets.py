@@ -77,6 +77,12 @@ class Preset:
     task_pixels: np.ndarray | None = field(default=None, compare=False, repr=False)
     custom_task: Task | None = field(default=None, compare=False, repr=False)
 
+    def __post_init__(self) -> None:
+        # A Preset built by hand under a preset's name, as before presets named their
+        # task, trains that preset's task.
+        if not self.task_kind and self.custom_task is None and self.name in _OWN_KINDS:
+            object.__setattr__(self, "task_kind", _OWN_KINDS[self.name])
+
     def has_task(self) -> bool:
         """Whether the preset names its task (a run of a custom `Task` subclass, loaded
         from its directory, does not)."""
@@ -136,6 +142,16 @@ class Preset:
         return self.batch * self.height * self.width * s.num_steps * s.gates_per_cell()
 
 
+# The task of each preset (`Preset.task_kind`).
+_OWN_KINDS = {
+    "gol": "life:B3/S23",
+    "checkerboard": "pattern:checkerboard",
+    "checkerboard-async": "pattern:checkerboard",
+    "lizard": "grow:lizard",
+    "colored-g": "grow:colored-g",
+}
+
+
 def _model(
     channels: int,
     n_kernels: int,
@@ -177,7 +193,7 @@ PRESETS: dict[str, Preset] = {
     for p in (
         Preset(
             name="gol",
-            task_kind="life:B3/S23",
+            task_kind=_OWN_KINDS["gol"],
             spec=_model(
                 channels=1,
                 n_kernels=16,
@@ -199,7 +215,7 @@ PRESETS: dict[str, Preset] = {
         ),
         Preset(
             name="checkerboard",
-            task_kind="pattern:checkerboard",
+            task_kind=_OWN_KINDS["checkerboard"],
             spec=_model(
                 channels=8,
                 n_kernels=16,
@@ -221,7 +237,7 @@ PRESETS: dict[str, Preset] = {
         ),
         Preset(
             name="checkerboard-async",
-            task_kind="pattern:checkerboard",
+            task_kind=_OWN_KINDS["checkerboard-async"],
             spec=_model(
                 channels=8,
                 n_kernels=16,
@@ -244,7 +260,7 @@ PRESETS: dict[str, Preset] = {
         ),
         Preset(
             name="lizard",
-            task_kind="grow:lizard",
+            task_kind=_OWN_KINDS["lizard"],
             spec=_model(
                 channels=128,
                 n_kernels=4,
@@ -265,7 +281,7 @@ PRESETS: dict[str, Preset] = {
         ),
         Preset(
             name="colored-g",
-            task_kind="grow:colored-g",
+            task_kind=_OWN_KINDS["colored-g"],
             spec=_model(
                 channels=64,
                 n_kernels=4,

@@ -45,10 +45,10 @@ from .checkpoint import load_checkpoint, save_checkpoint
 from .errors import CheckpointError, InvalidValueError
 from .evaluate import evaluate
 from .model import MAX_SEED, MAX_THREADS, Model, check_int
-from .presets import PRESETS, Preset, preset_for_task, resolve_preset
+from .presets import Preset, preset_for_task, resolve_preset
 from .repair import repair as repair_circuit
 from .spec import ModelSpec, Relaxation
-from .tasks import Task
+from .tasks import Task, task_from_dict
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -375,12 +375,13 @@ def with_recorded_task(preset: Preset, record: dict[str, Any] | None) -> Preset:
     tasks were recorded trained a preset's own (by its name). A custom `Task` subclass
     is not rebuilt: the preset then names no task (resume it with the task again)."""
     if record is None:
-        known = PRESETS.get(preset.name)
-        kind = "" if known is None else known.task_kind
-        return dataclasses.replace(preset, task_kind=kind)
+        return preset  # `Preset` gives a preset's name its own task
     kind = str(record.get("task_kind", ""))
-    if kind == "custom":
-        return preset
+    if ":" not in kind:
+        # A Task built in Python: the three kinds rebuild from their record; a custom
+        # subclass does not (the preset then names no task).
+        task = task_from_dict(record)
+        return preset if task is None else dataclasses.replace(preset, custom_task=task)
     pixels = record.get("tile", record.get("image"))
     pixels = None if pixels is None else np.asarray(pixels, dtype=np.float32)
     out = dataclasses.replace(preset, task_kind=kind, task_pixels=pixels)

@@ -1,0 +1,191 @@
+"""A user's own experiments: task kinds from the CLI and `Task`s from Python train, and
+their runs work with resume, simulate, analyze and export without being told the task
+(on a tiny epoch budget: whether the circuits solve is for the slow tests). Also: the
+five presets train as they did before tasks existed."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import logicars
+from logicars.checkpoint import load_checkpoint
+from logicars.cli import main
+from logicars.runs import load_run
+
+
+def _png(path: Path, pixels: np.ndarray, mode: str) -> Path:
+    from PIL import Image
+
+    Image.fromarray(pixels.astype(np.uint8), mode).save(path)
+    return path
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return out
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("images")
+    tile = np.array([[0, 0, 1, 1], [0, 1, 1, 0], [1, 1, 0, 0], [1, 0, 0, 1]]) * 255
+    colour = np.zeros((7, 6, 4))
+    colour[2:5, 2:4] = [255, 0, 0, 255]
+    colour[1, 1] = [0, 0, 255, 255]
+    grey = np.zeros((9, 9))
+    grey[3:6, 2:7] = 255
+    return {
+        "tile": _png(d / "tile.png", tile, "L"),
+        "colour": _png(d / "colour.png", colour, "RGBA"),
+        "grey": _png(d / "grey.png", grey, "L"),
+    }
+
+
+# (kind or image key, extra train options, held-out inputs, loss channels, grid)
+CASES = {
+    "life": ("life:B36/S23", [], 512, [0], (3, 3)),
+    "pattern": ("tile", ["--size", "8"], 16, [0], (8, 8)),
+    "pattern-async": ("tile", ["--async", "--size", "6"], 16, [0], (6, 6)),
+    "grow-colour": ("colour", [], 1, [0, 1, 2], (7, 6)),
+    "grow-grey": ("grey", ["--size", "5"], 1, [0], (5, 5)),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_task_kind_from_the_cli_end_to_end(
+    case: str, images: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    what, options, held_out, loss, grid = CASES[case]
+    if case == "life":
+        kind = what
+    else:
+        # A copy the test deletes after training: the run must not need the file again.
+        image = tmp_path / images[what].name
+        image.write_bytes(images[what].read_bytes())
+        kind = f"{case.split('-')[0]}:{image}"
+    run = tmp_path / "run"
+    out = _cli(capsys, "train", kind, *options, "--epochs", "2", "--quiet", "--out", str(run))
+    assert f"/{held_out} held-out inputs" in out
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["preset"] == kind and summary["task"] == kind
+    assert summary["hard_eval"]["samples"] == held_out
+    assert summary["config"]["loss_channels"] == loss and summary["grid"] == list(grid)
+    assert summary["config"]["async"] == ("--async" in options)
+    _, extra = load_checkpoint(run / "model.safetensors")
+    record = extra["preset"]["task"]
+    assert record["task_kind"] == kind
+    if case != "life":
+        image.unlink()
+        pixels = np.array(record.get("tile", record.get("image")))
+        assert pixels.size and set(np.unique(pixels)) <= {0, 1}
+
+    loaded = load_run(run)
+    assert loaded.preset is not None and loaded.preset.name == kind
+    task = loaded.preset.task()
+    assert task.to_dict() == {k: v for k, v in record.items() if k != "task_kind"}
+
+    out = _cli(capsys, "train", "--resume", str(run), "--epochs", "3", "--quiet")
+    assert f"{kind} (softmax): 3 epochs" in out
+    resumed = json.loads((run / "summary.json").read_text())
+    assert resumed["epochs"] == 3 and resumed["hard_eval"]["samples"] == held_out
+
+    out = _cli(capsys, "simulate", str(run), "--steps", "2" if case == "life" else "4")
+    assert kind in out
+    if case != "grow-colour":  # simulate's grid is square, this image 7x6
+        assert "target cells wrong" in out
+    out = _cli(capsys, "analyze", str(run), "--quick", "--only", "gates,generalisation")
+    report = json.loads((run / "analysis.json").read_text())
+    assert report["preset"] == kind and "generalisation" in report["experiments"]
+    _cli(capsys, "export", str(run), "--format", "c", "--out", str(tmp_path / "c.c"))
+    assert (tmp_path / "c.c").stat().st_size > 0
+
+
+def test_life_kind_is_conway_for_b3_s23(tmp_path: Path) -> None:
+    """`life:B3/S23` trains exactly what `gol` does (same model, data and check)."""
+    a = logicars.train("gol", epochs=3, out=tmp_path / "a", quiet=True)
+    b = logicars.train("life:b3/s23", epochs=3, out=tmp_path / "b", quiet=True)
+    assert b.summary["preset"] == "life:B3/S23"
+    assert [m[:3] for m in a.metrics] == [m[:3] for m in b.metrics]
+    for k, v in a.model.params().items():
+        np.testing.assert_array_equal(v, b.model.params()[k])
+
+
+# The README's example, as it is there: a task of your own in a few lines.
+class Stripes(logicars.Task):
+    """Vertical stripes two cells wide on channel 0, from random bits."""
+
+    def start(self, rng: np.random.Generator, batch: int, h: int, w: int) -> np.ndarray:
+        return rng.integers(0, 2, size=(batch, h, w, self.channels)).astype(np.float32)
+
+    def target(self, x: np.ndarray) -> np.ndarray:
+        b, h, w = x.shape[:3]
+        stripes = (np.arange(w) // 2) % 2
+        return np.broadcast_to(stripes[None, None, :, None], (b, h, w, 1)).astype(np.float32)
+
+
+def test_custom_task_trains_from_python(tmp_path: Path) -> None:
+    task = Stripes("stripes", channels=8, height=8, width=8, batch=2, num_steps=6)
+    spec = logicars.get_preset("checkerboard").spec
+    run = logicars.train(task=task, spec=spec, epochs=2, out=tmp_path / "r", quiet=True)
+    assert run.summary["preset"] == "stripes" and run.summary["task"] == "custom"
+    assert run.model.spec.num_steps == 6 and run.summary["grid"] == [8, 8]
+    assert run.summary["hard_eval"]["samples"] == 16  # 8 draws of the batch of 2
+    x, y = task.sample(np.random.default_rng(0))
+    assert x.shape == (2, 8, 8, 8) and y[0, 0, :, 0].tolist() == [0, 0, 1, 1, 0, 0, 1, 1]
+    # A custom task is not rebuilt from the run: resume takes it again.
+    assert not load_run(run.run_dir).preset.has_task()  # type: ignore[union-attr]
+    more = logicars.train(task, spec=spec, epochs=3, resume=run.run_dir, quiet=True)
+    assert len(more.metrics) == 3
+    with pytest.raises(ValueError, match="spec=ModelSpec"):
+        logicars.train(task, epochs=2, out=tmp_path / "never", quiet=True)
+    other = Stripes("stripes", channels=4, height=8, width=8)
+    with pytest.raises(ValueError, match="4 channels, the spec 8"):
+        logicars.train(other, spec=spec, epochs=2, out=tmp_path / "never", quiet=True)
+
+
+def test_kind_task_from_python_is_rebuilt_from_its_run(tmp_path: Path) -> None:
+    tile = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 1]])
+    task = logicars.PatternTask(tile, "diagonal", channels=8, height=9, width=9, num_steps=5)
+    spec = logicars.get_preset("checkerboard").spec
+    run = logicars.train(task, spec=spec, epochs=2, out=tmp_path / "r", quiet=True)
+    loaded = load_run(run.run_dir)
+    assert loaded.preset is not None and loaded.preset.has_task()
+    again = loaded.preset.task()
+    assert isinstance(again, logicars.PatternTask) and again.to_dict() == task.to_dict()
+    more = logicars.train(epochs=3, resume=run.run_dir, quiet=True)
+    assert more.summary["hard_eval"] == logicars.evaluate.evaluate(more.model, task)
+
+
+def _fingerprint(run: logicars.RunResult) -> tuple[str, list[tuple[float, float]]]:
+    h = hashlib.sha256()
+    params = run.model.params()
+    for k in sorted(params):
+        h.update(k.encode())
+        h.update(np.ascontiguousarray(params[k]).tobytes())
+    return h.hexdigest()[:16], [(m.soft_loss, m.hard_loss) for m in run.metrics]
+
+
+# Recorded on main before tasks existed (828d075): parameters after 3 epochs of each
+# preset (default seed and start, softmax) and the losses epoch by epoch.
+BEFORE_TASKS = {
+    "gol": ("84a535daf418ecff", [(95.0658051199869, 97.0), (91.92337540668575, 94.0), (103.40162571892307, 106.0)]),
+    "checkerboard": ("85c8df1de62c82e1", [(227.13449551960122, 258.0), (222.89255450292097, 256.0), (219.99041553107324, 256.0)]),
+    "checkerboard-async": ("a657e8fc9b2b9973", [(83.37035042525545, 96.0), (81.60819338940941, 95.0), (81.10365344794815, 96.0)]),
+    "lizard": ("2ae272033b1a57d0", [(109.70855287480646, 121.0), (108.42381413758474, 121.0), (107.0252557991047, 121.0)]),
+    "colored-g": ("b41677d25a414679", [(99.93166061901795, 109.0), (99.05179674935323, 109.0), (98.13831551919117, 109.0)]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(BEFORE_TASKS))
+def test_presets_train_as_before_tasks(name: str, tmp_path: Path) -> None:
+    run = logicars.train(
+        name, epochs=3, out=tmp_path / "r", quiet=True, threads=1, checkpoint_every=None
+    )
+    assert _fingerprint(run) == BEFORE_TASKS[name]
