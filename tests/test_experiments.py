@@ -105,6 +105,8 @@ def test_task_kind_from_the_cli_end_to_end(
     assert report["preset"] == kind and "generalisation" in report["experiments"]
     _cli(capsys, "export", str(run), "--format", "c", "--out", str(tmp_path / "c.c"))
     assert (tmp_path / "c.c").stat().st_size > 0
+    _cli(capsys, "view", str(run), "--out", str(tmp_path / "p.html"), "--no-open")
+    assert json.dumps(kind)[1:-1] in (tmp_path / "p.html").read_text()  # the page's title
 
 
 def test_life_kind_is_conway_for_b3_s23(tmp_path: Path) -> None:

@@ -177,10 +177,10 @@ def page_html(model: Model, preset: PresetLike = None) -> str:
     bits and colours the loss channels as a preset's (three as RGB, else the first in
     grey).
     """
-    from .presets import get_preset
+    from .presets import resolve_preset
 
     if isinstance(preset, str):
-        preset = get_preset(preset)
+        preset = resolve_preset(preset)
     config = page_config(model, preset)
     kernels, spills = kernel_source(model.netlist())
     config["spills"] = spills
