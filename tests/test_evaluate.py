@@ -77,7 +77,9 @@ def test_growth_preset_uses_its_start_grid() -> None:
 def test_bad_arguments() -> None:
     preset = logicars.get_preset("checkerboard")
     model = logicars.Model(logicars.get_preset("gol").spec, seed=0)
-    with pytest.raises(ValueError, match="model has 1 channels, task 'pattern:checkerboard' needs 8"):
+    with pytest.raises(
+        ValueError, match="model has 1 channels, task 'pattern:checkerboard' needs 8"
+    ):
         evaluate(model, preset)
     with pytest.raises(ValueError, match="samples"):
         evaluate(model, logicars.get_preset("gol"), samples=0)

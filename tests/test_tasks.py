@@ -237,8 +237,10 @@ def test_rules_parse_and_conway_is_gol() -> None:
     np.testing.assert_array_equal(life_step(boards, "B3/S23"), gol_step(gol_boards()))
     # HighLife differs from Conway exactly where a dead cell has 6 live neighbours.
     alive = boards[..., 0] > 0.5
-    neighbours = sum(np.roll(alive, s, axis=(1, 2)).astype(int)
-                     for s in [(a, b) for a in (-1, 0, 1) for b in (-1, 0, 1) if (a, b) != (0, 0)])
+    neighbours = sum(
+        np.roll(alive, s, axis=(1, 2)).astype(int)
+        for s in [(a, b) for a in (-1, 0, 1) for b in (-1, 0, 1) if (a, b) != (0, 0)]
+    )
     differ = life_step(boards, "B36/S23")[..., 0] != life_step(boards)[..., 0]
     np.testing.assert_array_equal(differ, ~alive & (neighbours == 6))
     assert differ.any()

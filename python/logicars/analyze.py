@@ -19,20 +19,20 @@ directory it also writes one PNG per experiment and `analysis.json`.
 The error of a grid is the fraction of cells whose loss channels differ from the target
 anywhere, by the task's scoring rule (`logicars.tasks.Task.cell_error`: a periodic
 pattern such as the checkerboard in whichever of its phases is closest; generalisation
-also reports the error against the pattern in its training phase). The checkerboard target exists for any grid
-size; the lizard and the coloured G are fixed images, so their "generalisation" runs
-longer on the training grid; the Game of Life circuit is compared with the exact rule
-instead of a pattern. Experiments that do not
-apply to a preset are reported as skipped, with the reason.
+also reports the error against the pattern in its training phase). A pattern's target
+exists for any grid size; the lizard, the coloured G and other grown images are fixed
+images, so their "generalisation" runs longer on the training grid; a Life-like rule's
+circuit is compared with the exact rule instead of a pattern. Experiments that do not
+apply to a task are reported as skipped, with the reason.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import time
-import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Union
 
@@ -181,7 +181,9 @@ def gol_accuracy(model: Any, task: Task, rng: np.random.Generator, quick: bool) 
         exact.append(life_step(exact[-1][None, ..., None], task.rule)[0, ..., 0])
     exact_frames = np.stack(exact).astype(np.uint8)
     # One-step accuracy on the big grid: the rule applied to the circuit's own states.
-    one_step = life_step(frames[:-1, ..., None].astype(np.float32), task.rule)[..., 0].astype(np.uint8)
+    one_step = life_step(frames[:-1, ..., None].astype(np.float32), task.rule)[..., 0].astype(
+        np.uint8
+    )
     diverged = np.flatnonzero(np.any(frames != exact_frames, axis=(1, 2)))
     return {
         "boards_correct": boards["solved"],

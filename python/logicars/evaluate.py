@@ -57,8 +57,7 @@ def heldout_inputs(
     task = _task(preset)
     if model.spec.channels != task.channels:
         raise ValueError(
-            f"model has {model.spec.channels} channels, task {task.name!r} needs "
-            f"{task.channels}"
+            f"model has {model.spec.channels} channels, task {task.name!r} needs {task.channels}"
         )
     return task.holdout(samples, seed)
 

@@ -318,7 +318,9 @@ def preset_for_kind(kind: str, *, size: int | None = None, asynchronous: bool = 
     family, arg = split_kind(kind)
     if family == "life":
         if size is not None or asynchronous:
-            raise ValueError("a life: rule trains on 3x3 boards; size and async are for grow:/pattern:")
+            raise ValueError(
+                "a life: rule trains on 3x3 boards; size and async are for grow:/pattern:"
+            )
         rule = normalise_rule(arg)
         name = f"life:{rule}"
         return dataclasses.replace(

@@ -544,7 +544,7 @@ def kind_data(text: str, size: int | None = None) -> np.ndarray | None:
 _BUILTIN = {("pattern", CHECKERBOARD), ("grow", LIZARD), ("grow", COLORED_G)}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _builtin_pixels(kind: str, arg: str) -> np.ndarray:
     """The presets' own targets (read once: the validation check builds its task often)."""
     if kind == "pattern":
@@ -579,7 +579,13 @@ def task_from_dict(record: dict[str, Any]) -> Task | None:
     geometry = {
         k: record[k]
         for k in (
-            "channels", "height", "width", "batch", "loss_channels", "num_steps", "periodic",
+            "channels",
+            "height",
+            "width",
+            "batch",
+            "loss_channels",
+            "num_steps",
+            "periodic",
             "fire_rate",
         )  # fmt: skip
     }
