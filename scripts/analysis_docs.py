@@ -162,7 +162,7 @@ def _observations(sync: dict[str, Any], asyn: dict[str, Any] | None) -> list[str
                 "corners have the same colour, so nothing in training says which corner "
                 "anchors the pattern; with an even number of tiles per side the two "
                 "anchorings are each other's inverse. The analysis therefore scores "
-                "checkerboards in the better of their two phases."
+                "patterns in any phase (the task's scoring rule, `logicars.tasks`)."
             )
         f = asyn["fault_tolerance"]
         if f["final_error_outside"] > 0:

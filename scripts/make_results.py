@@ -283,7 +283,7 @@ def write(runs: Path, sweeps: list[Path], train: bool) -> Path:
         "trained on (`logicars.evaluate`): all 512 boards for `gol`, 16 fresh random "
         "starts for the checkerboards (fresh update masks for the async one), the start "
         "grid for the growth presets; an input counts as solved when every cell of the "
-        "loss channels matches the target exactly.",
+        "loss channels matches the target exactly (a checkerboard in any of its phases).",
         "",
         "*See it live*: the trained circuit as an interactive page (what `python -m "
         "logicars view RUN` writes): one self-contained HTML file that runs the pruned "

@@ -332,3 +332,22 @@ def test_task_records_rebuild_the_same_task(name: str) -> None:
     rng_a, rng_b = np.random.default_rng(3), np.random.default_rng(3)
     for a, b in zip(task.sample(rng_a), again.sample(rng_b)):
         np.testing.assert_array_equal(a, b)
+
+
+def test_model_spec_build_derives_widths_and_wiring() -> None:
+    import logicars
+    from logicars.spec import ModelSpec
+
+    spec = ModelSpec.build(channels=3, kernels=2, perceive=[8, 4], update=[16, 8, 4], num_steps=5)
+    assert spec.perceive.layers == [9, 8, 4] and spec.perceive.n_kernels == 2
+    assert spec.perceive.connections == ["first_kernel", "unique"]
+    assert spec.update.layers == [3 + 3 * 4 * 2, 16, 8, 4, 3]
+    assert spec.update.connections == ["unique"] * 4
+    model = logicars.Model(spec, seed=0)  # the engine accepts the derived widths
+    assert model.rollout(np.zeros((1, 5, 5, 3), np.float32)).shape == (1, 5, 5, 3)
+    gol = get_preset("gol").spec
+    again = ModelSpec.build(
+        channels=1, kernels=16, perceive=[8, 4, 2, 1], update=[128] * 17 + [64, 32, 16, 8, 4, 2],
+        num_steps=1, periodic=True, lr=0.05,
+    )  # fmt: skip
+    assert again == gol

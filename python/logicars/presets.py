@@ -3,10 +3,10 @@
 Every number here is the one the "Differentiable Logic CA" notebook (Google Research)
 uses, so that training a preset reproduces the paper's run; the one exception is the epoch
 budget of a preset that restarts, which allows several attempts of the notebook's length
-(`notebook_epochs` keeps the notebook's). Layer lists include the
-input width first; the update network's input width is `C + C * S * K` (the centre
-cell's channels plus every channel's perception output: S = last perceive width,
-K = kernels).
+(`notebook_epochs` keeps the notebook's). The specs are
+`ModelSpec.build`'s: hidden widths only, the update network's input width `C + C * S * K`
+(the centre cell's channels plus every channel's perception output: S = last perceive
+width, K = kernels) and its output `C` derived.
 
 Wiring: perceive layer 0 is `first_kernel` (centre against each of the 8 neighbours),
 every other layer is `unique`. Every `unique` layer below satisfies what the notebook's
@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from .spec import ModelSpec, PerceiveSpec, UpdateSpec
+from .spec import ModelSpec
 from .tasks import Task, kind_data, make_task, normalise_rule, split_kind
 
 # Label of a start from the reference notebook's own seed-23 wiring (the lizard's `init`).
@@ -152,37 +152,6 @@ _OWN_KINDS = {
 }
 
 
-def _model(
-    channels: int,
-    n_kernels: int,
-    perceive_layers: list[int],
-    update_layers: list[int],
-    num_steps: int,
-    periodic: bool,
-    lr: float,
-    loss_channels: list[int],
-    fire_rate: float | None = None,
-) -> ModelSpec:
-    """Build a spec with the notebook's wiring: `first_kernel` first, `unique` elsewhere."""
-    return ModelSpec(
-        channels=channels,
-        perceive=PerceiveSpec(
-            n_kernels=n_kernels,
-            layers=perceive_layers,
-            connections=["first_kernel"] + ["unique"] * (len(perceive_layers) - 2),
-        ),
-        update=UpdateSpec(
-            layers=update_layers,
-            connections=["unique"] * (len(update_layers) - 1),
-        ),
-        num_steps=num_steps,
-        periodic=periodic,
-        fire_rate=fire_rate,
-        loss_channels=loss_channels,
-        lr=lr,
-    )
-
-
 _CHECKERBOARD_DESC = (
     "8-channel CA that turns random bits into a 2x2-tile checkerboard on channel 0 "
     "(zero-padded boundary)"
@@ -194,11 +163,11 @@ PRESETS: dict[str, Preset] = {
         Preset(
             name="gol",
             task_kind=_OWN_KINDS["gol"],
-            spec=_model(
+            spec=ModelSpec.build(
                 channels=1,
-                n_kernels=16,
-                perceive_layers=[9, 8, 4, 2, 1],
-                update_layers=[17] + [128] * 17 + [64, 32, 16, 8, 4, 2, 1],
+                kernels=16,
+                perceive=[8, 4, 2, 1],
+                update=[128] * 17 + [64, 32, 16, 8, 4, 2],
                 num_steps=1,
                 periodic=True,
                 lr=0.05,
@@ -216,11 +185,11 @@ PRESETS: dict[str, Preset] = {
         Preset(
             name="checkerboard",
             task_kind=_OWN_KINDS["checkerboard"],
-            spec=_model(
+            spec=ModelSpec.build(
                 channels=8,
-                n_kernels=16,
-                perceive_layers=[9, 8, 4, 2],
-                update_layers=[264] + [256] * 10 + [128, 64, 32, 16, 8, 8],
+                kernels=16,
+                perceive=[8, 4, 2],
+                update=[256] * 10 + [128, 64, 32, 16, 8],
                 num_steps=20,
                 periodic=False,
                 lr=0.05,
@@ -238,11 +207,11 @@ PRESETS: dict[str, Preset] = {
         Preset(
             name="checkerboard-async",
             task_kind=_OWN_KINDS["checkerboard-async"],
-            spec=_model(
+            spec=ModelSpec.build(
                 channels=8,
-                n_kernels=16,
-                perceive_layers=[9, 8, 4, 2],
-                update_layers=[264] + [256] * 14 + [128, 64, 32, 16, 8, 8],
+                kernels=16,
+                perceive=[8, 4, 2],
+                update=[256] * 14 + [128, 64, 32, 16, 8],
                 num_steps=50,
                 periodic=False,
                 lr=0.05,
@@ -261,11 +230,11 @@ PRESETS: dict[str, Preset] = {
         Preset(
             name="lizard",
             task_kind=_OWN_KINDS["lizard"],
-            spec=_model(
+            spec=ModelSpec.build(
                 channels=128,
-                n_kernels=4,
-                perceive_layers=[9, 8, 4, 2, 1],
-                update_layers=[640] + [512] * 8 + [256, 128],
+                kernels=4,
+                perceive=[8, 4, 2, 1],
+                update=[512] * 8 + [256],
                 num_steps=12,
                 periodic=True,
                 lr=0.06,
@@ -282,11 +251,11 @@ PRESETS: dict[str, Preset] = {
         Preset(
             name="colored-g",
             task_kind=_OWN_KINDS["colored-g"],
-            spec=_model(
+            spec=ModelSpec.build(
                 channels=64,
-                n_kernels=4,
-                perceive_layers=[9, 8, 4, 2],
-                update_layers=[576] + [512] * 8 + [256, 128, 64],
+                kernels=4,
+                perceive=[8, 4, 2],
+                update=[512] * 8 + [256, 128],
                 num_steps=15,
                 periodic=False,
                 lr=0.06,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import numbers
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -98,6 +99,54 @@ class ModelSpec:
         kernel), the update network once."""
         p, u = self.perceive, self.update
         return p.n_kernels * self.channels * sum(p.layers[1:]) + sum(u.layers[1:])
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        channels: int,
+        kernels: int,
+        perceive: Sequence[int],
+        update: Sequence[int],
+        num_steps: int,
+        periodic: bool = False,
+        fire_rate: float | None = None,
+        loss_channels: Sequence[int] = (0,),
+        lr: float = 0.05,
+        relax: Relaxation | None = None,
+    ) -> ModelSpec:
+        """A spec wired as the reference notebook wires its models, from the widths alone.
+
+        `perceive`: the perception layers' widths after the 3x3 patch's 9 inputs (e.g.
+        `[8, 4, 2, 1]`); `update`: the update network's hidden widths (e.g. `[256] * 6`),
+        to which its output layer of `channels` is added. The update network's input
+        width `C + C * S * K` (the centre cell's channels and every channel's perception
+        output: S = the last perceive width, K = `kernels`) and the wiring lists
+        (`first_kernel` for the first perception layer, `unique` everywhere else) are
+        derived; the engine checks the rest when a model is built.
+        """
+        perceive, update = [int(w) for w in perceive], [int(w) for w in update]
+        if not perceive:
+            raise InvalidValueError("perceive needs at least one layer width")
+        update_in = channels + channels * perceive[-1] * kernels
+        return cls(
+            channels=channels,
+            perceive=PerceiveSpec(
+                n_kernels=kernels,
+                layers=[9, *perceive],
+                connections=["first_kernel"] + ["unique"] * (len(perceive) - 1),
+            ),
+            update=UpdateSpec(
+                layers=[update_in, *update, channels],
+                connections=["unique"] * (len(update) + 1),
+            ),
+            num_steps=num_steps,
+            periodic=periodic,
+            fire_rate=fire_rate,
+            loss_channels=[int(c) for c in loss_channels],
+            lr=lr,
+            relax=Relaxation() if relax is None else relax,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
