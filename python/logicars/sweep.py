@@ -67,6 +67,8 @@ RESERVED = {
     "resume": "re-running the sweep resumes interrupted points",
     "quiet": "points always train quietly; the sweep shows its own progress",
     "threads": "set the engine threads of every point with threads_per_run (--threads-per-run)",
+    "task": "name the task as preset: a preset or a task kind (life:B36/S23, ...)",
+    "spec": "a sweep trains presets and task kinds, which bring their own spec",
 }
 # What makes a value a list of values to sweep (a string or a number is one value).
 _SWEPT_TYPES = (list, tuple, range)

@@ -502,10 +502,6 @@ class _StopOnInterrupt:
 def train(
     preset: str | Preset | Task | None = None,
     *,
-    task: Task | None = None,
-    spec: ModelSpec | None = None,
-    size: int | None = None,
-    asynchronous: bool = False,
     epochs: int | None = None,
     seed: int | None = None,
     lr: float | None = None,
@@ -523,6 +519,10 @@ def train(
     warmup: int | None = None,
     repair: bool | None = None,
     restart_every: int | None = None,
+    size: int | None = None,
+    asynchronous: bool = False,
+    task: Task | None = None,
+    spec: ModelSpec | None = None,
 ) -> RunResult:
     """Trains `preset` and writes a run directory.
 
