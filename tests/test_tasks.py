@@ -14,6 +14,7 @@ from logicars.tasks import (
     GrowTask,
     LifeTask,
     PatternTask,
+    Task,
     checkerboard_target,
     colored_g_target,
     life_boards,
@@ -351,3 +352,16 @@ def test_model_spec_build_derives_widths_and_wiring() -> None:
         num_steps=1, periodic=True, lr=0.05,
     )  # fmt: skip
     assert again == gol
+
+
+def test_task_options_are_checked() -> None:
+    with pytest.raises(ValueError, match="height must be an integer >= 1, got 0"):
+        LifeTask("B3/S23", channels=1, height=0, width=3)
+    with pytest.raises(ValueError, match="batch must be an integer >= 1, got 1.5"):
+        PatternTask(np.eye(2), channels=1, height=4, width=4, batch=1.5)
+    with pytest.raises(ValueError, match=r"loss_channels \[2\] must be channels of 0..1"):
+        PatternTask(np.eye(2), channels=2, height=4, width=4, loss_channels=[2])
+    with pytest.raises(ValueError, match="needs a 2x2 grid"):
+        GrowTask(np.eye(2), channels=2, height=3, width=2)
+    with pytest.raises(NotImplementedError, match="must define start"):
+        Task("bare", channels=1, height=2, width=2).sample(np.random.default_rng(0))

@@ -202,19 +202,14 @@ class Task:
         fire_rate: float | None = None,
     ) -> None:
         self.name = str(name)
-        self.channels = int(channels)
-        self.height = int(height)
-        self.width = int(width)
-        self.batch = int(batch)
+        self.channels = _at_least(self.name, "channels", channels, 1)
+        self.height = _at_least(self.name, "height", height, 1)
+        self.width = _at_least(self.name, "width", width, 1)
+        self.batch = _at_least(self.name, "batch", batch, 1)
+        self.num_steps = _at_least(self.name, "num_steps", num_steps, 0)
         self.loss_channels = [int(c) for c in loss_channels]
-        self.num_steps = int(num_steps)
         self.periodic = bool(periodic)
         self.fire_rate = None if fire_rate is None else float(fire_rate)
-        for field, value in (("channels", self.channels), ("height", self.height)):
-            if value < 1:
-                raise ValueError(f"task {self.name!r}: {field} must be >= 1, got {value}")
-        if self.width < 1 or self.batch < 1 or self.num_steps < 0:
-            raise ValueError(f"task {self.name!r}: width and batch must be >= 1, steps >= 0")
         if not self.loss_channels or not all(0 <= c < self.channels for c in self.loss_channels):
             raise ValueError(
                 f"task {self.name!r}: loss_channels {self.loss_channels} must be channels "
@@ -338,6 +333,13 @@ class Task:
             "periodic": self.periodic,
             "fire_rate": self.fire_rate,
         }
+
+
+def _at_least(task: str, field: str, value: Any, lo: int) -> int:
+    """An integer option of a task, checked (booleans and fractions refused)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo:
+        raise ValueError(f"task {task!r}: {field} must be an integer >= {lo}, got {value!r}")
+    return int(value)
 
 
 def _cell_error(
