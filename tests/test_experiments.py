@@ -206,3 +206,17 @@ def test_presets_train_as_before_tasks(name: str, tmp_path: Path) -> None:
         name, epochs=3, out=tmp_path / "r", quiet=True, threads=1, checkpoint_every=None
     )
     assert _fingerprint(run) == BEFORE_TASKS[name]
+
+
+def test_grow_kind_grows_its_image(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A plus sign on 9x9 from a PNG, on its defaults (the lizard's model): the circuit
+    grows it exactly (172 epochs, a few seconds)."""
+    plus = np.zeros((9, 9))
+    plus[2:7, 4] = plus[4, 2:7] = 255
+    image = _png(tmp_path / "plus.png", plus, "L")
+    out = _cli(capsys, "train", f"grow:{image}", "--quiet", "--out", str(tmp_path / "run"))
+    assert "hard loss 0" in out and "solves 1/1 held-out inputs" in out
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["solved_epoch"] == summary["epochs"] and summary["final_hard_loss"] == 0
+    out = _cli(capsys, "simulate", str(tmp_path / "run"))
+    assert "0 of 81 target cells wrong" in out
