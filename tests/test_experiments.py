@@ -248,3 +248,13 @@ def test_pattern_kind_solves_fresh_random_starts(
     out = _cli(capsys, "train", f"pattern:{image}", "--quiet", "--out", str(run))
     assert "solves 16/16 held-out inputs" in out
     assert json.loads((run / "summary.json").read_text())["solved_epoch"] is not None
+
+
+def test_custom_task_run_resumes_only_with_its_task(tmp_path: Path) -> None:
+    task = Stripes("stripes", channels=8, height=6, width=6, num_steps=2)
+    spec = logicars.get_preset("checkerboard").spec
+    run = logicars.train(task, spec=spec, epochs=1, out=tmp_path / "r", quiet=True)
+    with pytest.raises(ValueError, match="pass the task again"):
+        logicars.train(resume=run.run_dir, epochs=2, quiet=True)
+    with pytest.raises(ValueError, match="is a run of preset 'stripes', not 'gol'"):
+        logicars.train("gol", resume=run.run_dir, epochs=2, quiet=True)

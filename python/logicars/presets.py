@@ -93,7 +93,10 @@ class Preset:
         if self.custom_task is not None:
             return self.custom_task
         if not self.task_kind:
-            raise ValueError(f"preset {self.name!r} names no task")
+            raise ValueError(
+                f"preset {self.name!r} names no task (a run of a custom Task subclass: "
+                "pass the task again, e.g. train(task, spec=..., resume=...))"
+            )
         s = self.spec
         return make_task(
             self.task_kind,

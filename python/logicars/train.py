@@ -141,7 +141,6 @@ def _resolve_preset(
     if isinstance(preset, Task):
         if spec is None or epochs is None:
             raise ValueError("training a Task needs spec=ModelSpec(...) and epochs=N")
-
         if size is not None or asynchronous:
             raise ValueError("size and asynchronous are for task kinds; a Task has its own grid")
         return preset_for_task(preset, spec, epochs)
