@@ -70,10 +70,11 @@ def load_run(path: PathLike) -> LoadedRun:
     if extra.get("kind") == TRAIN_STATE_KIND:
         try:
             metrics = _State.from_extra(extra, model.spec, p).metrics
+            valid_state = True
         except CheckpointError:
-            pass  # the model is usable without its training record
+            valid_state = False  # the model is usable without its training record
         stored = extra.get("preset", {})
-        known = PRESETS.get(str(stored.get("name")))
+        known = PRESETS.get(str(stored.get("name"))) if valid_state else None
         if known is not None:
             # The preset as the run used it: its own spec and grid.
             preset = dataclasses.replace(

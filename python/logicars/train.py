@@ -40,7 +40,7 @@ from typing import Any, BinaryIO, NamedTuple, Union
 import numpy as np
 
 from . import _core
-from .checkpoint import load_checkpoint, save_checkpoint
+from .checkpoint import load_checkpoint, memory_cap_bytes, save_checkpoint
 from .datasets import make_dataset
 from .errors import CheckpointError, InvalidValueError
 from .evaluate import evaluate
@@ -277,6 +277,7 @@ class _State:
                 f"{where} holds a model but no training state; it cannot be resumed"
             )
         try:
+            _check_state_fields(extra, spec)
             p = extra["preset"]
             preset = Preset(
                 name=str(p["name"]),
@@ -335,10 +336,63 @@ class _State:
                 },
                 kept_attempt=None if kept is None else int(kept),
             )
-        except (KeyError, TypeError, ValueError) as e:
+        except (KeyError, TypeError, ValueError, OverflowError) as e:
             raise CheckpointError(
                 f"{where}: invalid training state in the checkpoint: {e}"
             ) from None
+
+
+# Bounds of a training state's counts: far above any real run, low enough that nothing
+# derived from them overflows.
+_MAX_EPOCHS = 2**40
+
+
+def _check_state_fields(extra: dict[str, Any], spec: ModelSpec) -> None:
+    """Types and ranges of the training state's numbers before any is used: a file with a
+    recomputed checksum can hold anything (a list for `rng_state`, 1e308 for `batch`)."""
+
+    def count(name: str, v: Any, lo: int, hi: int, optional: bool = False) -> None:
+        if optional and v is None:
+            return
+        if type(v) is not int or not lo <= v <= hi:
+            raise ValueError(f"{name} must be an integer in [{lo}, {hi}], got {str(v)[:40]}")
+
+    p = extra["preset"]
+    if not isinstance(p, dict):
+        raise TypeError("preset is not an object")
+    for key in ("batch", "height", "width"):
+        count(f"preset.{key}", p[key], 1, 2**31)
+    count("preset.epochs", p["epochs"], 1, _MAX_EPOCHS)
+    count("preset.seed", p.get("seed", 0), 0, MAX_SEED)
+    # A batch of inputs and targets must fit the memory cap (the dataset draws them).
+    grid_bytes = 2 * 4 * p["batch"] * p["height"] * p["width"] * spec.channels
+    if grid_bytes > memory_cap_bytes():
+        raise ValueError(
+            f"a batch of {p['batch']} grids of {p['height']}x{p['width']} needs "
+            f"{grid_bytes >> 20} MB, over the memory limit of {memory_cap_bytes() >> 20} MB"
+        )
+    count("seed", extra["seed"], 0, MAX_SEED)
+    count("target_epochs", extra["target_epochs"], 1, _MAX_EPOCHS)
+    count("epoch", extra["epoch"], 0, _MAX_EPOCHS)
+    count("early_stop", extra["early_stop"], 1, _MAX_EPOCHS, optional=True)
+    count("zero_streak", extra["zero_streak"], 0, _MAX_EPOCHS)
+    for key in ("first_epoch_hard_zero", "solved_epoch", "kept_attempt"):
+        count(key, extra.get(key), 0, _MAX_EPOCHS, optional=True)
+    count("restart_every", extra.get("restart_every"), 1, _MAX_EPOCHS, optional=True)
+    state = extra["rng_state"]
+    if not isinstance(state, dict) or not isinstance(state.get("state"), dict):
+        raise TypeError(f"rng_state must be a numpy generator state object, got {str(state)[:40]}")
+    for key in ("state", "inc"):
+        count(f"rng_state.state.{key}", state["state"].get(key), 0, 2**128 - 1)
+    rows = extra["metrics"]
+    if not isinstance(rows, list) or not all(
+        isinstance(r, list)
+        and len(r) == 4
+        and type(r[0]) is int
+        and all(type(v) in (int, float) and math.isfinite(v) for v in r[1:])
+        for r in rows
+    ):
+        raise ValueError("metrics must be rows [epoch, soft_loss, hard_loss, elapsed_s] of numbers")
 
 
 def _relaxation(
