@@ -47,6 +47,7 @@ from .evaluate import evaluate
 from .model import MAX_SEED, MAX_THREADS, Model, check_int
 from .presets import Preset, get_preset
 from .repair import repair as repair_circuit
+from .runlock import RunLock
 from .spec import ModelSpec, Relaxation
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -80,6 +81,8 @@ class RunResult:
     interrupted: bool = False
     early_stopped: bool = False
     preset: Preset | None = None  # the preset as the run used it
+    # The signal that stopped the run ("SIGINT", "SIGTERM", "SIGHUP"), if one did.
+    stopped_by: str | None = None
 
     @property
     def checkpoint(self) -> Path:
@@ -149,8 +152,9 @@ def _default_run_dir(name: str) -> Path:
     return path
 
 
-def _prepare_dir(path: Path) -> None:
-    """Creates the run directory and proves it writable before any training starts."""
+def _prepare_dir(path: Path) -> RunLock:
+    """Creates the run directory, proves it writable and locks it (one writer per run,
+    `logicars.runlock`) before any training starts."""
     try:
         path.mkdir(parents=True, exist_ok=True)
         probe = path / f".write-test-{os.getpid()}"
@@ -162,12 +166,14 @@ def _prepare_dir(path: Path) -> None:
         raise ValueError(f"output directory {path}: a parent is not a directory") from None
     except OSError as e:
         raise ValueError(f"output directory {path} is not writable: {e.strerror or e}") from None
+    lock = RunLock.acquire(path)  # before the cleanup: another writer's temp files are live
     # Temporary files a killed run left behind (the checkpoint itself is always whole).
     for stale in path.glob(f".{CHECKPOINT_NAME}.*.tmp"):
         try:
             stale.unlink()
         except OSError:
             pass
+    return lock
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -467,39 +473,53 @@ def _same_preset(a: Preset, b: Preset) -> bool:
 # ---- Ctrl-C ---------------------------------------------------------------------------
 
 
+# Ctrl-C, and what batch schedulers (Slurm preemption, Kubernetes) and closed terminals
+# send: all three stop the run after its epoch, with a checkpoint.
+_STOP_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+
+
 class _StopOnInterrupt:
-    """SIGINT handler: the first Ctrl-C asks the loop to stop after the current epoch,
-    a second one aborts at once (KeyboardInterrupt)."""
+    """SIGINT, SIGTERM and SIGHUP handler: the first signal asks the loop to stop after
+    the current epoch (`signal_name` says which), a second one aborts at once
+    (KeyboardInterrupt)."""
 
     def __init__(self) -> None:
         self.requested = False
-        self._previous: Any = None
-        self._installed = False
+        self.signal_name: str | None = None
+        self._previous: dict[int, Any] = {}
 
     def __enter__(self) -> _StopOnInterrupt:
-        # Signal handlers can only be set from the main thread; elsewhere Ctrl-C keeps
-        # its default behaviour.
+        # Signal handlers can only be set from the main thread; elsewhere the signals
+        # keep their default behaviour.
         if threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGINT, self._handle)
-            self._installed = True
+            for signum in _STOP_SIGNALS:
+                self._previous[signum] = signal.signal(signum, self._handle)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._installed:
+        for signum, previous in self._previous.items():
             # None: the previous handler was not set from Python; fall back to the default.
-            previous = signal.default_int_handler if self._previous is None else self._previous
-            signal.signal(signal.SIGINT, previous)
+            if previous is None:
+                previous = signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL
+            signal.signal(signum, previous)
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         if self.requested:
             raise KeyboardInterrupt
         self.requested = True
-        print(
-            "\nlogicars: interrupted; finishing this epoch and saving a checkpoint "
-            "(Ctrl-C again to abort)",
-            file=sys.stderr,
-            flush=True,
-        )
+        self.signal_name = signal.Signals(signum).name
+        again = "Ctrl-C" if signum == signal.SIGINT else self.signal_name
+        try:
+            print(
+                f"\nlogicars: {self.signal_name} received; finishing this epoch and saving "
+                f"a checkpoint ({again} again to abort)",
+                file=sys.stderr,
+                flush=True,
+            )
+        except (OSError, ValueError):
+            pass  # a closed terminal (SIGHUP) must not stop the checkpoint being written
 
 
 # ---- the loop -------------------------------------------------------------------------
@@ -683,7 +703,7 @@ def train(
     dataset = make_dataset(state.preset)  # unknown dataset names fail here, before the dir
     if model is None:
         model = Model(state.preset.spec, state.seed)  # so does a model over the memory cap
-    _prepare_dir(run_dir)
+    lock = _prepare_dir(run_dir)
 
     previous_threads = _core.num_threads()
     if threads is not None:
@@ -691,6 +711,7 @@ def train(
     try:
         return _run(model, state, dataset, run_dir, quiet, checkpoint_every)
     finally:
+        lock.release()
         if threads is not None:
             _core.set_num_threads(previous_threads)
 
@@ -785,7 +806,14 @@ def _run(
         plot_losses(state.metrics, run_dir / "loss.png", title=state.preset.name)
         write_rollout_gif(model, state.preset, run_dir / "rollout.gif", seed=state.seed)
     return RunResult(
-        run_dir, model, summary, list(state.metrics), interrupted, early_stopped, state.preset
+        run_dir,
+        model,
+        summary,
+        list(state.metrics),
+        interrupted,
+        early_stopped,
+        state.preset,
+        stop.signal_name if interrupted else None,
     )
 
 

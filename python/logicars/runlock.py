@@ -1,0 +1,75 @@
+"""One writer per run directory: an advisory lock on `<run>/.lock`.
+
+Two trainings (or a training and a `--resume`) into one directory would each overwrite
+the other's checkpoint, metrics and plots, and both report success. `train` takes this
+lock before it touches anything in the run directory and holds it until its outputs
+are written; a second writer is refused at once with `RunLockedError` naming the
+holder's PID. The lock is `flock` on an open file, so the operating system drops it
+when its process dies however it dies: a lock file left by a killed run never blocks.
+The file itself stays (removing it would let a waiting writer lock a deleted inode);
+it holds the PID of the last process that took it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import IO
+
+LOCK_NAME = ".lock"
+
+
+class RunLockedError(ValueError):
+    """Another process is writing the run directory."""
+
+
+class RunLock:
+    """The held lock of a run directory; `release()` (or process exit) drops it."""
+
+    def __init__(self, file: IO[str] | None) -> None:
+        self._file = file
+
+    @classmethod
+    def acquire(cls, run_dir: Path) -> RunLock:
+        """Locks `run_dir` (which must exist) or raises `RunLockedError` at once."""
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX: no advisory locks
+            return cls(None)
+        path = run_dir / LOCK_NAME
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+        f = os.fdopen(fd, "r+")
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(f)
+            f.close()
+            raise RunLockedError(
+                f"{run_dir} is being written by another logicars process{holder}; "
+                "wait for it to end or choose another output directory"
+            ) from None
+        except BaseException:
+            f.close()
+            raise
+        try:
+            f.truncate(0)
+            f.write(f"{os.getpid()}\n")
+            f.flush()
+        except OSError:
+            pass  # the PID is only for the message; the lock is what counts
+        return cls(f)
+
+    def release(self) -> None:
+        if self._file is not None:
+            self._file.close()  # closing the file drops the flock
+            self._file = None
+
+
+def _holder(f: IO[str]) -> str:
+    """`" (PID n)"` from the lock file, or nothing when it holds no PID."""
+    try:
+        f.seek(0)
+        pid = f.read(32).strip()
+    except (OSError, ValueError):
+        return ""
+    return f" (PID {pid})" if pid.isdigit() else ""
