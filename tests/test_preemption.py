@@ -108,8 +108,9 @@ def test_lock_is_exclusive_and_stale_locks_do_not_block(tmp_path: Path) -> None:
         RunLock.acquire(tmp_path)
     holder.kill()
     holder.wait(timeout=30)
-    assert (tmp_path / LOCK_NAME).exists()
+    assert (tmp_path / LOCK_NAME).exists()  # the killed holder could not remove it
     RunLock.acquire(tmp_path).release()
+    assert not (tmp_path / LOCK_NAME).exists()  # a release removes it
 
 
 def test_train_api_refuses_a_locked_directory(tmp_path: Path) -> None:
@@ -123,3 +124,56 @@ def test_train_api_refuses_a_locked_directory(tmp_path: Path) -> None:
         lock.release()
     assert not (out / "model.safetensors").exists()
     train("gol", epochs=2, out=out, quiet=True)
+
+
+SIMULATE_FOREVER = """
+import sys, numpy as np, logicars
+model = logicars.Model(logicars.get_preset("gol").spec, 0)
+x = np.zeros((1, 64, 64, 1), np.uint8)
+print("started", flush=True)
+try:
+    if sys.argv[1] == "simulate":
+        model.simulate(x, 10**9)
+    else:
+        logicars.Simulator(model, x).run(10**9, fire_rate=0.5, record=10**8)
+except KeyboardInterrupt:
+    print("KeyboardInterrupt", flush=True)
+    sys.exit(7)
+"""
+
+
+@pytest.mark.parametrize("how", ["simulate", "Simulator.run"])
+def test_ctrl_c_stops_a_billion_step_simulate_within_a_second(how: str) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SIMULATE_FOREVER, how], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "started"
+    time.sleep(0.5)  # well inside the run
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    try:
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert time.monotonic() - t0 < 1.0
+    assert proc.returncode == 7 and "KeyboardInterrupt" in out
+
+
+def test_ctrl_c_stops_cli_simulate(tmp_path: Path) -> None:
+    run = train("gol", epochs=1, out=tmp_path / "run", quiet=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "logicars", "simulate", str(run.run_dir), "--steps", "1000000000"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(3)  # the interpreter starts and the run begins
+    assert proc.poll() is None
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, stderr = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert time.monotonic() - t0 < 1.0
+    assert proc.returncode == 130 and "aborted" in stderr and "Traceback" not in stderr
