@@ -35,7 +35,6 @@ import hashlib
 import json
 import os
 import re
-import secrets
 import stat
 import struct
 from pathlib import Path
@@ -44,6 +43,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Union
 import numpy as np
 
 from .errors import CheckpointError, CheckpointMemoryError, MemoryLimitError
+from .files import write_atomic
 from .spec import ModelSpec
 
 if TYPE_CHECKING:
@@ -88,7 +88,7 @@ def save_checkpoint(path: PathLike, model: Model, extra: dict[str, Any] | None =
         "extra": json.dumps({} if extra is None else extra, sort_keys=True, default=_to_json),
     }
     metadata["checksum"] = _checksum(tensors, metadata)
-    _atomic_write(Path(path), save(tensors, metadata=metadata))
+    write_atomic(Path(path), save(tensors, metadata=metadata))
 
 
 def _model_tensors(model: Model) -> dict[str, np.ndarray]:
@@ -118,40 +118,6 @@ def _version() -> str:
     from . import __version__
 
     return str(__version__)
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Temp file in the target's directory, fsync, rename over the target, fsync the dir."""
-    directory = path.parent if str(path.parent) else Path(".")
-    tmp = directory / f".{path.name}.{secrets.token_hex(6)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    _fsync_dir(directory)
-
-
-def _fsync_dir(directory: Path) -> None:
-    """Makes the rename itself durable; not every platform can open a directory."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def _checksum(tensors: dict[str, np.ndarray], metadata: dict[str, str]) -> str:

@@ -367,7 +367,11 @@ class Model:
         arrays: dict[str, np.ndarray] = {"config": np.array(json.dumps(self._spec.to_dict()))}
         arrays.update(self.params())
         arrays.update(self.wires())
-        np.savez(Path(path), **arrays)
+        from .files import save_atomic
+
+        target = os.fspath(path)
+        target = target if target.endswith(".npz") else f"{target}.npz"  # as np.savez
+        save_atomic(target, lambda f: np.savez(f, **arrays))
 
     def save(self, path: PathLike, extra: dict[str, Any] | None = None) -> None:
         """Saves everything needed to resume training (see `logicars.checkpoint`), atomically."""

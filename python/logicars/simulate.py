@@ -9,7 +9,6 @@ times for gol, the checkerboard at any size, the grown image at the preset's siz
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 import numpy as np
 
@@ -22,6 +21,7 @@ from .datasets import (
     gol_step,
     make_dataset,
 )
+from .files import save_atomic
 from .presets import Preset
 
 # GIFs hold at most about this many frames (steps are sampled evenly).
@@ -149,7 +149,8 @@ def _run_simulate(args: argparse.Namespace) -> int:
     if args.gif:
         write_frames_gif(out[:, 0], spec.loss_channels, args.gif)
     if args.out:
-        np.save(Path(args.out), final)
+        out_path = args.out if args.out.endswith(".npy") else f"{args.out}.npy"  # as np.save
+        save_atomic(out_path, lambda f: np.save(f, final))
 
     mode = "sync" if fire_rate is None else f"async {fire_rate:g}"
     name = preset.name if preset is not None else "model"

@@ -44,6 +44,7 @@ from .checkpoint import load_checkpoint, memory_cap_bytes, save_checkpoint
 from .datasets import make_dataset
 from .errors import CheckpointError, InvalidValueError
 from .evaluate import evaluate
+from .files import save_atomic, write_atomic
 from .model import MAX_SEED, MAX_THREADS, Model, check_int
 from .presets import Preset, get_preset
 from .repair import repair as repair_circuit
@@ -177,9 +178,7 @@ def _prepare_dir(path: Path) -> RunLock:
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    write_atomic(path, text.encode())
 
 
 def _metrics_csv(rows: list[EpochMetrics]) -> str:
@@ -1031,7 +1030,7 @@ def plot_losses(metrics: list[EpochMetrics], path: PathLike | BinaryIO, title: s
     if metrics:
         ax.legend()
     fig.tight_layout()
-    fig.savefig(_file_or_path(path), format="png")
+    save_atomic(path, lambda f: fig.savefig(f, format="png"))
 
 
 def write_rollout_gif(model: Model, preset: Preset, path: PathLike, seed: int = 0) -> np.ndarray:
@@ -1075,17 +1074,10 @@ def write_frames_gif(
         for f in pixels
     ]
     duration = int(min(500, max(60, 4000 // len(images))))
-    images[0].save(
-        _file_or_path(path),
-        format="GIF",
-        save_all=True,
-        append_images=images[1:],
-        duration=duration,
-        loop=0,
+    save_atomic(
+        path,
+        lambda f: images[0].save(
+            f, format="GIF", save_all=True, append_images=images[1:], duration=duration, loop=0
+        ),
     )
     return pixels
-
-
-def _file_or_path(target: PathLike | BinaryIO) -> Any:
-    """What savers take: a file object as it is, a path as a string."""
-    return target if hasattr(target, "write") else os.fspath(target)
