@@ -125,6 +125,18 @@ def test_device_symlinks_are_refused(tmp_path: Path, device: str) -> None:
     refused(link, "not a regular file")
 
 
+def test_npz_loading_refuses_special_files(tmp_path: Path) -> None:
+    fifo = tmp_path / "params.npz"
+    os.mkfifo(fifo)
+    link = tmp_path / "zero.npz"
+    link.symlink_to("/dev/zero")
+    for path in (fifo, link):
+        with deadline(10), pytest.raises(CheckpointError, match="not a regular file"):
+            logicars.Model.from_npz(path)
+        with deadline(10), pytest.raises(CheckpointError, match="not a regular file"):
+            load_run(path)
+
+
 def test_symlink_to_a_good_file_loads(tmp_path: Path, good: Path) -> None:
     link = tmp_path / "link.safetensors"
     link.symlink_to(good)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
@@ -337,6 +338,10 @@ class Model:
         Raises `logicars.errors.CheckpointError` for a missing, damaged or foreign file.
         """
         try:
+            # Regular files only: np.load would wait forever on a FIFO and read a device.
+            mode = os.stat(path).st_mode
+            if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+                raise CheckpointError(f"{path}: not a regular file (a FIFO, device or socket)")
             with np.load(Path(path), allow_pickle=False) as z:
                 if "config" not in z.files:
                     raise CheckpointError(
