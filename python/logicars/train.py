@@ -588,8 +588,9 @@ def train(
       (`Preset.init`: the lizard starts from the notebook's seed-23 wiring) unless `seed`
       is given, else a fresh model.
 
-    Ctrl-C stops after the current epoch, saves and returns normally
-    (`RunResult.interrupted`). Bad arguments raise `ValueError`/`TypeError` before any
+    Ctrl-C, SIGTERM and SIGHUP stop after the current epoch, save and return normally
+    (`RunResult.interrupted`, `RunResult.stopped_by`). Another process writing the same
+    run directory is refused with `logicars.runlock.RunLockedError`. Bad arguments raise `ValueError`/`TypeError` before any
     training starts.
     """
     # Everything the user can get wrong is checked before any work starts.
