@@ -65,6 +65,40 @@ def test_engines_equal_the_float_hard_rollout(
     np.testing.assert_array_equal(model.simulate(x, steps, masks=masks), want)
 
 
+def test_the_kept_hard_circuit_follows_the_logits() -> None:
+    """The engine keeps one hard circuit (and its compiled kernels) between calls, and
+    drops it when a training step or new parameters change the logits."""
+    model = random_model(2, True, 7)
+    rng = np.random.default_rng(2)
+    x = (rng.random((2, 9, 70, 2)) < 0.5).astype(np.float32)
+    kept = model._hard_circuit()
+    assert model._hard_circuit() is kept
+    # Widths and variants the kernels are compiled for, called twice each.
+    for width in (70, 130, 70):
+        xw = (rng.random((1, 5, width, 2)) < 0.5).astype(np.float32)
+        for _ in range(2):
+            np.testing.assert_array_equal(
+                model.simulate(xw, 2, fire_rate=0.5, seed=3),
+                model.rollout(xw, 2, hard=True, masks=_core_masks(model, xw, 2, 0.5, 3)),
+            )
+    params = model.params()
+    name = next(n for n in params if n.startswith("update_logits_"))
+    params[name] = rng.normal(size=params[name].shape).astype(np.float32) * 5
+    model.set_params(params)
+    assert model._hard_circuit() is not kept
+    np.testing.assert_array_equal(model.simulate(x, 2), model.rollout(x, 2, hard=True))
+    kept = model._hard_circuit()
+    model.train_step(x, x)
+    assert model._hard_circuit() is not kept
+    np.testing.assert_array_equal(model.simulate(x, 2), model.rollout(x, 2, hard=True))
+
+
+def _core_masks(model: Model, x: np.ndarray, steps: int, fire_rate: float, seed: int) -> np.ndarray:
+    """The masks `simulate(..., fire_rate, seed)` draws, as rollout's `(B, steps, H, W)`."""
+    b, h, w, _ = x.shape
+    return logicars._core.draw_masks(b, h, w, steps, fire_rate, seed).astype(np.float32)
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_simulator_continues_from_its_grid(engine: str) -> None:
     model = random_model(3, True, 4)

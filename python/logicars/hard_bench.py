@@ -262,12 +262,21 @@ def build_reference(model: Any, workdir: Path) -> Path:
     workdir.mkdir(parents=True, exist_ok=True)
     src, exe = workdir / "circuit_ref.c", workdir / "circuit_ref"
     src.write_text(reference_source(model.export("c")))
-    cmd = [cc, "-O3", "-march=native", "-fopenmp", "-o", str(exe), str(src)]
+    flags = ["-O3", "-march=native", *_reference_isa_flags(), "-fopenmp"]
+    cmd = [cc, *flags, "-o", str(exe), str(src)]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{done.stderr.strip()}")
     check_reference(model, exe, workdir)
     return exe
+
+
+def _reference_isa_flags() -> list[str]:
+    """Where the engine is held to AVX2 (`LOGICARS_SIMD=avx2` on an AVX-512 machine), the
+    reference is too, so that the ratio compares the same vector width."""
+    if os.environ.get("LOGICARS_SIMD", "").lower() == "avx2":
+        return ["-mno-avx512f"]
+    return []
 
 
 def check_reference(model: Any, exe: Path, workdir: Path) -> None:
@@ -288,7 +297,10 @@ def check_reference(model: Any, exe: Path, workdir: Path) -> None:
 
 
 def _threads_env(threads: int) -> dict[str, str]:
-    return {**os.environ, "OMP_NUM_THREADS": str(threads)}
+    # OpenMP threads spin at barriers by default; on a shared host a spinning thread
+    # holds the CPU its partner needs and the reference collapses (rayon's workers
+    # park). Passive waiting unless the caller chose otherwise.
+    return {"OMP_WAIT_POLICY": "passive", **os.environ, "OMP_NUM_THREADS": str(threads)}
 
 
 def reference_step_ns(exe: Path, side: int, steps: int, threads: int) -> tuple[float, float]:

@@ -321,14 +321,9 @@ class Model:
         return export_text(self, format, preset)
 
     def _hard_circuit(self) -> _core.HardCircuit:
-        """The compiled hard circuit, cached until the logits change (so that calling
-        `simulate` step by step does not recompile)."""
-        logits = self._engine.logits()
-        cached = getattr(self, "_hard_cache", None)
-        if cached is None or not np.array_equal(cached[0], logits):
-            cached = (logits, self._engine.hard_circuit())
-            self._hard_cache = cached
-        return cached[1]
+        """The compiled hard circuit; the engine keeps it (and its JIT kernels) until the
+        logits change, so that calling `simulate` step by step does not recompile."""
+        return self._engine.hard_circuit()
 
     # ---- files ------------------------------------------------------------------
     @classmethod

@@ -119,6 +119,10 @@ fn wires_to<'py>(py: Python<'py>, wires: &[Wires]) -> PyResult<Vec<Bound<'py, Py
 #[pyclass(module = "logicars._core")]
 struct Engine {
     model: Model,
+    /// The hard circuit of the current logits, built on first use and dropped whenever
+    /// the logits change, so that repeated `simulate` calls neither rebuild nor recompile
+    /// it.
+    hard: Option<Py<HardCircuit>>,
 }
 
 #[pymethods]
@@ -129,6 +133,7 @@ impl Engine {
         let spec = Spec::from_json(config_json).map_err(to_py)?;
         Ok(Engine {
             model: Model::new(spec, seed).map_err(to_py)?,
+            hard: None,
         })
     }
 
@@ -150,6 +155,7 @@ impl Engine {
             .to_vec();
         Ok(Engine {
             model: Model::from_parts(spec, pw, uw, logits, mask_seed).map_err(to_py)?,
+            hard: None,
         })
     }
 
@@ -191,6 +197,7 @@ impl Engine {
         let v = logits
             .as_slice()
             .map_err(|_| ShapeError::new_err("logits must be contiguous"))?;
+        self.hard = None;
         self.model.set_logits(v).map_err(to_py)
     }
 
@@ -288,6 +295,7 @@ impl Engine {
     ) -> PyResult<(f64, f64)> {
         let (shape, xs, ys) = self.inputs(&x, &y)?;
         let ms = masks.as_ref().map(|m| slice("masks", m)).transpose()?;
+        self.hard = None;
         let model = &mut self.model;
         py.detach(|| model.train_step(xs, ys, shape, ms))
             .map_err(to_py)
@@ -300,16 +308,24 @@ impl Engine {
     }
 
     /// The hard circuit of the current logits, compiled for the bit-sliced engine.
-    fn hard_circuit(&self) -> HardCircuit {
-        HardCircuit {
-            circuit: Circuit::from_model(&self.model),
-            periodic: self.model.spec().periodic,
+    fn hard_circuit(&mut self, py: Python<'_>) -> PyResult<Py<HardCircuit>> {
+        if let Some(hard) = &self.hard {
+            return Ok(hard.clone_ref(py));
         }
+        let hard = Py::new(
+            py,
+            HardCircuit {
+                compiled: hard::CompiledCircuit::new(Circuit::from_model(&self.model)),
+                periodic: self.model.spec().periodic,
+            },
+        )?;
+        self.hard = Some(hard.clone_ref(py));
+        Ok(hard)
     }
 
     /// Gate counts of the hard circuit (see `HardCircuit.stats`).
-    fn hard_circuit_stats(&self) -> Vec<(&'static str, usize)> {
-        self.hard_circuit().stats()
+    fn hard_circuit_stats(&mut self, py: Python<'_>) -> PyResult<Vec<(&'static str, usize)>> {
+        Ok(self.hard_circuit(py)?.get().stats())
     }
 }
 
@@ -317,7 +333,7 @@ impl Engine {
 /// gates (later changes to the model's logits do not reach it).
 #[pyclass(module = "logicars._core", frozen)]
 struct HardCircuit {
-    circuit: Circuit,
+    compiled: hard::CompiledCircuit,
     /// The model's boundary, the default of `simulate`.
     periodic: bool,
 }
@@ -354,7 +370,7 @@ impl HardCircuit {
         periodic: Option<bool>,
         words: usize,
     ) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
-        let c = self.circuit.channels();
+        let c = self.compiled.circuit().channels();
         let x = Binary::extract("x", x)?;
         let shape = grid_of("x", &x.shape(), c)?;
         let run = RunArgs {
@@ -367,7 +383,7 @@ impl HardCircuit {
             damage_until,
             record_every,
         };
-        let circuit = &self.circuit;
+        let circuit = &self.compiled;
         let periodic = periodic.unwrap_or(self.periodic);
         let x = x.data()?;
         let out = run.call(py, shape, c, true, |opts, out| {
@@ -386,7 +402,7 @@ impl HardCircuit {
     /// also dropping dead gates), per kernel (`and`, `and_not`,
     /// `or`, `xor`), arena `slots`, `patch_inputs`, `depth`.
     fn stats(&self) -> Vec<(&'static str, usize)> {
-        let s = self.circuit.stats();
+        let s = self.compiled.circuit().stats();
         let mut v = vec![
             ("program_gates", s.program_gates),
             ("folded_gates", s.folded_gates),
@@ -403,7 +419,7 @@ impl HardCircuit {
     }
 
     fn channels(&self) -> usize {
-        self.circuit.channels()
+        self.compiled.circuit().channels()
     }
 
     /// The circuit as a netlist `(inputs, gates, outputs)`: inputs `(channel, dr, dc)`
@@ -417,7 +433,7 @@ impl HardCircuit {
         Vec<(&'static str, u32, u32)>,
         Vec<(Option<u32>, bool)>,
     ) {
-        let net = Netlist::from_circuit(&self.circuit);
+        let net = Netlist::from_circuit(self.compiled.circuit());
         let inputs = net.inputs.iter().map(|i| (i.channel, i.dr, i.dc)).collect();
         let gates = net
             .gates
@@ -439,7 +455,7 @@ impl HardCircuit {
     /// with the model's boundary, or `periodic`), `verilog`, `digitaljs` or `dot`.
     #[pyo3(signature = (format, periodic=None))]
     fn export(&self, format: &str, periodic: Option<bool>) -> PyResult<String> {
-        let net = Netlist::from_circuit(&self.circuit);
+        let net = Netlist::from_circuit(self.compiled.circuit());
         Ok(match format {
             "c" => net.to_c(periodic.unwrap_or(self.periodic)),
             "verilog" => net.to_verilog(),
@@ -623,13 +639,13 @@ impl Simulator {
     ) -> PyResult<Simulator> {
         let engine = engine.map(HardEngine::parse).transpose().map_err(to_py)?;
         let x = Binary::extract("x", x)?;
-        let shape = grid_of("x", &x.shape(), circuit.circuit.channels())?;
+        let shape = grid_of("x", &x.shape(), circuit.compiled.circuit().channels())?;
         let periodic = periodic.unwrap_or(circuit.periodic);
         let data = x.data()?;
-        let c = &circuit.circuit;
+        let c = &circuit.compiled;
         let sim = py
             .detach(|| {
-                let mut sim = hard::Simulator::new(c, shape, periodic, engine, 0)?;
+                let mut sim = hard::Simulator::of(c, shape, periodic, engine, 0)?;
                 sim.load(data)?;
                 Ok(sim)
             })

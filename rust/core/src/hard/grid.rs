@@ -13,7 +13,8 @@
 //! row pointers (a zero row outside a zero-boundary grid).
 
 use std::arch::x86_64::*;
-use std::sync::Mutex;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
 
@@ -214,6 +215,39 @@ fn mask_plane(rows: usize, nw: usize) -> Vec<u64> {
     vec![0; rows * nw + LANES]
 }
 
+/// A kernel's layout and variant: row stride, mask words, masked, damaged.
+type KernelKey = (usize, usize, bool, bool);
+
+/// The compiled kernels of one netlist, shared by its simulators: a circuit simulated
+/// call after call (a step-by-step loop, analyze's probes) is compiled once per grid
+/// width and variant, not once per call (compiling costs far more than a small step).
+#[derive(Clone, Default)]
+pub(crate) struct KernelCache(Arc<Mutex<HashMap<KernelKey, Arc<Kernel>>>>);
+
+impl KernelCache {
+    /// Kernels kept at most; beyond, the cache starts over (grids of many widths).
+    const CAPACITY: usize = 32;
+
+    fn get(&self, net: &Netlist, key: KernelKey) -> std::io::Result<Arc<Kernel>> {
+        let lock = || {
+            self.0
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+        };
+        if let Some(kernel) = lock().get(&key) {
+            return Ok(Arc::clone(kernel));
+        }
+        let (stride, nw, masked, damaged) = key;
+        let kernel = Arc::new(Kernel::compile(net, stride, nw, masked, damaged)?);
+        let mut kernels = lock();
+        if kernels.len() >= Self::CAPACITY {
+            kernels.clear();
+        }
+        kernels.insert(key, Arc::clone(&kernel));
+        Ok(kernel)
+    }
+}
+
 /// The JIT engine's simulator: two padded grids, the kernels of the variants a step
 /// needs (compiled on first use), a packed mask and damage plane, spill areas.
 pub(crate) struct GridSim {
@@ -227,16 +261,23 @@ pub(crate) struct GridSim {
     damage: Vec<u64>,
     /// Grid rows of the damage plane (`H` or `B·H`).
     damage_rows: usize,
-    /// Kernels by `masked + 2·damaged`.
-    kernels: [Option<Kernel>; 4],
+    /// Kernels by `masked + 2·damaged`, from `cache`.
+    kernels: [Option<Arc<Kernel>>; 4],
+    cache: KernelCache,
     spills: Vec<Mutex<AlignedVec<u64>>>,
 }
 
 impl GridSim {
-    /// A simulator for `shape`; fails if the OS refuses executable memory.
-    pub(crate) fn new(net: Netlist, shape: GridShape, periodic: bool) -> std::io::Result<GridSim> {
+    /// A simulator for `shape` taking its kernels from `cache` (which must hold only
+    /// kernels of `net`); fails if the OS refuses executable memory.
+    pub(crate) fn new(
+        net: Netlist,
+        shape: GridShape,
+        periodic: bool,
+        cache: KernelCache,
+    ) -> std::io::Result<GridSim> {
         let lay = Layout::new(shape, net.channels, periodic);
-        let plain = Kernel::compile(&net, lay.stride, lay.nw, false, false)?;
+        let plain = cache.get(&net, (lay.stride, lay.nw, false, false))?;
         let mut sim = GridSim {
             lay,
             geo: Geo::new(shape, net.channels, periodic),
@@ -248,6 +289,7 @@ impl GridSim {
             damage_rows: 0,
             net,
             kernels: [Some(plain), None, None, None],
+            cache,
             spills: Vec::new(),
         };
         sim.size_spills();
@@ -268,7 +310,7 @@ impl GridSim {
             .kernels
             .iter()
             .flatten()
-            .map(Kernel::spill_words)
+            .map(|k| k.spill_words())
             .max()
             .unwrap_or(0);
         let threads = threads::num_threads().max(1);
@@ -410,7 +452,10 @@ impl GridSim {
         let damaged = damaged && !self.damage.is_empty();
         let variant = masked as usize + 2 * damaged as usize;
         if self.kernels[variant].is_none() {
-            let k = Kernel::compile(&self.net, self.lay.stride, self.lay.nw, masked, damaged)
+            let key = (self.lay.stride, self.lay.nw, masked, damaged);
+            let k = self
+                .cache
+                .get(&self.net, key)
                 .map_err(|e| crate::error::Error::Value(format!("JIT: {e}")))?;
             self.kernels[variant] = Some(k);
             self.size_spills();

@@ -110,7 +110,7 @@ fn self_test() -> bool {
         height: 1,
         width: 64,
     };
-    let Ok(mut sim) = grid::GridSim::new(net, shape, true) else {
+    let Ok(mut sim) = grid::GridSim::new(net, shape, true, Default::default()) else {
         return false;
     };
     let x: Vec<u8> = (0..64).map(|i| (i % 3 == 0) as u8).collect();
@@ -137,6 +137,36 @@ pub fn default_engine() -> HardEngine {
     })
 }
 
+/// What the JIT makes of one circuit, kept between its simulations: the netlist and the
+/// compiled kernels (built once, not once per call).
+#[derive(Default)]
+struct JitCache {
+    #[cfg(target_arch = "x86_64")]
+    netlist: OnceLock<Netlist>,
+    #[cfg(target_arch = "x86_64")]
+    kernels: grid::KernelCache,
+}
+
+/// A circuit with its [`JitCache`]: simulate it call after call through
+/// [`Simulator::of`] or [`simulate_into`].
+pub struct CompiledCircuit {
+    circuit: Circuit,
+    jit: JitCache,
+}
+
+impl CompiledCircuit {
+    pub fn new(circuit: Circuit) -> CompiledCircuit {
+        CompiledCircuit {
+            circuit,
+            jit: JitCache::default(),
+        }
+    }
+
+    pub fn circuit(&self) -> &Circuit {
+        &self.circuit
+    }
+}
+
 enum Inner {
     #[cfg(target_arch = "x86_64")]
     Jit(Box<grid::GridSim>),
@@ -158,6 +188,37 @@ impl Simulator {
     /// available is an error. `words` sets the slot engine's block width (0: automatic).
     pub fn new(
         circuit: &Circuit,
+        shape: GridShape,
+        periodic: bool,
+        engine: Option<HardEngine>,
+        words: usize,
+    ) -> Result<Simulator> {
+        Simulator::build(
+            circuit,
+            &JitCache::default(),
+            shape,
+            periodic,
+            engine,
+            words,
+        )
+    }
+
+    /// [`Simulator::new`] for a [`CompiledCircuit`], reusing its netlist and kernels.
+    pub fn of(
+        compiled: &CompiledCircuit,
+        shape: GridShape,
+        periodic: bool,
+        engine: Option<HardEngine>,
+        words: usize,
+    ) -> Result<Simulator> {
+        let CompiledCircuit { circuit, jit } = compiled;
+        Simulator::build(circuit, jit, shape, periodic, engine, words)
+    }
+
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
+    fn build(
+        circuit: &Circuit,
+        jit: &JitCache,
         shape: GridShape,
         periodic: bool,
         engine: Option<HardEngine>,
@@ -190,8 +251,8 @@ impl Simulator {
             }
             #[cfg(target_arch = "x86_64")]
             HardEngine::Jit => {
-                let net = Netlist::from_circuit(circuit);
-                let sim = grid::GridSim::new(net, shape, periodic)
+                let net = jit.netlist.get_or_init(|| Netlist::from_circuit(circuit));
+                let sim = grid::GridSim::new(net.clone(), shape, periodic, jit.kernels.clone())
                     .map_err(|e| Error::Value(format!("JIT: {e}")))?;
                 Inner::Jit(Box::new(sim))
             }
@@ -479,7 +540,7 @@ pub fn simulate_on(
 /// [`default_engine`]).
 pub fn simulate_into(
     engine: Option<HardEngine>,
-    circuit: &Circuit,
+    circuit: &CompiledCircuit,
     x: &[u8],
     shape: GridShape,
     opts: &SimOptions<'_>,
@@ -489,7 +550,7 @@ pub fn simulate_into(
     // steps' parallel loops then start on a worker instead of waking the pool from
     // outside twice per step.
     let mut sim = threads::pool().install(|| {
-        let mut sim = Simulator::new(circuit, shape, opts.periodic, engine, opts.words)?;
+        let mut sim = Simulator::of(circuit, shape, opts.periodic, engine, opts.words)?;
         sim.load(x)?;
         Ok::<_, crate::error::Error>(sim)
     })?;
