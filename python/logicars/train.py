@@ -590,8 +590,8 @@ def train(
 
     Ctrl-C, SIGTERM and SIGHUP stop after the current epoch, save and return normally
     (`RunResult.interrupted`, `RunResult.stopped_by`). Another process writing the same
-    run directory is refused with `logicars.runlock.RunLockedError`. Bad arguments raise `ValueError`/`TypeError` before any
-    training starts.
+    run directory is refused with `logicars.runlock.RunLockedError`. Bad arguments raise
+    `ValueError`/`TypeError` before any training starts.
     """
     # Everything the user can get wrong is checked before any work starts.
     if epochs is not None:
