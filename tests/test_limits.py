@@ -115,3 +115,44 @@ def test_set_num_threads_refuses_huge_counts() -> None:
     for n in (1025, 10**6, 2**70):
         with pytest.raises((InvalidValueError, OverflowError, TypeError)):
             logicars.set_num_threads(n)
+
+
+UNDER_RLIMIT_AS = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))  # ulimit -v 4194304
+import numpy as np
+import logicars
+from logicars.errors import MemoryLimitError
+
+spec = logicars.get_preset("checkerboard").spec
+model = logicars.Model(spec, 0)
+print("cap", logicars._core.memory_cap_mb(), flush=True)
+try:
+    if sys.argv[1] == "rollout":
+        model.rollout(np.zeros((1, 1500, 1500, spec.channels), np.float32), 20)
+    else:
+        x = np.zeros((2, 1000, 1000, spec.channels), np.float32)
+        model.train_step(x, x)
+except MemoryLimitError as e:
+    print("MemoryLimitError:", e)
+    sys.exit(3)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux address-space limits")
+@pytest.mark.parametrize("call", ["rollout", "train_step"])
+def test_work_over_the_address_space_limit_is_refused_not_aborted(call: str) -> None:
+    """Under `ulimit -v 4194304` the default cap follows the address space left, so work
+    that cannot get its memory raises MemoryLimitError instead of aborting (SIGABRT)."""
+    env = {k: v for k, v in os.environ.items() if k != "LOGICARS_MAX_MEMORY_MB"}
+    r = subprocess.run(
+        [sys.executable, "-c", UNDER_RLIMIT_AS, call],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert r.returncode == 3, (r.returncode, r.stdout, r.stderr[-2000:])
+    cap = int(r.stdout.split()[1])
+    assert 0 < cap < 4096  # below the limit, not the fixed 8192
+    assert "MemoryLimitError" in r.stdout

@@ -60,7 +60,6 @@ _MAX_HEADER = 100 * 1024 * 1024  # safetensors' own limit
 # Nesting of the header, config and extra JSON: ours are a few levels deep; a hostile
 # file nested 200,000 deep would end json.loads in RecursionError.
 MAX_JSON_DEPTH = 64
-DEFAULT_MAX_MEMORY_MB = 8192  # the engine's default (rust/core/src/engine.rs)
 _REQUIRED_METADATA = ("config", "t", "mask_seed", "mask_draws", "extra", "checksum")
 
 
@@ -450,11 +449,8 @@ def _check_tensors_against(
 
 
 def memory_cap_bytes() -> int:
-    """The engine's memory cap in bytes, read as rust/core/src/engine.rs reads it:
-    `LOGICARS_MAX_MEMORY_MB` when it is an integer that fits 64 bits, else 8192 MB."""
-    raw = os.environ.get("LOGICARS_MAX_MEMORY_MB", "")
-    digits = raw[1:] if raw.startswith("+") else raw
-    mb = DEFAULT_MAX_MEMORY_MB
-    if digits.isascii() and digits.isdigit() and len(digits) <= 20 and int(digits) < 2**64:
-        mb = int(digits)
-    return mb << 20
+    """The engine's memory cap in bytes (`LOGICARS_MAX_MEMORY_MB`, else 8192 MB or less
+    under an address-space or cgroup limit; rust/core/src/engine.rs)."""
+    from . import _core
+
+    return int(_core.memory_cap_mb()) << 20

@@ -823,6 +823,13 @@ fn frame_steps(steps: usize, record_every: usize) -> Vec<usize> {
     bitsliced::frame_steps(steps, record_every)
 }
 
+/// The memory cap in MB every estimate is compared with: `LOGICARS_MAX_MEMORY_MB`, else
+/// 8192 or less under an address-space or cgroup limit.
+#[pyfunction]
+fn memory_cap_mb() -> usize {
+    core::memory_cap_mb()
+}
+
 /// The update masks `HardCircuit.simulate` draws for `fire_rate` and `seed`, as uint8
 /// `(B, steps, H, W)`: replayable in `rollout(masks=...)`.
 #[pyfunction]
@@ -920,6 +927,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(unique_pairs, m)?)?;
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(memory_cap_mb, m)?)?;
     m.add_function(wrap_pyfunction!(build_info, m)?)?;
     m.add_function(wrap_pyfunction!(measure_fma_peak, m)?)?;
     m.add_function(wrap_pyfunction!(frame_steps, m)?)?;
