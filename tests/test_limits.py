@@ -140,11 +140,17 @@ except MemoryLimitError as e:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux address-space limits")
+@pytest.mark.parametrize("cap", [None, "1000000"])
 @pytest.mark.parametrize("call", ["rollout", "train_step"])
-def test_work_over_the_address_space_limit_is_refused_not_aborted(call: str) -> None:
+def test_work_over_the_address_space_limit_is_refused_not_aborted(
+    call: str, cap: str | None
+) -> None:
     """Under `ulimit -v 4194304` the default cap follows the address space left, so work
-    that cannot get its memory raises MemoryLimitError instead of aborting (SIGABRT)."""
+    that cannot get its memory raises MemoryLimitError instead of aborting (SIGABRT);
+    with a cap set far above it, the refused allocation itself raises it."""
     env = {k: v for k, v in os.environ.items() if k != "LOGICARS_MAX_MEMORY_MB"}
+    if cap is not None:
+        env["LOGICARS_MAX_MEMORY_MB"] = cap
     r = subprocess.run(
         [sys.executable, "-c", UNDER_RLIMIT_AS, call],
         capture_output=True,
@@ -153,6 +159,9 @@ def test_work_over_the_address_space_limit_is_refused_not_aborted(call: str) -> 
         env=env,
     )
     assert r.returncode == 3, (r.returncode, r.stdout, r.stderr[-2000:])
-    cap = int(r.stdout.split()[1])
-    assert 0 < cap < 4096  # below the limit, not the fixed 8192
+    reported = int(r.stdout.split()[1])
+    if cap is None:
+        assert 0 < reported < 4096  # below the limit, not the fixed 8192
+    else:
+        assert reported == int(cap) and "the system refused" in r.stdout
     assert "MemoryLimitError" in r.stdout

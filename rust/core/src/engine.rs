@@ -224,6 +224,19 @@ pub(crate) struct Workspace {
     n_rows: (usize, usize),
 }
 
+/// A workspace buffer, or `Error::Memory` when the system refuses it (below the cap:
+/// `ulimit -v`, cgroups, memory taken by others) instead of aborting the process.
+fn buffer<T: crate::aligned::Plain>(len: usize) -> Result<AlignedVec<T>> {
+    AlignedVec::try_zeros(len).map_err(|bytes| {
+        Error::Memory(format!(
+            "the system refused {} MB for a rollout buffer (an address-space or cgroup \
+             limit, or memory in use elsewhere; the memory cap is {} MB)",
+            bytes >> 20,
+            memory_cap_mb()
+        ))
+    })
+}
+
 /// Default cap on the memory of one workspace or simulation.
 const DEFAULT_MAX_MEMORY_MB: usize = 8192;
 
@@ -389,14 +402,13 @@ impl Workspace {
         let layout = Layout::new(shape, program.channels, periodic);
         let state_len = layout.state_len();
         let n_chunks = layout.n_chunks;
+        let gpatch_len = (n_chunks + 1) * 9 * program.channels * CHUNK;
         let mut ws = Workspace {
-            states: AlignedVec::zeros((steps + 1) * state_len),
+            states: buffer((steps + 1) * state_len)?,
             masks: Vec::new(),
-            grad_state: std::array::from_fn(|_| AlignedVec::zeros(state_len)),
-            gpatch: std::array::from_fn(|_| {
-                AlignedVec::zeros((n_chunks + 1) * 9 * program.channels * CHUNK)
-            }),
-            acc: AlignedVec::zeros(n_chunks * program.n_coefs()),
+            grad_state: [buffer(state_len)?, buffer(state_len)?],
+            gpatch: [buffer(gpatch_len)?, buffer(gpatch_len)?],
+            acc: buffer(n_chunks * program.n_coefs())?,
             arenas: Vec::new(),
             n_rows: (program.gates.n_rows, program.backward.n_rows),
             layout,
