@@ -40,7 +40,9 @@ def main() -> None:
         "simulate 4096x4096, 0 steps": (lambda: model.simulate(big, 0), 5),
     }
     info = logicars.build_info()
-    print(f"simd {info['simd_level']}, hard engine {info['hard_engine']}, threads {info['threads']}")
+    print(
+        f"simd {info['simd_level']}, hard engine {info['hard_engine']}, threads {info['threads']}"
+    )
     times: dict[str, list[float]] = {name: [] for name in cases}
     for _ in range(args.rounds):
         for name, (fn, calls) in cases.items():

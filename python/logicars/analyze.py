@@ -40,6 +40,7 @@ import numpy as np
 
 from . import _core, runs
 from .cli import UsageError, register
+from .files import save_atomic, write_atomic
 from .model import Simulator
 from .tasks import LifeTask, Task, life_step
 
@@ -478,7 +479,7 @@ def analyze(
         files = _write_plots(results, task, out_dir, title=f"{label} ({source})")
         report["files"] = files
         text = json.dumps(report, indent=1) + "\n"
-        (out_dir / "analysis.json").write_text(text)
+        write_atomic(out_dir / "analysis.json", text.encode())
     return report
 
 
@@ -560,7 +561,7 @@ def _write_plots(results: dict[str, Any], task: Task, out: Path, title: str) -> 
         fig.suptitle(f"{name.replace('_', ' ')}: {title}", fontsize=10)
         fig.tight_layout()
         path = out / f"{name}.png"
-        fig.savefig(os.fspath(path))
+        save_atomic(path, lambda f, fig=fig: fig.savefig(f, format="png"))
         files.append(path.name)
     return files
 
@@ -650,7 +651,7 @@ def plot_robustness(curves: list[tuple[str, dict[str, Any]]], path: PathLike | N
     ax.legend(fontsize=8)
     if path is not None:
         fig.tight_layout()
-        fig.savefig(os.fspath(path))
+        save_atomic(path, lambda f: fig.savefig(f, format=Path(path).suffix[1:] or "png"))
     return fig
 
 

@@ -34,14 +34,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import secrets
+import re
+import stat
 import struct
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, BinaryIO, Union
 
 import numpy as np
 
-from .errors import CheckpointError
+from .errors import CheckpointError, CheckpointMemoryError, MemoryLimitError
+from .files import write_atomic
 from .spec import ModelSpec
 
 if TYPE_CHECKING:
@@ -55,6 +57,9 @@ PathLike = Union[str, "os.PathLike[str]"]
 _DTYPES = {"F32": np.dtype("<f4"), "I32": np.dtype("<i4")}
 _TAGS = {np.dtype("<f4"): "F32", np.dtype("<i4"): "I32"}
 _MAX_HEADER = 100 * 1024 * 1024  # safetensors' own limit
+# Nesting of the header, config and extra JSON: ours are a few levels deep; a hostile
+# file nested 200,000 deep would end json.loads in RecursionError.
+MAX_JSON_DEPTH = 64
 _REQUIRED_METADATA = ("config", "t", "mask_seed", "mask_draws", "extra", "checksum")
 
 
@@ -82,7 +87,7 @@ def save_checkpoint(path: PathLike, model: Model, extra: dict[str, Any] | None =
         "extra": json.dumps({} if extra is None else extra, sort_keys=True, default=_to_json),
     }
     metadata["checksum"] = _checksum(tensors, metadata)
-    _atomic_write(Path(path), save(tensors, metadata=metadata))
+    write_atomic(Path(path), save(tensors, metadata=metadata))
 
 
 def _model_tensors(model: Model) -> dict[str, np.ndarray]:
@@ -114,40 +119,6 @@ def _version() -> str:
     return str(__version__)
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Temp file in the target's directory, fsync, rename over the target, fsync the dir."""
-    directory = path.parent if str(path.parent) else Path(".")
-    tmp = directory / f".{path.name}.{secrets.token_hex(6)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    _fsync_dir(directory)
-
-
-def _fsync_dir(directory: Path) -> None:
-    """Makes the rename itself durable; not every platform can open a directory."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def _checksum(tensors: dict[str, np.ndarray], metadata: dict[str, str]) -> str:
     h = hashlib.sha256()
 
@@ -176,58 +147,49 @@ def load_checkpoint(path: PathLike) -> tuple[Model, dict[str, Any]]:
 
     The model comes back with its logits, wiring, AdamW moments and step count, and
     its mask stream position, so training continues exactly where it stopped. Any
-    file that is not an intact checkpoint of a known version raises `CheckpointError`.
+    file that is not an intact checkpoint of a known version raises `CheckpointError`
+    (`CheckpointMemoryError`, also a `MemoryLimitError`, for a model over the memory
+    cap). Only regular files are opened; the header is read and checked (sizes, JSON
+    depth, dtypes and shapes against the config, the model's memory) before any
+    tensor data is read or any model is built.
     """
-    from safetensors.numpy import load
-
     from .model import Model
 
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise CheckpointError(f"{path}: no such checkpoint file") from None
-    except IsADirectoryError:
-        raise CheckpointError(f"{path}: is a directory, expected a checkpoint file") from None
-    except OSError as e:
-        raise CheckpointError(f"{path}: cannot read checkpoint: {e.strerror or e}") from None
-
-    metadata = _read_metadata(path, data)
-    try:
-        tensors = load(data)
-    except Exception as e:  # the parser's own error type varies by version
-        raise CheckpointError(
-            f"{path}: corrupted checkpoint (tensor data unreadable: {e})"
-        ) from None
-    for name, a in tensors.items():
-        if a.dtype not in _TAGS:
-            raise CheckpointError(f"{path}: tensor {name!r} has unexpected dtype {a.dtype}")
+    with _open_regular(path) as f:
+        size = os.fstat(f.fileno()).st_size
+        cap = memory_cap_bytes()
+        if size > cap:
+            raise CheckpointMemoryError(
+                f"{path}: a checkpoint file of {size >> 20} MB is larger than the memory "
+                f"limit of {cap >> 20} MB (set LOGICARS_MAX_MEMORY_MB to raise it); "
+                "not a checkpoint this logicars wrote"
+            )
+        header_len, header = _read_header(path, f, size)
+        metadata = _check_metadata(path, header)
+        spec = _spec_of(path, metadata)
+        layout = _tensor_layout(path, header, size, 8 + header_len)
+        _check_tensors_against(path, spec, layout)
+        data = _read_exact(path, f, size - 8 - header_len)
+    tensors = {
+        name: np.frombuffer(
+            data, dtype=_DTYPES[tag], count=int(np.prod(shape, dtype=np.int64)), offset=begin
+        ).reshape(shape)
+        for name, (tag, shape, begin, _) in layout.items()
+    }
     if _checksum(tensors, metadata) != metadata["checksum"]:
         raise CheckpointError(
             f"{path}: checksum mismatch; the checkpoint is corrupted (bit flip or partial write)"
         )
 
-    try:
-        spec = ModelSpec.from_json(metadata["config"])
-        extra = json.loads(metadata["extra"])
-        t, m_seed, m_draws = (int(metadata[k]) for k in ("t", "mask_seed", "mask_draws"))
-    except (ValueError, TypeError) as e:
-        raise CheckpointError(f"{path}: invalid checkpoint metadata: {e}") from None
+    extra = _bounded_json(path, "extra", metadata["extra"])
     if not isinstance(extra, dict):
         raise CheckpointError(f"{path}: invalid checkpoint metadata: 'extra' is not an object")
+    t, m_seed, m_draws = (_u64(path, k, metadata[k]) for k in ("t", "mask_seed", "mask_draws"))
 
     n_p, n_u = len(spec.perceive.layers) - 1, len(spec.update.layers) - 1
-    wire_names = [f"perceive_wires_{i}" for i in range(n_p)] + [
-        f"update_wires_{i}" for i in range(n_u)
-    ]
-    missing = [n for n in wire_names if n not in tensors]
-    if missing:
-        raise CheckpointError(f"{path}: checkpoint lacks the arrays {missing}")
     logit_names = [n for n in tensors if n.startswith(("perceive_logits_", "update_logits_"))]
     moments = {n: a for n, a in tensors.items() if n.startswith(("m/", "v/"))}
-    unknown = sorted(set(tensors) - set(wire_names) - set(logit_names) - set(moments))
-    if unknown:
-        raise CheckpointError(f"{path}: checkpoint holds unexpected arrays {unknown}")
     try:
         model = Model.from_parts(
             spec,
@@ -238,29 +200,106 @@ def load_checkpoint(path: PathLike) -> tuple[Model, dict[str, Any]]:
         )
         model.set_optimizer_state({**moments, "t": np.array(t, dtype=np.int64)})
         model.mask_state = (m_seed, m_draws)
+    except MemoryLimitError as e:
+        raise CheckpointMemoryError(f"{path}: {e}") from None
     except (ValueError, TypeError, OverflowError, KeyError) as e:
         raise CheckpointError(f"{path}: inconsistent checkpoint: {e}") from None
     return model, extra
 
 
-def _read_metadata(path: Path, data: bytes) -> dict[str, str]:
-    """Parses the safetensors header and checks format, version and required fields."""
-    if len(data) < 8:
-        raise CheckpointError(f"{path}: truncated checkpoint ({len(data)} bytes)")
-    (n,) = struct.unpack("<Q", data[:8])
-    if n > _MAX_HEADER or 8 + n > len(data):
+def _open_regular(path: Path) -> BinaryIO:
+    """`path` opened for reading if it is a regular file. O_NONBLOCK: opening a FIFO
+    does not wait for a writer, so it is refused here instead of hanging; devices
+    (`/dev/zero`, `/dev/urandom`) and sockets are refused the same way."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise CheckpointError(f"{path}: no such checkpoint file") from None
+    except IsADirectoryError:
+        raise CheckpointError(f"{path}: is a directory, expected a checkpoint file") from None
+    except OSError as e:
+        raise CheckpointError(f"{path}: cannot read checkpoint: {e.strerror or e}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise CheckpointError(f"{path}: is a directory, expected a checkpoint file")
+        if not stat.S_ISREG(mode):
+            raise CheckpointError(
+                f"{path}: not a regular file (a FIFO, device or socket); expected a checkpoint file"
+            )
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _read_exact(path: Path, f: BinaryIO, n: int) -> bytes:
+    """Exactly `n` bytes from `f`; a file that shrank under us is truncated."""
+    try:
+        data = f.read(n)
+    except OSError as e:
+        raise CheckpointError(f"{path}: cannot read checkpoint: {e.strerror or e}") from None
+    if len(data) != n:
+        raise CheckpointError(f"{path}: truncated checkpoint (the file changed while read)")
+    return data
+
+
+def _read_header(path: Path, f: BinaryIO, size: int) -> tuple[int, dict[str, Any]]:
+    """The safetensors header's length and its JSON object, checked for size and depth."""
+    if size < 8:
+        raise CheckpointError(f"{path}: truncated checkpoint ({size} bytes)")
+    (n,) = struct.unpack("<Q", _read_exact(path, f, 8))
+    if n > _MAX_HEADER or 8 + n > size:
         raise CheckpointError(
             f"{path}: not a safetensors file, or truncated (header of {n} bytes in a file "
-            f"of {len(data)} bytes)"
+            f"of {size} bytes)"
         )
+    raw = _read_exact(path, f, n)
     try:
-        header = json.loads(data[8 : 8 + n].decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CheckpointError(
+            f"{path}: not a safetensors file, or its header is corrupted"
+        ) from None
+    try:
+        header = _bounded_json(path, "header", text)
+    except CheckpointError:
         raise CheckpointError(
             f"{path}: not a safetensors file, or its header is corrupted"
         ) from None
     if not isinstance(header, dict):
         raise CheckpointError(f"{path}: not a safetensors file (header is not a JSON object)")
+    return n, header
+
+
+# Strings, so that brackets inside them do not count as nesting.
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+
+
+def _bounded_json(path: Path, what: str, text: str) -> Any:
+    """`json.loads(text)`, refusing nesting deeper than `MAX_JSON_DEPTH` (which would
+    otherwise end in RecursionError) with CheckpointError."""
+    stripped = np.frombuffer(_JSON_STRING.sub("", text).encode("utf-8"), dtype=np.uint8)
+    depth = (
+        (stripped == ord("[")).astype(np.int64)
+        + (stripped == ord("{"))
+        - (stripped == ord("]"))
+        - (stripped == ord("}"))
+    )
+    if depth.size and int(np.cumsum(depth).max()) > MAX_JSON_DEPTH:
+        raise CheckpointError(
+            f"{path}: invalid checkpoint metadata: {what} is nested deeper than "
+            f"{MAX_JSON_DEPTH} levels"
+        )
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as e:
+        raise CheckpointError(f"{path}: invalid checkpoint metadata: {what}: {e}") from None
+
+
+def _check_metadata(path: Path, header: dict[str, Any]) -> dict[str, str]:
+    """Checks format, version and required fields of the header's metadata."""
     meta = header.get("__metadata__")
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise CheckpointError(
@@ -269,8 +308,9 @@ def _read_metadata(path: Path, data: bytes) -> dict[str, str]:
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in meta.items()):
         raise CheckpointError(f"{path}: corrupted checkpoint metadata (non-string values)")
     version = meta.get("format_version", "")
-    if not (version.isascii() and version.isdigit()):
-        raise CheckpointError(f"{path}: corrupted checkpoint metadata (format_version {version!r})")
+    if not (version.isascii() and version.isdigit() and len(version) <= 9):
+        shown = version if len(version) <= 40 else f"{version[:20]}... ({len(version)} chars)"
+        raise CheckpointError(f"{path}: corrupted checkpoint metadata (format_version {shown!r})")
     if int(version) > FORMAT_VERSION:
         raise CheckpointError(
             f"{path}: checkpoint format version {version} is newer than this logicars "
@@ -282,3 +322,135 @@ def _read_metadata(path: Path, data: bytes) -> dict[str, str]:
     if missing:
         raise CheckpointError(f"{path}: corrupted checkpoint metadata (missing {missing})")
     return meta
+
+
+def _spec_of(path: Path, metadata: dict[str, str]) -> ModelSpec:
+    config = _bounded_json(path, "config", metadata["config"])
+    try:
+        if not isinstance(config, dict):
+            raise TypeError("config is not a JSON object")
+        return ModelSpec.from_dict(config)
+    except (ValueError, TypeError, OverflowError) as e:
+        raise CheckpointError(f"{path}: invalid checkpoint metadata: {e}") from None
+
+
+def _u64(path: Path, key: str, value: str) -> int:
+    if not (value.isascii() and value.isdigit() and len(value) <= 20 and int(value) < 2**64):
+        shown = value if len(value) <= 40 else f"{value[:20]}... ({len(value)} chars)"
+        raise CheckpointError(
+            f"{path}: invalid checkpoint metadata: {key} must be an integer in "
+            f"[0, 2**64 - 1], got {shown!r}"
+        )
+    return int(value)
+
+
+def _tensor_layout(
+    path: Path, header: dict[str, Any], size: int, data_start: int
+) -> dict[str, tuple[str, tuple[int, ...], int, int]]:
+    """Each tensor's `(dtype tag, shape, begin, end)` (offsets into the data section),
+    checked: known dtype, sizes that match the shape, the data section covered exactly,
+    in order, up to the file's end (no gaps, overlaps or trailing bytes)."""
+    layout: dict[str, tuple[str, tuple[int, ...], int, int]] = {}
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        bad = f"{path}: corrupted checkpoint (tensor {name[:80]!r}:"
+        if not isinstance(entry, dict):
+            raise CheckpointError(f"{bad} its header entry is not an object)")
+        tag, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
+        if tag not in _DTYPES:
+            raise CheckpointError(f"{bad} unexpected dtype {str(tag)[:20]!r})")
+        if not (
+            isinstance(shape, list)
+            and len(shape) <= 8
+            and all(type(d) is int and 0 <= d < 2**40 for d in shape)
+        ):
+            raise CheckpointError(f"{bad} invalid shape)")
+        if not (
+            isinstance(offsets, list)
+            and len(offsets) == 2
+            and all(type(o) is int and 0 <= o <= size for o in offsets)
+        ):
+            raise CheckpointError(f"{bad} invalid data offsets)")
+        count = 1
+        for d in shape:
+            count *= d
+        begin, end = offsets
+        if end - begin != count * _DTYPES[tag].itemsize:
+            raise CheckpointError(f"{bad} data offsets do not match its shape and dtype)")
+        layout[name] = (tag, tuple(shape), begin, end)
+    position = 0
+    for name, (_, _, begin, end) in sorted(layout.items(), key=lambda kv: kv[1][2:]):
+        if begin != position:
+            raise CheckpointError(
+                f"{path}: corrupted checkpoint (tensor data of {name[:80]!r} is not where "
+                "the header says)"
+            )
+        position = end
+    if data_start + position != size:
+        raise CheckpointError(
+            f"{path}: truncated or corrupted checkpoint (the header describes "
+            f"{data_start + position} bytes, the file has {size})"
+        )
+    return layout
+
+
+def _expected_tensors(spec: ModelSpec) -> dict[str, tuple[str, tuple[int, ...]]]:
+    """Every tensor a checkpoint of `spec` holds: name -> (dtype tag, shape)."""
+    per_gate = 4 if spec.relax.mode.startswith("truth-table") else 16
+    k = spec.perceive.n_kernels
+    out: dict[str, tuple[str, tuple[int, ...]]] = {}
+    for prefix, layers, kernels in (
+        ("perceive", spec.perceive.layers, (k,)),
+        ("update", spec.update.layers, ()),
+    ):
+        for i, width in enumerate(layers[1:]):
+            logits = (*kernels, width, per_gate)
+            out[f"{prefix}_logits_{i}"] = ("F32", logits)
+            out[f"m/{prefix}_logits_{i}"] = ("F32", logits)
+            out[f"v/{prefix}_logits_{i}"] = ("F32", logits)
+            out[f"{prefix}_wires_{i}"] = ("I32", (2, width))
+    return out
+
+
+def _check_tensors_against(
+    path: Path, spec: ModelSpec, layout: dict[str, tuple[str, tuple[int, ...], int, int]]
+) -> None:
+    """The header's tensors are exactly those of the config, of their dtypes and shapes,
+    and the model they make fits the memory cap: all checked before anything is read
+    or allocated."""
+    per_gate = 4 if spec.relax.mode.startswith("truth-table") else 16
+    gates = sum(spec.perceive.layers[1:]) * spec.perceive.n_kernels + sum(spec.update.layers[1:])
+    # Logits, gradient and two AdamW moments per parameter, as the engine counts them.
+    need = gates * per_gate * 4 * 4
+    cap = memory_cap_bytes()
+    if need > cap:
+        raise CheckpointMemoryError(
+            f"{path}: its model of {gates} gates needs about {need >> 20} MB for its "
+            f"logits, gradient and AdamW state, more than the limit of {cap >> 20} MB "
+            "(set LOGICARS_MAX_MEMORY_MB to raise it)"
+        )
+    expected = _expected_tensors(spec)
+    missing = sorted(set(expected) - set(layout))
+    if missing:
+        raise CheckpointError(f"{path}: inconsistent checkpoint: missing arrays {missing[:8]}")
+    unknown = sorted(set(layout) - set(expected))
+    if unknown:
+        raise CheckpointError(
+            f"{path}: checkpoint holds unexpected arrays {[u[:80] for u in unknown[:8]]}"
+        )
+    for name, (tag, shape) in expected.items():
+        got_tag, got_shape = layout[name][:2]
+        if (got_tag, got_shape) != (tag, shape):
+            raise CheckpointError(
+                f"{path}: inconsistent checkpoint: {name} is {got_tag} {got_shape}, "
+                f"expected {tag} {shape} for its config"
+            )
+
+
+def memory_cap_bytes() -> int:
+    """The engine's memory cap in bytes (`LOGICARS_MAX_MEMORY_MB`, else 8192 MB or less
+    under an address-space or cgroup limit; rust/core/src/engine.rs)."""
+    from . import _core
+
+    return int(_core.memory_cap_mb()) << 20

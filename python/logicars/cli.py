@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import math
+import signal
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -254,6 +255,15 @@ def _run_train(args: argparse.Namespace) -> int:
     )
     if result.interrupted:
         print(f"interrupted; continue with: {PROG} train --resume {result.run_dir}")
+    if result.stopped_by in ("SIGTERM", "SIGHUP"):
+        # Preempted (a scheduler or a closed terminal): 128 + the signal, as a shell
+        # reports a process the signal killed, but with the checkpoint written.
+        signum = int(getattr(signal, result.stopped_by))
+        return _fail(
+            f"{PROG}: stopped by {result.stopped_by} after epoch {s['epochs']}; checkpoint "
+            f"saved; continue with: {PROG} train --resume {result.run_dir}",
+            128 + signum,
+        )
     return 0
 
 
@@ -356,5 +366,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _fail(message: str, code: int) -> int:
-    print(message.replace("\n", " "), file=sys.stderr)
+    try:
+        print(message.replace("\n", " "), file=sys.stderr)
+    except (OSError, ValueError):
+        pass  # stderr is gone (a hung-up terminal): the exit status still says it
     return code

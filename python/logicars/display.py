@@ -204,7 +204,9 @@ class LivePage:
 
     def save(self, path: PathLike) -> None:
         """Writes the page as a file (what `logicars view --no-open` writes)."""
-        Path(path).write_text(self.html, encoding="utf-8")
+        from .files import write_atomic
+
+        write_atomic(path, self.html.encode("utf-8"))
 
     def _repr_html_(self) -> str:
         return _iframe(self.html, self.height)
@@ -315,7 +317,9 @@ class Animation:
 
     def save(self, path: PathLike) -> None:
         """Writes the GIF file."""
-        Path(path).write_bytes(self.gif)
+        from .files import write_atomic
+
+        write_atomic(path, self.gif)
 
     def _repr_html_(self) -> str:
         img = _img("image/gif", self.gif, "animation", grid=True)

@@ -19,8 +19,14 @@ class CheckpointError(ValueError):
     """A checkpoint file is truncated, corrupted, of a foreign format or version."""
 
 
+class CheckpointMemoryError(CheckpointError, MemoryLimitError):
+    """A checkpoint whose model (or file) is over the memory cap: both a
+    `CheckpointError` and a `MemoryLimitError`, so either `except` catches it."""
+
+
 __all__ = [
     "CheckpointError",
+    "CheckpointMemoryError",
     "InvalidValueError",
     "MemoryLimitError",
     "PanicException",

@@ -20,6 +20,7 @@ import numpy as np
 
 from ._core import EXPORT_FORMATS
 from .cli import register
+from .files import write_atomic
 
 if TYPE_CHECKING:
     from .model import Model
@@ -183,7 +184,7 @@ def _run_export(args: argparse.Namespace) -> int:
     run = load_run(args.model)
     text = export_text(run.model, args.format, run.preset)
     out = Path(args.out) if args.out else default_output(args.model, args.format)
-    out.write_text(text, encoding="utf-8")
+    write_atomic(out, text.encode("utf-8"))
     print(format_prune_report(prune_report(run.model)))
     print(f"wrote {args.format} to {out}")
     return 0

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 import os
+import stat
 import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
@@ -11,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Union
 import numpy as np
 
 from . import _core
+from .checkpoint import memory_cap_bytes
 from .errors import CheckpointError, InvalidValueError, ShapeError
 from .spec import ModelSpec
 
@@ -42,14 +45,50 @@ def as_float_array(name: str, a: Any) -> np.ndarray:
     arr = np.asarray(a)
     if arr.dtype.kind not in _NUMERIC_KINDS:
         raise TypeError(f"{name}: expected a numeric array, got dtype {arr.dtype}")
+    _check_conversion_memory(name, arr, np.dtype(np.float32), 0)
     return np.ascontiguousarray(arr, dtype=np.float32)
+
+
+def _as_unit_array(name: str, a: Any) -> np.ndarray:
+    """A grid or mask as C-contiguous float32. Floats of another precision are checked
+    to lie in [0, 1] before the cast (1 + 1e-9 or -1e-60 would round into the range);
+    the engine checks float32 values itself."""
+    arr = np.asarray(a)
+    if arr.dtype.kind == "f" and arr.dtype != np.float32:
+        _check_conversion_memory(name, arr, np.dtype(np.float32), 2)
+        inside = arr >= 0
+        inside &= arr <= 1  # NaN is in neither
+        if not inside.all():
+            i = int(np.argmin(inside.ravel()))
+            raise InvalidValueError(
+                f"{name}: values must lie in [0, 1], found {arr.ravel()[i]} at flat index {i}"
+            )
+    return as_float_array(name, arr)
+
+
+def _check_conversion_memory(
+    name: str, arr: np.ndarray, target: np.dtype, temporaries: int
+) -> None:
+    """Refuses, from the shape alone, an input whose contiguous copy (plus `temporaries`
+    boolean arrays of its size for value checks) would exceed the memory cap: a
+    broadcast view of a huge grid costs nothing until it is converted."""
+    if arr.dtype == target and arr.flags.c_contiguous and temporaries == 0:
+        return  # no copy: the engine's own estimate covers it
+    need = math.prod(arr.shape) * (target.itemsize + temporaries)
+    cap = memory_cap_bytes()
+    if need > cap:
+        raise _core.MemoryLimitError(
+            f"{name}: converting an array of shape {arr.shape} ({arr.dtype}) to {target} "
+            f"needs about {need >> 20} MB, more than the limit of {cap >> 20} MB "
+            "(set LOGICARS_MAX_MEMORY_MB to raise it)"
+        )
 
 
 def _as_masks(masks: Any, x: np.ndarray, steps: int) -> np.ndarray | None:
     """Masks as (B, steps, H, W); accepts the fixtures' (B, steps, H, W, 1)."""
     if masks is None:
         return None
-    m = as_float_array("masks", masks)
+    m = _as_unit_array("masks", masks)
     if m.ndim == 5 and m.shape[-1] == 1:
         m = m[..., 0]
     b, h, w = x.shape[0], x.shape[1], x.shape[2]
@@ -170,7 +209,7 @@ class Model:
         is given. Returns the final grid, or with `record` all `steps + 1` grids.
         """
         steps = self._spec.num_steps if steps is None else check_int("steps", steps, 1, MAX_STEPS)
-        xa = as_float_array("x", x)
+        xa = _as_unit_array("x", x)
         return self._engine.rollout(
             xa, steps, bool(hard), _as_masks(masks, xa, steps), bool(record)
         )
@@ -183,16 +222,16 @@ class Model:
         `y` is `(B, H, W, C)` (only the loss channels are used) or
         `(B, H, W, len(loss_channels))`.
         """
-        xa = as_float_array("x", x)
-        ya = as_float_array("y", y)
+        xa = _as_unit_array("x", x)
+        ya = _as_unit_array("y", y)
         loss, grad = self._engine.loss_and_grad(xa, ya, _as_masks(masks, xa, self._spec.num_steps))
         return loss, _unflatten(self._engine.param_info(), grad)
 
     def train_step(self, x: Any, y: Any, masks: Any = None) -> tuple[float, float]:
         """One clip + AdamW step with the spec's lr; returns (soft_loss, hard_loss)
         measured at the logits before the update."""
-        xa = as_float_array("x", x)
-        ya = as_float_array("y", y)
+        xa = _as_unit_array("x", x)
+        ya = _as_unit_array("y", y)
         return self._engine.train_step(xa, ya, _as_masks(masks, xa, self._spec.num_steps))
 
     def simulate(
@@ -294,6 +333,10 @@ class Model:
         Raises `logicars.errors.CheckpointError` for a missing, damaged or foreign file.
         """
         try:
+            # Regular files only: np.load would wait forever on a FIFO and read a device.
+            mode = os.stat(path).st_mode
+            if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+                raise CheckpointError(f"{path}: not a regular file (a FIFO, device or socket)")
             with np.load(Path(path), allow_pickle=False) as z:
                 if "config" not in z.files:
                     raise CheckpointError(
@@ -324,7 +367,11 @@ class Model:
         arrays: dict[str, np.ndarray] = {"config": np.array(json.dumps(self._spec.to_dict()))}
         arrays.update(self.params())
         arrays.update(self.wires())
-        np.savez(Path(path), **arrays)
+        from .files import save_atomic
+
+        target = os.fspath(path)
+        target = target if target.endswith(".npz") else f"{target}.npz"  # as np.savez
+        save_atomic(target, lambda f: np.savez(f, **arrays))
 
     def save(self, path: PathLike, extra: dict[str, Any] | None = None) -> None:
         """Saves everything needed to resume training (see `logicars.checkpoint`), atomically."""
@@ -379,8 +426,11 @@ def _as_binary(name: str, a: Any) -> np.ndarray:
     arr = np.asarray(a)
     if arr.dtype.kind not in _NUMERIC_KINDS:
         raise TypeError(f"{name}: expected a numeric array, got dtype {arr.dtype}")
-    if arr.dtype not in (np.bool_, np.uint8):
-        bad = (arr != 0) & (arr != 1)
+    checked = arr.dtype not in (np.bool_, np.uint8)
+    _check_conversion_memory(name, arr, np.dtype(np.uint8), 2 if checked else 0)
+    if checked:
+        bad = arr != 0
+        bad &= arr != 1
         if bad.any():
             i = int(np.flatnonzero(bad.ravel())[0])
             raise InvalidValueError(
@@ -441,9 +491,7 @@ def _run_arguments(
     if damage_steps is None:
         d_from, d_until = 0, steps
     else:
-        d_from, d_until = (int(v) for v in damage_steps)
-        if not 0 <= d_from <= d_until:
-            raise InvalidValueError(f"damage_steps: expected 0 <= start <= end, got {damage_steps}")
+        d_from, d_until = _damage_steps(damage_steps)
     if isinstance(record, bool):
         every = 1 if record else 0
     else:
@@ -457,6 +505,22 @@ def _run_arguments(
         "damage_until": d_until,
         "record_every": every,
     }
+
+
+def _damage_steps(value: Any) -> tuple[int, int]:
+    """`(start, end)` of integers with `0 <= start <= end` (floats are refused, not
+    truncated)."""
+    try:
+        start, end = value
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"damage_steps must be a pair (start, end) of integers, got {value!r:.60}"
+        ) from None
+    start = check_int("damage_steps start", start, 0, MAX_STEPS)
+    end = check_int("damage_steps end", end, 0, MAX_STEPS)
+    if start > end:
+        raise InvalidValueError(f"damage_steps: expected 0 <= start <= end, got {value}")
+    return start, end
 
 
 class Simulator:

@@ -73,9 +73,9 @@ def load_run(path: PathLike) -> LoadedRun:
             state = _State.from_extra(extra, model.spec, p)
             metrics = state.metrics
         except CheckpointError:
-            pass  # the model is usable without its training record
+            pass  # the model is usable without its training record (nor its preset)
         stored = extra.get("preset", {})
-        known = PRESETS.get(str(stored.get("name")))
+        known = PRESETS.get(str(stored.get("name"))) if state is not None else None
         if known is not None:
             # The preset as the run used it: its own spec, grid and task.
             preset = dataclasses.replace(

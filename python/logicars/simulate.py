@@ -10,11 +10,11 @@ size, the grown image at the task's size.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 import numpy as np
 
 from .cli import UsageError, _int_at_least, register
+from .files import save_atomic
 from .presets import Preset
 from .tasks import LifeTask, Task
 
@@ -137,7 +137,8 @@ def _run_simulate(args: argparse.Namespace) -> int:
     if args.gif:
         write_frames_gif(out[:, 0], spec.loss_channels, args.gif)
     if args.out:
-        np.save(Path(args.out), final)
+        out_path = args.out if args.out.endswith(".npy") else f"{args.out}.npy"  # as np.save
+        save_atomic(out_path, lambda f: np.save(f, final))
 
     mode = "sync" if fire_rate is None else f"async {fire_rate:g}"
     name = preset.name if preset is not None else "model"

@@ -317,10 +317,9 @@ def _read_json(path: Path) -> Any:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    # A unique temporary name: shards on several machines may write the same report.
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    from .files import write_atomic
+
+    write_atomic(path, data)
 
 
 def point_state(run_dir: Path, options: Mapping[str, Any]) -> str:
@@ -706,7 +705,9 @@ def plot_sweep(rows: list[dict[str, Any]], cells: list[dict[str, Any]], path: Pa
     if right.collections:
         right.legend(fontsize="small")
     fig.tight_layout()
-    fig.savefig(os.fspath(path))
+    from .files import save_atomic
+
+    save_atomic(path, lambda f: fig.savefig(f, format=Path(path).suffix[1:] or "png"))
 
 
 @dataclasses.dataclass

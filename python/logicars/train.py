@@ -41,12 +41,14 @@ from typing import Any, BinaryIO, NamedTuple, Union
 import numpy as np
 
 from . import _core
-from .checkpoint import load_checkpoint, save_checkpoint
+from .checkpoint import load_checkpoint, memory_cap_bytes, save_checkpoint
 from .errors import CheckpointError, InvalidValueError
 from .evaluate import evaluate
+from .files import save_atomic, write_atomic
 from .model import MAX_SEED, MAX_THREADS, Model, check_int
 from .presets import Preset, preset_for_task, resolve_preset
 from .repair import repair as repair_circuit
+from .runlock import RunLock
 from .spec import ModelSpec, Relaxation
 from .tasks import Task, task_from_dict
 
@@ -81,6 +83,8 @@ class RunResult:
     interrupted: bool = False
     early_stopped: bool = False
     preset: Preset | None = None  # the preset as the run used it
+    # The signal that stopped the run ("SIGINT", "SIGTERM", "SIGHUP"), if one did.
+    stopped_by: str | None = None
 
     @property
     def checkpoint(self) -> Path:
@@ -173,8 +177,9 @@ def _default_run_dir(name: str) -> Path:
     return path
 
 
-def _prepare_dir(path: Path) -> None:
-    """Creates the run directory and proves it writable before any training starts."""
+def _prepare_dir(path: Path) -> RunLock:
+    """Creates the run directory, proves it writable and locks it (one writer per run,
+    `logicars.runlock`) before any training starts."""
     try:
         path.mkdir(parents=True, exist_ok=True)
         probe = path / f".write-test-{os.getpid()}"
@@ -186,18 +191,18 @@ def _prepare_dir(path: Path) -> None:
         raise ValueError(f"output directory {path}: a parent is not a directory") from None
     except OSError as e:
         raise ValueError(f"output directory {path} is not writable: {e.strerror or e}") from None
+    lock = RunLock.acquire(path)  # before the cleanup: another writer's temp files are live
     # Temporary files a killed run left behind (the checkpoint itself is always whole).
     for stale in path.glob(f".{CHECKPOINT_NAME}.*.tmp"):
         try:
             stale.unlink()
         except OSError:
             pass
+    return lock
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    write_atomic(path, text.encode())
 
 
 def _metrics_csv(rows: list[EpochMetrics]) -> str:
@@ -304,6 +309,7 @@ class _State:
                 f"{where} holds a model but no training state; it cannot be resumed"
             )
         try:
+            _check_state_fields(extra, spec)
             p = extra["preset"]
             preset = Preset(
                 name=str(p["name"]),
@@ -363,7 +369,7 @@ class _State:
                 },
                 kept_attempt=None if kept is None else int(kept),
             )
-        except (KeyError, TypeError, ValueError) as e:
+        except (KeyError, TypeError, ValueError, OverflowError) as e:
             raise CheckpointError(
                 f"{where}: invalid training state in the checkpoint: {e}"
             ) from None
@@ -386,6 +392,59 @@ def with_recorded_task(preset: Preset, record: dict[str, Any] | None) -> Preset:
     out = dataclasses.replace(preset, task_kind=kind, task_pixels=pixels)
     out.task()  # a damaged record fails here, as invalid training state
     return out
+
+
+# Bounds of a training state's counts: far above any real run, low enough that nothing
+# derived from them overflows.
+_MAX_EPOCHS = 2**40
+
+
+def _check_state_fields(extra: dict[str, Any], spec: ModelSpec) -> None:
+    """Types and ranges of the training state's numbers before any is used: a file with a
+    recomputed checksum can hold anything (a list for `rng_state`, 1e308 for `batch`)."""
+
+    def count(name: str, v: Any, lo: int, hi: int, optional: bool = False) -> None:
+        if optional and v is None:
+            return
+        if type(v) is not int or not lo <= v <= hi:
+            raise ValueError(f"{name} must be an integer in [{lo}, {hi}], got {str(v)[:40]}")
+
+    p = extra["preset"]
+    if not isinstance(p, dict):
+        raise TypeError("preset is not an object")
+    for key in ("batch", "height", "width"):
+        count(f"preset.{key}", p[key], 1, 2**31)
+    count("preset.epochs", p["epochs"], 1, _MAX_EPOCHS)
+    count("preset.seed", p.get("seed", 0), 0, MAX_SEED)
+    # A batch of inputs and targets must fit the memory cap (the dataset draws them).
+    grid_bytes = 2 * 4 * p["batch"] * p["height"] * p["width"] * spec.channels
+    if grid_bytes > memory_cap_bytes():
+        raise ValueError(
+            f"a batch of {p['batch']} grids of {p['height']}x{p['width']} needs "
+            f"{grid_bytes >> 20} MB, over the memory limit of {memory_cap_bytes() >> 20} MB"
+        )
+    count("seed", extra["seed"], 0, MAX_SEED)
+    count("target_epochs", extra["target_epochs"], 1, _MAX_EPOCHS)
+    count("epoch", extra["epoch"], 0, _MAX_EPOCHS)
+    count("early_stop", extra["early_stop"], 1, _MAX_EPOCHS, optional=True)
+    count("zero_streak", extra["zero_streak"], 0, _MAX_EPOCHS)
+    for key in ("first_epoch_hard_zero", "solved_epoch", "kept_attempt"):
+        count(key, extra.get(key), 0, _MAX_EPOCHS, optional=True)
+    count("restart_every", extra.get("restart_every"), 1, _MAX_EPOCHS, optional=True)
+    state = extra["rng_state"]
+    if not isinstance(state, dict) or not isinstance(state.get("state"), dict):
+        raise TypeError(f"rng_state must be a numpy generator state object, got {str(state)[:40]}")
+    for key in ("state", "inc"):
+        count(f"rng_state.state.{key}", state["state"].get(key), 0, 2**128 - 1)
+    rows = extra["metrics"]
+    if not isinstance(rows, list) or not all(
+        isinstance(r, list)
+        and len(r) == 4
+        and type(r[0]) is int
+        and all(type(v) in (int, float) and math.isfinite(v) for v in r[1:])
+        for r in rows
+    ):
+        raise ValueError("metrics must be rows [epoch, soft_loss, hard_loss, elapsed_s] of numbers")
 
 
 def _relaxation(
@@ -460,39 +519,53 @@ def _same_preset(a: Preset, b: Preset) -> bool:
 # ---- Ctrl-C ---------------------------------------------------------------------------
 
 
+# Ctrl-C, and what batch schedulers (Slurm preemption, Kubernetes) and closed terminals
+# send: all three stop the run after its epoch, with a checkpoint.
+_STOP_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+
+
 class _StopOnInterrupt:
-    """SIGINT handler: the first Ctrl-C asks the loop to stop after the current epoch,
-    a second one aborts at once (KeyboardInterrupt)."""
+    """SIGINT, SIGTERM and SIGHUP handler: the first signal asks the loop to stop after
+    the current epoch (`signal_name` says which), a second one aborts at once
+    (KeyboardInterrupt)."""
 
     def __init__(self) -> None:
         self.requested = False
-        self._previous: Any = None
-        self._installed = False
+        self.signal_name: str | None = None
+        self._previous: dict[int, Any] = {}
 
     def __enter__(self) -> _StopOnInterrupt:
-        # Signal handlers can only be set from the main thread; elsewhere Ctrl-C keeps
-        # its default behaviour.
+        # Signal handlers can only be set from the main thread; elsewhere the signals
+        # keep their default behaviour.
         if threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGINT, self._handle)
-            self._installed = True
+            for signum in _STOP_SIGNALS:
+                self._previous[signum] = signal.signal(signum, self._handle)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._installed:
+        for signum, previous in self._previous.items():
             # None: the previous handler was not set from Python; fall back to the default.
-            previous = signal.default_int_handler if self._previous is None else self._previous
-            signal.signal(signal.SIGINT, previous)
+            if previous is None:
+                previous = signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL
+            signal.signal(signum, previous)
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         if self.requested:
             raise KeyboardInterrupt
         self.requested = True
-        print(
-            "\nlogicars: interrupted; finishing this epoch and saving a checkpoint "
-            "(Ctrl-C again to abort)",
-            file=sys.stderr,
-            flush=True,
-        )
+        self.signal_name = signal.Signals(signum).name
+        again = "Ctrl-C" if signum == signal.SIGINT else self.signal_name
+        try:
+            print(
+                f"\nlogicars: {self.signal_name} received; finishing this epoch and saving "
+                f"a checkpoint ({again} again to abort)",
+                file=sys.stderr,
+                flush=True,
+            )
+        except (OSError, ValueError):
+            pass  # a closed terminal (SIGHUP) must not stop the checkpoint being written
 
 
 # ---- the loop -------------------------------------------------------------------------
@@ -571,9 +644,10 @@ def train(
       (`Preset.init`: the lizard starts from the notebook's seed-23 wiring) unless `seed`
       is given, else a fresh model.
 
-    Ctrl-C stops after the current epoch, saves and returns normally
-    (`RunResult.interrupted`). Bad arguments raise `ValueError`/`TypeError` before any
-    training starts.
+    Ctrl-C, SIGTERM and SIGHUP stop after the current epoch, save and return normally
+    (`RunResult.interrupted`, `RunResult.stopped_by`). Another process writing the same
+    run directory is refused with `logicars.runlock.RunLockedError`. Bad arguments raise
+    `ValueError`/`TypeError` before any training starts.
     """
     # Everything the user can get wrong is checked before any work starts.
     if epochs is not None:
@@ -695,7 +769,7 @@ def train(
     dataset = state.preset.task()  # a preset without a task fails here, before the dir
     if model is None:
         model = Model(state.preset.spec, state.seed)  # so does a model over the memory cap
-    _prepare_dir(run_dir)
+    lock = _prepare_dir(run_dir)
 
     previous_threads = _core.num_threads()
     if threads is not None:
@@ -703,6 +777,7 @@ def train(
     try:
         return _run(model, state, dataset, run_dir, quiet, checkpoint_every)
     finally:
+        lock.release()
         if threads is not None:
             _core.set_num_threads(previous_threads)
 
@@ -797,7 +872,14 @@ def _run(
         plot_losses(state.metrics, run_dir / "loss.png", title=state.preset.name)
         write_rollout_gif(model, state.preset, run_dir / "rollout.gif", seed=state.seed)
     return RunResult(
-        run_dir, model, summary, list(state.metrics), interrupted, early_stopped, state.preset
+        run_dir,
+        model,
+        summary,
+        list(state.metrics),
+        interrupted,
+        early_stopped,
+        state.preset,
+        stop.signal_name if interrupted else None,
     )
 
 
@@ -1016,7 +1098,7 @@ def plot_losses(metrics: list[EpochMetrics], path: PathLike | BinaryIO, title: s
     if metrics:
         ax.legend()
     fig.tight_layout()
-    fig.savefig(_file_or_path(path), format="png")
+    save_atomic(path, lambda f: fig.savefig(f, format="png"))
 
 
 def write_rollout_gif(model: Model, preset: Preset, path: PathLike, seed: int = 0) -> np.ndarray:
@@ -1060,17 +1142,10 @@ def write_frames_gif(
         for f in pixels
     ]
     duration = int(min(500, max(60, 4000 // len(images))))
-    images[0].save(
-        _file_or_path(path),
-        format="GIF",
-        save_all=True,
-        append_images=images[1:],
-        duration=duration,
-        loop=0,
+    save_atomic(
+        path,
+        lambda f: images[0].save(
+            f, format="GIF", save_all=True, append_images=images[1:], duration=duration, loop=0
+        ),
     )
     return pixels
-
-
-def _file_or_path(target: PathLike | BinaryIO) -> Any:
-    """What savers take: a file object as it is, a path as a string."""
-    return target if hasattr(target, "write") else os.fspath(target)

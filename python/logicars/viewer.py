@@ -215,7 +215,9 @@ def _run_view(args: argparse.Namespace) -> int:
 
     run = load_run(args.model)
     out = Path(args.out) if args.out else default_output(args.model, "html")
-    out.write_text(page_html(run.model, run.preset), encoding="utf-8")
+    from .files import write_atomic
+
+    write_atomic(out, page_html(run.model, run.preset).encode("utf-8"))
     print(f"wrote the page to {out}")
     if not args.no_open:
         url = out.resolve().as_uri()

@@ -47,6 +47,35 @@ impl<T: Plain> AlignedVec<T> {
         }
     }
 
+    /// [`AlignedVec::zeros`] that reports a failed allocation (its size in bytes)
+    /// instead of aborting the process: the system may refuse memory below the
+    /// engine's cap (`ulimit -v`, cgroups, memory taken meanwhile). Zeroed pages come
+    /// from the allocator as `zeros` gets them, untouched until used.
+    pub fn try_zeros(len: usize) -> std::result::Result<AlignedVec<T>, usize> {
+        let bytes = len
+            .checked_mul(std::mem::size_of::<T>())
+            .ok_or(usize::MAX)?;
+        let n = bytes.div_ceil(64);
+        let lines = if n == 0 {
+            Vec::new()
+        } else {
+            let layout = std::alloc::Layout::array::<Line>(n).map_err(|_| bytes)?;
+            // SAFETY: the layout has a non-zero size; all-zero bytes are a valid `Line`.
+            let ptr = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<Line>();
+            if ptr.is_null() {
+                return Err(bytes);
+            }
+            // SAFETY: `ptr` comes from the global allocator with the layout of `n`
+            // `Line`s, all initialised (zeroed): a `Vec` of length and capacity `n`.
+            unsafe { Vec::from_raw_parts(ptr, n, n) }
+        };
+        Ok(AlignedVec {
+            lines,
+            len,
+            _element: std::marker::PhantomData,
+        })
+    }
+
     pub fn from_slice(values: &[T]) -> AlignedVec<T> {
         let mut v = AlignedVec::zeros(values.len());
         v.copy_from_slice(values);
@@ -80,6 +109,22 @@ impl<T: Plain + std::fmt::Debug> std::fmt::Debug for AlignedVec<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn try_zeros_reports_a_refused_allocation_instead_of_aborting() {
+        let v = AlignedVec::<f32>::try_zeros(1000).unwrap();
+        assert_eq!(v.len(), 1000);
+        assert!(v.iter().all(|&x| x == 0.0));
+        assert_eq!(v.as_ptr() as usize % 64, 0);
+        assert!(AlignedVec::<f32>::try_zeros(0).unwrap().is_empty());
+        // More than any address space: refused, reported with its size.
+        assert!(matches!(
+            AlignedVec::<f64>::try_zeros(usize::MAX / 4),
+            Err(usize::MAX)
+        ));
+        let huge = (1usize << 62) / 4;
+        assert!(AlignedVec::<f32>::try_zeros(huge).is_err());
+    }
 
     #[test]
     fn starts_on_a_cache_line_and_holds_exactly_its_length() {

@@ -1260,6 +1260,28 @@ pub struct SimOptions<'a> {
     pub record_every: usize,
     /// 64-bit words per block, 0 for [`auto_words`].
     pub words: usize,
+    /// Asked whether to stop, about every `Interrupt::every` of running, on the calling
+    /// thread outside the pool; `true` stops the run with
+    /// [`crate::error::Error::Interrupted`] (the Python bindings check for Ctrl-C here).
+    /// Results do not depend on it.
+    pub interrupt: Option<Interrupt<'a>>,
+}
+
+/// How often the Python bindings ask whether a long run should stop.
+pub const INTERRUPT_CHECK_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// A check whether to stop a run (see [`SimOptions::interrupt`]).
+#[derive(Clone, Copy)]
+pub struct Interrupt<'a> {
+    pub check: &'a (dyn Fn() -> bool + Sync),
+    /// Running time between checks (zero: after every step).
+    pub every: std::time::Duration,
+}
+
+impl std::fmt::Debug for Interrupt<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Interrupt")
+    }
 }
 
 impl SimOptions<'_> {
@@ -1273,6 +1295,7 @@ impl SimOptions<'_> {
             damage_steps: 0..0,
             record_every: 0,
             words: 0,
+            interrupt: None,
         }
     }
 }

@@ -12,12 +12,15 @@ pub enum Error {
     Shape(String),
     /// The requested work would need more memory than allowed.
     Memory(String),
+    /// A run was stopped by its interrupt check (Ctrl-C in Python).
+    Interrupted,
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Value(m) | Error::Shape(m) | Error::Memory(m) => f.write_str(m),
+            Error::Interrupted => f.write_str("interrupted"),
         }
     }
 }

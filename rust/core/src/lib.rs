@@ -23,7 +23,7 @@ pub mod spec;
 pub mod threads;
 pub mod wiring;
 
-pub use engine::GridShape;
+pub use engine::{memory_cap_mb, GridShape};
 pub use error::{Error, Result};
 pub use model::{Decoding, Model, ParamInfo};
 pub use relax::Relax;

@@ -3,7 +3,7 @@
 //! Arrays cross as numpy float32/int32 without copies on the way in; the GIL is
 //! released while Rust works; engine errors become `logicars.errors` exceptions.
 
-use logicars_core::bitsliced::{self, Circuit, Masks, SimOptions};
+use logicars_core::bitsliced::{self, Circuit, Interrupt, Masks, SimOptions};
 use logicars_core::hard::{self, HardEngine};
 use logicars_core::netlist::{NetOutput, Netlist};
 use logicars_core::{self as core, Decoding, GridShape, Model, Spec, Wires};
@@ -12,7 +12,7 @@ use numpy::{
     PyUntypedArrayMethods,
 };
 use pyo3::create_exception;
-use pyo3::exceptions::{PyMemoryError, PyValueError};
+use pyo3::exceptions::{PyKeyboardInterrupt, PyMemoryError, PyValueError};
 use pyo3::prelude::*;
 
 create_exception!(
@@ -39,6 +39,7 @@ fn to_py(e: core::Error) -> PyErr {
         core::Error::Value(m) => InvalidValueError::new_err(m),
         core::Error::Shape(m) => ShapeError::new_err(m),
         core::Error::Memory(m) => MemoryLimitError::new_err(m),
+        core::Error::Interrupted => PyKeyboardInterrupt::new_err("interrupted"),
     }
 }
 
@@ -567,6 +568,30 @@ impl<'py> RunArgs<'_, 'py> {
             },
             (None, None) => Masks::Sync,
         };
+        // Ctrl-C during a long run: the engine asks between chunks of steps, on this
+        // thread, and the signal's exception (KeyboardInterrupt) is raised.
+        let signalled: std::sync::Mutex<Option<PyErr>> = std::sync::Mutex::new(None);
+        let check = || {
+            Python::attach(|py| match py.check_signals() {
+                Ok(()) => false,
+                Err(e) => {
+                    *signalled.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+                    true
+                }
+            })
+        };
+        opts.interrupt = Some(Interrupt {
+            check: &check,
+            every: bitsliced::INTERRUPT_CHECK_EVERY,
+        });
+        let to_py = |e: core::Error| match e {
+            core::Error::Interrupted => signalled
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take()
+                .unwrap_or_else(|| PyKeyboardInterrupt::new_err("interrupted")),
+            e => to_py(e),
+        };
         if !read {
             py.detach(|| run(&opts, None)).map_err(to_py)?;
             return Ok(None);
@@ -798,6 +823,13 @@ fn frame_steps(steps: usize, record_every: usize) -> Vec<usize> {
     bitsliced::frame_steps(steps, record_every)
 }
 
+/// The memory cap in MB every estimate is compared with: `LOGICARS_MAX_MEMORY_MB`, else
+/// 8192 or less under an address-space or cgroup limit.
+#[pyfunction]
+fn memory_cap_mb() -> usize {
+    core::memory_cap_mb()
+}
+
 /// The update masks `HardCircuit.simulate` draws for `fire_rate` and `seed`, as uint8
 /// `(B, steps, H, W)`: replayable in `rollout(masks=...)`.
 #[pyfunction]
@@ -895,6 +927,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(unique_pairs, m)?)?;
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(memory_cap_mb, m)?)?;
     m.add_function(wrap_pyfunction!(build_info, m)?)?;
     m.add_function(wrap_pyfunction!(measure_fma_peak, m)?)?;
     m.add_function(wrap_pyfunction!(frame_steps, m)?)?;

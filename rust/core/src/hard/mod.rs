@@ -345,7 +345,7 @@ impl Simulator {
     /// own). Returns the grids of [`bitsliced::frame_steps`] concatenated.
     pub fn run(&mut self, opts: &SimOptions<'_>) -> Result<Vec<u8>> {
         let mut out = vec![0u8; output_len(self.shape, self.channels, opts)?];
-        threads::pool().install(|| self.run_in_pool(opts, Some(&mut out)))?;
+        self.run_chunked(opts, Some(&mut out))?;
         Ok(out)
     }
 
@@ -355,43 +355,83 @@ impl Simulator {
         if out.len() != want {
             return shape_err!("out: expected {want} bytes, got {}", out.len());
         }
-        threads::pool().install(|| self.run_in_pool(opts, Some(out)))
+        self.run_chunked(opts, Some(out))
     }
 
     /// [`Simulator::run`] without reading any grid back (not even the last).
     pub fn advance(&mut self, opts: &SimOptions<'_>) -> Result<()> {
         check_options(self.shape, opts)?;
-        threads::pool().install(|| self.run_in_pool(opts, None))
+        self.run_chunked(opts, None)
     }
 
-    fn run_in_pool(&mut self, opts: &SimOptions<'_>, mut out: Option<&mut [u8]>) -> Result<()> {
+    /// Runs the steps in the pool, one hand-over for the whole run; with an interrupt
+    /// check, one hand-over per `every` of running, the check made between them on the
+    /// calling thread (where Python can see signals).
+    fn run_chunked(&mut self, opts: &SimOptions<'_>, mut out: Option<&mut [u8]>) -> Result<()> {
+        let pool = threads::pool();
+        let mut t = 0;
+        let mut written = 0;
+        while t <= opts.steps {
+            let started = std::time::Instant::now();
+            let until = opts.interrupt.map(|i| started + i.every);
+            pool.install(|| {
+                self.run_in_pool(opts, out.as_deref_mut(), &mut t, &mut written, until)
+            })?;
+            if t <= opts.steps {
+                if let Some(check) = opts.interrupt {
+                    if (check.check)() {
+                        return Err(Error::Interrupted);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Steps `*t..=opts.steps` (step 0 is reading the start grid), stopping early once
+    /// `until` has passed; `*t` and `*written` (frames written to `out`) carry on.
+    fn run_in_pool(
+        &mut self,
+        opts: &SimOptions<'_>,
+        mut out: Option<&mut [u8]>,
+        t: &mut usize,
+        written: &mut usize,
+        until: Option<std::time::Instant>,
+    ) -> Result<()> {
         let steps = opts.steps;
         let frame_len = self.shape.cells() * self.channels;
-        self.set_damage(opts.damage)?;
-        let mut written = 0;
-        for t in 0..=steps {
-            if t > 0 {
+        if *t == 0 {
+            self.set_damage(opts.damage)?;
+        }
+        while *t <= steps {
+            let step = *t;
+            if step > 0 {
                 let mask = match opts.masks {
                     Masks::Sync => StepMask::All,
                     Masks::Given(masks) => StepMask::Given {
                         masks,
                         steps,
-                        t: t - 1,
+                        t: step - 1,
                     },
                     Masks::Random { fire_rate, seed } => StepMask::Random {
                         fire_rate,
                         seed,
-                        t: t - 1,
+                        t: step - 1,
                     },
                 };
-                let damaged = opts.damage.is_some() && opts.damage_steps.contains(&(t - 1));
+                let damaged = opts.damage.is_some() && opts.damage_steps.contains(&(step - 1));
                 self.step(mask, damaged)?;
             }
             if let Some(out) = out.as_deref_mut() {
-                if bitsliced::is_frame(t, steps, opts.record_every) {
-                    self.read_into(&mut out[written * frame_len..(written + 1) * frame_len]);
-                    written += 1;
+                if bitsliced::is_frame(step, steps, opts.record_every) {
+                    let w = *written;
+                    self.read_into(&mut out[w * frame_len..(w + 1) * frame_len]);
+                    *written += 1;
                 }
+            }
+            *t += 1;
+            if until.is_some_and(|u| std::time::Instant::now() >= u) {
+                break;
             }
         }
         Ok(())
@@ -487,11 +527,12 @@ pub fn simulate_on(
     opts: &SimOptions<'_>,
 ) -> Result<Vec<u8>> {
     let mut out = vec![0u8; output_len(shape, circuit.channels(), opts)?];
-    threads::pool().install(|| {
+    let mut sim = threads::pool().install(|| {
         let mut sim = Simulator::new(circuit, shape, opts.periodic, Some(engine), opts.words)?;
         sim.load(x)?;
-        sim.run_in_pool(opts, Some(&mut out))
+        Ok::<_, crate::error::Error>(sim)
     })?;
+    sim.run_chunked(opts, Some(&mut out))?;
     Ok(out)
 }
 
@@ -505,13 +546,15 @@ pub fn simulate_into(
     opts: &SimOptions<'_>,
     out: &mut [u8],
 ) -> Result<()> {
-    // One hand-over to the pool for the whole run: the steps' parallel loops then start
-    // on a worker instead of waking the pool from outside twice per step.
-    threads::pool().install(|| {
+    // One hand-over to the pool for the whole run (one per interrupt check with one): the
+    // steps' parallel loops then start on a worker instead of waking the pool from
+    // outside twice per step.
+    let mut sim = threads::pool().install(|| {
         let mut sim = Simulator::of(circuit, shape, opts.periodic, engine, opts.words)?;
         sim.load(x)?;
-        sim.run_into(opts, out)
-    })
+        Ok::<_, crate::error::Error>(sim)
+    })?;
+    sim.run_into(opts, out)
 }
 
 #[cfg(test)]

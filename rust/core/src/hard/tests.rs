@@ -6,7 +6,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::*;
 use crate::bitsliced::tests::{random_bits, random_model, shape, spec, to_f32};
-use crate::bitsliced::Kind;
+use crate::bitsliced::{Interrupt, Kind};
 use crate::gates::N_OPS;
 use crate::model::{Decoding, Model};
 use crate::netlist::{Gate, NetOutput, PatchInput};
@@ -439,4 +439,53 @@ fn a_simulator_follows_a_growing_pool() {
     let got = sim.run(&SimOptions::new(3, true)).unwrap();
     threads::set_num_threads(0).unwrap();
     assert_eq!(got, want);
+}
+
+#[test]
+fn an_interrupt_check_stops_a_run_and_never_changes_its_result() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let sp = spec(2, 2, &[9, 8, 4, 2], &[24, 16], true);
+    let circuit = Circuit::from_model(&random_model(sp, 8, 0.5));
+    let sh = shape(2, 20, 70);
+    let x = random_bits(sh.cells() * 2, 0.5, 4);
+    let damage = random_bits(sh.height * sh.width, 0.2, 5);
+    let mut opts = SimOptions::new(9, true);
+    opts.masks = Masks::Random {
+        fire_rate: 0.6,
+        seed: 3,
+    };
+    opts.damage = Some(&damage);
+    opts.damage_steps = 2..6;
+    opts.record_every = 2;
+    let want = simulate(&circuit, &x, sh, &opts).unwrap();
+
+    // Checked after every step, never stopping: the same grids, one check per step.
+    let checks = AtomicUsize::new(0);
+    let never = || {
+        checks.fetch_add(1, Ordering::Relaxed);
+        false
+    };
+    opts.interrupt = Some(Interrupt {
+        check: &never,
+        every: std::time::Duration::ZERO,
+    });
+    assert_eq!(simulate(&circuit, &x, sh, &opts).unwrap(), want);
+    assert_eq!(checks.load(Ordering::Relaxed), 9);
+    let mut sim = Simulator::new(&circuit, sh, true, None, 0).unwrap();
+    sim.load(&x).unwrap();
+    assert_eq!(sim.run(&opts).unwrap(), want);
+
+    // Stopping at the third check.
+    let calls = AtomicUsize::new(0);
+    let third = || calls.fetch_add(1, Ordering::Relaxed) == 2;
+    opts.interrupt = Some(Interrupt {
+        check: &third,
+        every: std::time::Duration::ZERO,
+    });
+    assert_eq!(
+        simulate(&circuit, &x, sh, &opts),
+        Err(crate::error::Error::Interrupted)
+    );
+    assert_eq!(calls.load(Ordering::Relaxed), 3);
 }

@@ -1,0 +1,99 @@
+"""One writer per run directory: an advisory lock on `<run>/.lock`.
+
+Two trainings (or a training and a `--resume`) into one directory would each overwrite
+the other's checkpoint, metrics and plots, and both report success. `train` takes this
+lock before it touches anything in the run directory and holds it until its outputs
+are written; a second writer is refused at once with `RunLockedError` naming the
+holder's PID. The lock is `flock` on an open file, so the operating system drops it
+when its process dies however it dies: a lock file left by a killed run never blocks.
+The file holds the holder's PID and is removed when the lock is released; a writer
+that locked a file just removed under it sees that (the path no longer names its file)
+and tries again, so two writers never hold locks on two different files.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import IO
+
+LOCK_NAME = ".lock"
+
+
+class RunLockedError(ValueError):
+    """Another process is writing the run directory."""
+
+
+class RunLock:
+    """The held lock of a run directory; `release()` (or process exit) drops it."""
+
+    def __init__(self, file: IO[str] | None, path: Path | None = None) -> None:
+        self._file = file
+        self._path = path
+
+    @classmethod
+    def acquire(cls, run_dir: Path) -> RunLock:
+        """Locks `run_dir` (which must exist) or raises `RunLockedError` at once."""
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX: no advisory locks
+            return cls(None)
+        path = run_dir / LOCK_NAME
+        for _ in range(100):
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+            f = os.fdopen(fd, "r+")
+            try:
+                fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = _holder(f)
+                f.close()
+                raise RunLockedError(
+                    f"{run_dir} is being written by another logicars process{holder}; "
+                    "wait for it to end or choose another output directory"
+                ) from None
+            except BaseException:
+                f.close()
+                raise
+            if _names(path, f):
+                break
+            f.close()  # released and removed by its holder meanwhile: lock the new file
+        else:  # pragma: no cover - 100 holders in a row released under us
+            raise RunLockedError(
+                f"{run_dir}: could not lock {path}; another writer keeps taking it"
+            )
+        try:
+            f.truncate(0)
+            f.write(f"{os.getpid()}\n")
+            f.flush()
+        except OSError:
+            pass  # the PID is only for the message; the lock is what counts
+        return cls(f, path)
+
+    def release(self) -> None:
+        if self._file is not None:
+            if self._path is not None:
+                try:
+                    self._path.unlink()  # while still locked: nobody holds the name next
+                except OSError:
+                    pass
+            self._file.close()  # closing the file drops the flock
+            self._file = None
+
+
+def _holder(f: IO[str]) -> str:
+    """`" (PID n)"` from the lock file, or nothing when it holds no PID."""
+    try:
+        f.seek(0)
+        pid = f.read(32).strip()
+    except (OSError, ValueError):
+        return ""
+    return f" (PID {pid})" if pid.isdigit() else ""
+
+
+def _names(path: Path, f: IO[str]) -> bool:
+    """Whether `path` still names the open file `f` (not removed or replaced)."""
+    try:
+        a, b = os.stat(path), os.fstat(f.fileno())
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
