@@ -150,12 +150,13 @@ def solving_table(runs: dict[str, list[dict]]) -> list[str]:
         first = [s for s in rs if first_attempt_ok(s)]
         paper = logicars.get_preset(name).paper_epochs()
         at = [s for s in ok if s["solved_epoch"] is not None]
+        validated = [s for s in rs if s["solved_epoch"] is not None]
         budgets = sorted({budget(s) for s in rs})
         gap = [s["final_hard_loss"] - s["final_soft_loss"] for s in rs]
         lines.append(
             f"| `{name}` | {len(rs)} | {', '.join(budgets)} "
             f"| **{len(ok)} ({100 * len(ok) / len(rs):.0f}%)** "
-            f"| {len(at)} "
+            f"| {len(validated)} "
             f"| {len(first)} ({100 * len(first) / len(rs):.0f}%, ≤ {paper}) "
             f"| {quantiles([s['solved_epoch'] for s in at])} "
             f"| {quantiles([s['solved_seconds'] for s in at])} "
@@ -286,7 +287,8 @@ def write(runs: Path, sweeps: list[Path], train: bool) -> Path:
         "`python -m logicars train <preset>` on its defaults: the notebook's architecture "
         "and learning rate, and its epochs or, where one attempt of them solves too few "
         "seeds, several attempts (see *Training that solves*). Wall time includes "
-        "checkpoints, repairs, plots and the GIF.",
+        "checkpoints, repairs, plots and the GIF, on the machine as it was during the run "
+        "(on a host shared with other work, several times a quiet machine's).",
         "",
         "*Held-out inputs solved*: the trained hard circuit run on inputs it was not "
         "trained on (`logicars.evaluate`): all 512 boards for `gol`, 16 fresh random "
