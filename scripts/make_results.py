@@ -215,15 +215,14 @@ GROWTH_GAP = [
     "## Growth presets: the discretization gap stays open",
     "",
     "Most `lizard` and `colored-g` wiring draws do not solve their task in the notebook's "
-    "epochs. Sweeps of 2026-11-25 on the current training (restarts, repair, the "
-    "confirmation draw; `python scripts/seed_sweep.py colored-g lizard`): `colored-g` "
-    "seeds 0–9 solved 0 of 10 (3000 epochs each, 6–61 wrong cells at the end), `lizard` "
-    "seeds 0–5 solved 0 of 6 (3500 epochs, 2–90 wrong cells). Their directories were lost "
-    "with that session's machine, and at about 25 min (colored-G) and 2 h (lizard) of "
-    "this 2-core machine per sweep they were not rerun for this page, so the table above "
-    "has no rows for them. Their relaxed circuit does solve: colored-G's soft loss falls "
-    "to 1e-3 and below while the hard circuit keeps wrong cells, because some gates are "
-    "still mixtures whose most likely op computes something else. What was tried on the "
+    "epochs: `colored-g` solves none of seeds 0–9 (the table above; 2–61 wrong cells "
+    "after the final repair), and `lizard` solved none of seeds 0–5 in a sweep of "
+    "2026-11-25 on the same training code (3500 epochs, 2–90 wrong cells; its directory "
+    "was lost with that session's machine, and at about 2 h of this 2-core machine the "
+    "sweep was not rerun for this page, so the table has no row for it). The relaxed "
+    "circuit does solve: colored-G's soft loss falls to 1e-3 and below while the hard "
+    "circuit keeps wrong cells, because some gates are still mixtures whose most likely "
+    "op computes something else. What was tried on the "
     "failing colored-G runs (seeds 0, 1, 3, 9), none of which closed it:",
     "",
     "- **Training longer**: seeds 1 and 9 resumed from 3000 to 7000 epochs end at hard "
