@@ -309,8 +309,9 @@ def _check_metadata(path: Path, header: dict[str, Any]) -> dict[str, str]:
         raise CheckpointError(f"{path}: corrupted checkpoint metadata (non-string values)")
     version = meta.get("format_version", "")
     if not (version.isascii() and version.isdigit() and len(version) <= 9):
-        shown = version if len(version) <= 40 else f"{version[:20]}... ({len(version)} chars)"
-        raise CheckpointError(f"{path}: corrupted checkpoint metadata (format_version {shown!r})")
+        raise CheckpointError(
+            f"{path}: corrupted checkpoint metadata (format_version {_shown(version)!r})"
+        )
     if int(version) > FORMAT_VERSION:
         raise CheckpointError(
             f"{path}: checkpoint format version {version} is newer than this logicars "
@@ -336,12 +337,16 @@ def _spec_of(path: Path, metadata: dict[str, str]) -> ModelSpec:
 
 def _u64(path: Path, key: str, value: str) -> int:
     if not (value.isascii() and value.isdigit() and len(value) <= 20 and int(value) < 2**64):
-        shown = value if len(value) <= 40 else f"{value[:20]}... ({len(value)} chars)"
         raise CheckpointError(
             f"{path}: invalid checkpoint metadata: {key} must be an integer in "
-            f"[0, 2**64 - 1], got {shown!r}"
+            f"[0, 2**64 - 1], got {_shown(value)!r}"
         )
     return int(value)
+
+
+def _shown(value: str) -> str:
+    """A metadata string for an error message, cut short when a hostile file made it long."""
+    return value if len(value) <= 40 else f"{value[:20]}... ({len(value)} chars)"
 
 
 def _tensor_layout(
@@ -397,7 +402,7 @@ def _tensor_layout(
 
 def _expected_tensors(spec: ModelSpec) -> dict[str, tuple[str, tuple[int, ...]]]:
     """Every tensor a checkpoint of `spec` holds: name -> (dtype tag, shape)."""
-    per_gate = 4 if spec.relax.mode.startswith("truth-table") else 16
+    per_gate = spec.relax.logits_per_gate
     k = spec.perceive.n_kernels
     out: dict[str, tuple[str, tuple[int, ...]]] = {}
     for prefix, layers, kernels in (
@@ -419,10 +424,9 @@ def _check_tensors_against(
     """The header's tensors are exactly those of the config, of their dtypes and shapes,
     and the model they make fits the memory cap: all checked before anything is read
     or allocated."""
-    per_gate = 4 if spec.relax.mode.startswith("truth-table") else 16
-    gates = sum(spec.perceive.layers[1:]) * spec.perceive.n_kernels + sum(spec.update.layers[1:])
+    gates = spec.gates()
     # Logits, gradient and two AdamW moments per parameter, as the engine counts them.
-    need = gates * per_gate * 4 * 4
+    need = gates * spec.relax.logits_per_gate * 4 * 4
     cap = memory_cap_bytes()
     if need > cap:
         raise CheckpointMemoryError(

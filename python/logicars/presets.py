@@ -131,9 +131,8 @@ class Preset:
         return str(self.seed) if self.init is None else NOTEBOOK_START
 
     def gates(self) -> int:
-        """Number of gates with their own logits (perceive weights are shared by channels)."""
-        p, u = self.spec.perceive, self.spec.update
-        return p.n_kernels * sum(p.layers[1:]) + sum(u.layers[1:])
+        """Number of gates with their own logits (`ModelSpec.gates`)."""
+        return self.spec.gates()
 
     def gate_cell_evals_per_epoch(self) -> int:
         """Gate evaluations in one epoch's rollout, the unit of DESIGN.md's performance budget.

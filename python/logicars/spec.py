@@ -49,6 +49,11 @@ class Relaxation:
         d.update({k: v for k, v in asdict(self).items() if k != "mode" and v is not None})
         return d
 
+    @property
+    def logits_per_gate(self) -> int:
+        """Parameters of one gate: a truth table's 4 rows, else the 16 ops' logits."""
+        return 4 if self.mode.startswith("truth-table") else 16
+
     def label(self) -> str:
         """`gumbel-st(tau=0.5)`, or the bare mode name when it has no parameters set."""
         args = ", ".join(f"{k}={v:g}" for k, v in self.to_dict().items() if k != "mode")
@@ -93,6 +98,11 @@ class ModelSpec:
     @property
     def is_async(self) -> bool:
         return self.fire_rate is not None
+
+    def gates(self) -> int:
+        """Number of gates with their own logits (perceive weights are shared by channels)."""
+        p, u = self.perceive, self.update
+        return p.n_kernels * sum(p.layers[1:]) + sum(u.layers[1:])
 
     def gates_per_cell(self) -> int:
         """Gate evaluations per cell and step: perception runs once per channel (and

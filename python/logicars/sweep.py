@@ -56,6 +56,8 @@ from typing import Any, Union
 
 import numpy as np
 
+from .files import save_atomic, write_atomic
+
 PathLike = Union[str, "os.PathLike[str]"]
 
 POINT_FILE = "point.json"  # the point's options, written before its run starts
@@ -316,12 +318,6 @@ def _read_json(path: Path) -> Any:
         raise ValueError(f"{path}: unreadable ({e})") from None
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    from .files import write_atomic
-
-    write_atomic(path, data)
-
-
 def point_state(run_dir: Path, options: Mapping[str, Any]) -> str:
     """What a point's directory holds: `"done"` (finished run), `"resume"` (a
     checkpoint to continue) or `"new"` (nothing to keep). Raises `PointConflictError`
@@ -408,7 +404,7 @@ def train_point(run_dir: Path, options: Mapping[str, Any], threads: int) -> str:
         # Killed between the final checkpoint and the summary: train it again (same run).
         ckpt.unlink(missing_ok=True)
         point = {"name": run_dir.name, "options": dict(options)}
-        _write_atomic(run_dir / POINT_FILE, (json.dumps(point, indent=1) + "\n").encode())
+        write_atomic(run_dir / POINT_FILE, (json.dumps(point, indent=1) + "\n").encode())
         result = train(**options, out=run_dir, threads=threads, quiet=True)
         return "interrupted" if result.interrupted else "trained"
 
@@ -705,8 +701,6 @@ def plot_sweep(rows: list[dict[str, Any]], cells: list[dict[str, Any]], path: Pa
     if right.collections:
         right.legend(fontsize="small")
     fig.tight_layout()
-    from .files import save_atomic
-
     save_atomic(path, lambda f: fig.savefig(f, format=Path(path).suffix[1:] or "png"))
 
 
@@ -762,9 +756,9 @@ def report(out: PathLike) -> SweepReport:
     cells = summarize_cells(rows)
     table = cells_table(cells)
     doc = {"logicars_version": __version__, "cells": cells, "rows": rows}
-    _write_atomic(root / "sweep.json", (json.dumps(doc, indent=1) + "\n").encode())
-    _write_atomic(root / "sweep.csv", _csv_text(rows).encode())
-    _write_atomic(root / "sweep.md", (table + "\n").encode())
+    write_atomic(root / "sweep.json", (json.dumps(doc, indent=1) + "\n").encode())
+    write_atomic(root / "sweep.csv", _csv_text(rows).encode())
+    write_atomic(root / "sweep.md", (table + "\n").encode())
     plot_sweep(rows, cells, root / "sweep.png")
     return SweepReport(root, rows, cells, table)
 
@@ -895,7 +889,7 @@ class _RayExecutor:
             run_dir = self._out / point.name
             run_dir.mkdir(parents=True, exist_ok=True)
             for rel, data in files.items():
-                _write_atomic(run_dir / rel, data)
+                write_atomic(run_dir / rel, data)
         return result
 
     def stop(self, running: list[Any]) -> None:
