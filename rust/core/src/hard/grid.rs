@@ -218,19 +218,29 @@ fn mask_plane(rows: usize, nw: usize) -> Vec<u64> {
 /// A kernel's layout and variant: row stride, mask words, masked, damaged.
 type KernelKey = (usize, usize, bool, bool);
 
-/// The compiled kernels of one netlist, shared by its simulators: a circuit simulated
+/// One netlist with its compiled kernels, shared by its simulators: a circuit simulated
 /// call after call (a step-by-step loop, analyze's probes) is compiled once per grid
 /// width and variant, not once per call (compiling costs far more than a small step).
-#[derive(Clone, Default)]
-pub(crate) struct KernelCache(Arc<Mutex<HashMap<KernelKey, Arc<Kernel>>>>);
+#[derive(Clone)]
+pub(crate) struct KernelCache {
+    net: Arc<Netlist>,
+    kernels: Arc<Mutex<HashMap<KernelKey, Arc<Kernel>>>>,
+}
 
 impl KernelCache {
     /// Kernels kept at most; beyond, the cache starts over (grids of many widths).
     const CAPACITY: usize = 32;
 
-    fn get(&self, net: &Netlist, key: KernelKey) -> std::io::Result<Arc<Kernel>> {
+    pub(crate) fn new(net: Netlist) -> KernelCache {
+        KernelCache {
+            net: Arc::new(net),
+            kernels: Default::default(),
+        }
+    }
+
+    fn get(&self, key: KernelKey) -> std::io::Result<Arc<Kernel>> {
         let lock = || {
-            self.0
+            self.kernels
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
         };
@@ -238,7 +248,7 @@ impl KernelCache {
             return Ok(Arc::clone(kernel));
         }
         let (stride, nw, masked, damaged) = key;
-        let kernel = Arc::new(Kernel::compile(net, stride, nw, masked, damaged)?);
+        let kernel = Arc::new(Kernel::compile(&self.net, stride, nw, masked, damaged)?);
         let mut kernels = lock();
         if kernels.len() >= Self::CAPACITY {
             kernels.clear();
@@ -251,7 +261,6 @@ impl KernelCache {
 /// The JIT engine's simulator: two padded grids, the kernels of the variants a step
 /// needs (compiled on first use), a packed mask and damage plane, spill areas.
 pub(crate) struct GridSim {
-    net: Netlist,
     lay: Layout,
     geo: Geo,
     cur: AlignedVec<u64>,
@@ -261,33 +270,32 @@ pub(crate) struct GridSim {
     damage: Vec<u64>,
     /// Grid rows of the damage plane (`H` or `B·H`).
     damage_rows: usize,
-    /// Kernels by `masked + 2·damaged`, from `cache`.
+    /// Kernels by `masked + 2·damaged`, from `cache` (which holds the netlist).
     kernels: [Option<Arc<Kernel>>; 4],
     cache: KernelCache,
     spills: Vec<Mutex<AlignedVec<u64>>>,
 }
 
 impl GridSim {
-    /// A simulator for `shape` taking its kernels from `cache` (which must hold only
-    /// kernels of `net`); fails if the OS refuses executable memory.
+    /// A simulator of `cache`'s netlist for `shape`, taking its kernels from `cache`;
+    /// fails if the OS refuses executable memory.
     pub(crate) fn new(
-        net: Netlist,
+        cache: KernelCache,
         shape: GridShape,
         periodic: bool,
-        cache: KernelCache,
     ) -> std::io::Result<GridSim> {
-        let lay = Layout::new(shape, net.channels, periodic);
-        let plain = cache.get(&net, (lay.stride, lay.nw, false, false))?;
+        let channels = cache.net.channels;
+        let lay = Layout::new(shape, channels, periodic);
+        let plain = cache.get((lay.stride, lay.nw, false, false))?;
         let mut sim = GridSim {
             lay,
-            geo: Geo::new(shape, net.channels, periodic),
+            geo: Geo::new(shape, channels, periodic),
             cur: AlignedVec::zeros(lay.words()),
             next: AlignedVec::zeros(lay.words()),
-            zero_row: AlignedVec::zeros(net.channels * lay.stride),
+            zero_row: AlignedVec::zeros(channels * lay.stride),
             mask: mask_plane(lay.rows(), lay.nw),
             damage: Vec::new(),
             damage_rows: 0,
-            net,
             kernels: [Some(plain), None, None, None],
             cache,
             spills: Vec::new(),
@@ -455,7 +463,7 @@ impl GridSim {
             let key = (self.lay.stride, self.lay.nw, masked, damaged);
             let k = self
                 .cache
-                .get(&self.net, key)
+                .get(key)
                 .map_err(|e| crate::error::Error::Value(format!("JIT: {e}")))?;
             self.kernels[variant] = Some(k);
             self.size_spills();

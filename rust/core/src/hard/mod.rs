@@ -110,7 +110,7 @@ fn self_test() -> bool {
         height: 1,
         width: 64,
     };
-    let Ok(mut sim) = grid::GridSim::new(net, shape, true, Default::default()) else {
+    let Ok(mut sim) = grid::GridSim::new(grid::KernelCache::new(net), shape, true) else {
         return false;
     };
     let x: Vec<u8> = (0..64).map(|i| (i % 3 == 0) as u8).collect();
@@ -138,13 +138,11 @@ pub fn default_engine() -> HardEngine {
 }
 
 /// What the JIT makes of one circuit, kept between its simulations: the netlist and the
-/// compiled kernels (built once, not once per call).
+/// compiled kernels (built on first use, not once per call).
 #[derive(Default)]
 struct JitCache {
     #[cfg(target_arch = "x86_64")]
-    netlist: OnceLock<Netlist>,
-    #[cfg(target_arch = "x86_64")]
-    kernels: grid::KernelCache,
+    kernels: OnceLock<grid::KernelCache>,
 }
 
 /// A circuit with its [`JitCache`]: simulate it call after call through
@@ -251,8 +249,10 @@ impl Simulator {
             }
             #[cfg(target_arch = "x86_64")]
             HardEngine::Jit => {
-                let net = jit.netlist.get_or_init(|| Netlist::from_circuit(circuit));
-                let sim = grid::GridSim::new(net.clone(), shape, periodic, jit.kernels.clone())
+                let kernels = jit
+                    .kernels
+                    .get_or_init(|| grid::KernelCache::new(Netlist::from_circuit(circuit)));
+                let sim = grid::GridSim::new(kernels.clone(), shape, periodic)
                     .map_err(|e| Error::Value(format!("JIT: {e}")))?;
                 Inner::Jit(Box::new(sim))
             }

@@ -324,7 +324,8 @@ fn fuzz_random_netlists_against_the_interpreter() {
         let damage: Vec<u8> = (0..sh.cells())
             .map(|_| (rng.random_range(0..5) == 0) as u8)
             .collect();
-        let mut sim = grid::GridSim::new(net.clone(), sh, periodic, Default::default()).unwrap();
+        let mut sim =
+            grid::GridSim::new(grid::KernelCache::new(net.clone()), sh, periodic).unwrap();
         sim.set_damage(Some(&damage)).unwrap();
         for (masked, damaged) in [(false, false), (true, false), (false, true), (true, true)] {
             sim.load(&x).unwrap();
