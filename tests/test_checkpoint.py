@@ -12,7 +12,8 @@ from safetensors.numpy import load_file, save_file
 
 import logicars
 import logicars.checkpoint as ckpt_mod
-from logicars.checkpoint import FORMAT, FORMAT_VERSION, load_checkpoint, save_checkpoint
+from logicars.checkpoint import FORMAT, FORMAT_VERSION, save_checkpoint
+from logicars.model import load_checkpoint
 from logicars.errors import CheckpointError
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import logicars
-from logicars.checkpoint import load_checkpoint
+from logicars.model import load_checkpoint
 from logicars.cli import main
 from logicars.runs import load_run
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from test_train import _wait_for_rows, losses, same_state
 
-from logicars.checkpoint import load_checkpoint
+from logicars.model import load_checkpoint
 from logicars.runlock import LOCK_NAME, RunLock, RunLockedError
 from logicars.train import train
 

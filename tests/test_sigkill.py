@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 from test_train import losses, same_state, tiny_async_preset
 
-from logicars.checkpoint import load_checkpoint
+from logicars.model import load_checkpoint
 from logicars.train import RunResult, train
 
 EPOCHS = 8

@@ -19,7 +19,7 @@ import pytest
 from test_train import RUN_FILES, same_state
 
 import logicars
-from logicars.checkpoint import load_checkpoint
+from logicars.model import load_checkpoint
 from logicars.cli import main
 from logicars.sweep import (
     METRIC_COLUMNS,

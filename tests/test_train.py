@@ -17,7 +17,7 @@ import pytest
 from PIL import Image
 
 import logicars
-from logicars.checkpoint import load_checkpoint
+from logicars.model import load_checkpoint
 from logicars.datasets import checkerboard_target, gol_boards, gol_step, random_bits
 from logicars.errors import CheckpointError
 from logicars.evaluate import evaluate

@@ -28,7 +28,6 @@ apply to a task are reported as skipped, with the reason.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import os
@@ -38,8 +37,8 @@ from typing import TYPE_CHECKING, Any, Callable, Union
 
 import numpy as np
 
-from . import _core, runs
-from .cli import UsageError, register
+from . import runs
+from .export import GATE_NAMES, gate_histograms  # noqa: F401 (importable from here too)
 from .files import save_atomic, write_atomic
 from .model import Simulator
 from .tasks import LifeTask, Task, life_step
@@ -49,7 +48,6 @@ if TYPE_CHECKING:
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-GATE_NAMES = tuple(_core.GATE_NAMES)  # in index order, as the engine names them
 EXPERIMENTS = ("generalisation", "fault_tolerance", "self_healing", "robustness", "gates")
 SCALE = 4  # generalisation: grid side and steps, times the training ones
 DAMAGE_FRACTION = 20 / 64  # the paper's 20x20 dead square on a 64x64 grid
@@ -371,25 +369,6 @@ def _single_reset_recovery(
         "recovered": len(healed),
         "median_steps": None if len(healed) * 2 <= trials else healed[trials // 2],
         "steps": steps,
-    }
-
-
-def gate_histograms(model: Any) -> dict:
-    """Argmax op counts for perception (every kernel and layer) and update."""
-    counts = {"perceive": np.zeros(16, dtype=np.int64), "update": np.zeros(16, dtype=np.int64)}
-    for name, ops in model.hard_ops().items():
-        part = "perceive" if name.startswith("perceive_") else "update"
-        counts[part] += np.bincount(ops.ravel(), minlength=16)
-    passes = [GATE_NAMES.index("A"), GATE_NAMES.index("B")]
-    active = {k: int(v.sum() - v[passes].sum()) for k, v in counts.items()}
-    return {
-        "perceive": dict(zip(GATE_NAMES, map(int, counts["perceive"]))),
-        "update": dict(zip(GATE_NAMES, map(int, counts["update"]))),
-        "gates": int(counts["perceive"].sum() + counts["update"].sum()),
-        "active_perceive": active["perceive"],
-        "active_update": active["update"],
-        "active_gates": active["perceive"] + active["update"],
-        "circuit_active_gates": int(model.hard_circuit_stats()["active_gates"]),
     }
 
 
@@ -730,67 +709,3 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
             )
         lines.append(f"{name:<16} {text}")
     return lines
-
-
-# ---- CLI ------------------------------------------------------------------------------
-
-
-def _arguments(p: argparse.ArgumentParser) -> None:
-    from .cli import _int_at_least
-
-    p.add_argument("runs", nargs="+", metavar="RUN", help="training run directories")
-    p.add_argument("--out", metavar="DIR", help="write here instead of into each run directory")
-    p.add_argument("--seed", type=_int_at_least(0), default=0, help="random starts (default 0)")
-    p.add_argument(
-        "--quick", action="store_true", help="fewer boards, 400 instead of 4000 robustness steps"
-    )
-    p.add_argument(
-        "--reset",
-        choices=RESET_MODES,
-        default="random",
-        help="robustness: what the 10x10 square is reset to (default random bits)",
-    )
-    p.add_argument(
-        "--only",
-        metavar="NAMES",
-        help=f"comma-separated subset of: {', '.join(EXPERIMENTS)}",
-    )
-
-
-def _run(args: argparse.Namespace) -> int:
-    experiments: tuple[str, ...] = EXPERIMENTS
-    if args.only:
-        experiments = tuple(s.strip() for s in args.only.split(",") if s.strip())
-        unknown = sorted(set(experiments) - set(EXPERIMENTS))
-        if unknown:
-            raise UsageError(
-                f"analyze: --only: unknown experiments {unknown}; known: {', '.join(EXPERIMENTS)}"
-            )
-    loaded = [load_run(r) for r in args.runs]  # every run checked before any work
-    out = Path(args.out) if args.out else None
-    names = [run_dir.name for _, _, run_dir in loaded]
-    if out is not None and len(set(names)) < len(names):
-        raise UsageError("analyze: --out with runs of the same directory name; rename one")
-    curves = []
-    for run, (_, _, run_dir), name in zip(args.runs, loaded, names):
-        dest = None if out is None else (out if len(loaded) == 1 else out / name)
-        report = analyze(
-            run, dest, seed=args.seed, quick=args.quick, experiments=experiments, reset=args.reset
-        )
-        where = dest if dest is not None else run_dir
-        print(f"{report['preset']} ({run}) -> {where}")
-        for line in summary_lines(report):
-            print(f"  {line}")
-        rob = report["experiments"].get("robustness")
-        if rob is not None and "skipped" not in rob:
-            curves.append((f"{report['preset']} ({name})", rob))
-    if len(curves) >= 2:
-        path = (out if out is not None else loaded[0][2]) / "robustness_comparison.png"
-        plot_robustness(curves, path)
-        print(f"robustness of {len(curves)} runs on one plot -> {path}")
-    return 0
-
-
-register(
-    "analyze", "the paper's experiments on trained runs (plots + analysis.json)", _arguments, _run
-)

@@ -37,12 +37,13 @@ import os
 import re
 import stat
 import struct
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Union
 
 import numpy as np
 
-from .errors import CheckpointError, CheckpointMemoryError, MemoryLimitError
+from .errors import CheckpointError, CheckpointMemoryError
 from .files import write_atomic
 from .spec import ModelSpec
 
@@ -114,9 +115,9 @@ def _to_json(o: Any) -> Any:
 
 
 def _version() -> str:
-    from . import __version__
+    from ._core import build_info
 
-    return str(__version__)
+    return str(dict(build_info())["version"])
 
 
 def _checksum(tensors: dict[str, np.ndarray], metadata: dict[str, str]) -> str:
@@ -142,19 +143,27 @@ def _checksum(tensors: dict[str, np.ndarray], metadata: dict[str, str]) -> str:
 # ---- loading --------------------------------------------------------------------------
 
 
-def load_checkpoint(path: PathLike) -> tuple[Model, dict[str, Any]]:
-    """Reads a checkpoint written by `save_checkpoint`: `(model, extra)`.
+@dataclass(frozen=True)
+class CheckpointContents:
+    """An intact checkpoint as read from its file, before any model is built."""
 
-    The model comes back with its logits, wiring, AdamW moments and step count, and
-    its mask stream position, so training continues exactly where it stopped. Any
-    file that is not an intact checkpoint of a known version raises `CheckpointError`
-    (`CheckpointMemoryError`, also a `MemoryLimitError`, for a model over the memory
-    cap). Only regular files are opened; the header is read and checked (sizes, JSON
-    depth, dtypes and shapes against the config, the model's memory) before any
-    tensor data is read or any model is built.
+    spec: ModelSpec
+    tensors: dict[str, np.ndarray]
+    t: int
+    mask_seed: int
+    mask_draws: int
+    extra: dict[str, Any]
+
+
+def read_checkpoint(path: PathLike) -> CheckpointContents:
+    """Reads and checks a checkpoint written by `save_checkpoint` (`logicars.model.
+    load_checkpoint` builds its model).
+
+    Any file that is not an intact checkpoint of a known version raises `CheckpointError`
+    (`CheckpointMemoryError`, also a `MemoryLimitError`, for one over the memory cap).
+    Only regular files are opened; the header is read and checked (sizes, JSON depth,
+    dtypes and shapes against the config) before any tensor data is read.
     """
-    from .model import Model
-
     path = Path(path)
     with _open_regular(path) as f:
         size = os.fstat(f.fileno()).st_size
@@ -187,24 +196,7 @@ def load_checkpoint(path: PathLike) -> tuple[Model, dict[str, Any]]:
         raise CheckpointError(f"{path}: invalid checkpoint metadata: 'extra' is not an object")
     t, m_seed, m_draws = (_u64(path, k, metadata[k]) for k in ("t", "mask_seed", "mask_draws"))
 
-    n_p, n_u = len(spec.perceive.layers) - 1, len(spec.update.layers) - 1
-    logit_names = [n for n in tensors if n.startswith(("perceive_logits_", "update_logits_"))]
-    moments = {n: a for n, a in tensors.items() if n.startswith(("m/", "v/"))}
-    try:
-        model = Model.from_parts(
-            spec,
-            [tensors[f"perceive_wires_{i}"] for i in range(n_p)],
-            [tensors[f"update_wires_{i}"] for i in range(n_u)],
-            {n: tensors[n] for n in logit_names},
-            mask_seed=m_seed,
-        )
-        model.set_optimizer_state({**moments, "t": np.array(t, dtype=np.int64)})
-        model.mask_state = (m_seed, m_draws)
-    except MemoryLimitError as e:
-        raise CheckpointMemoryError(f"{path}: {e}") from None
-    except (ValueError, TypeError, OverflowError, KeyError) as e:
-        raise CheckpointError(f"{path}: inconsistent checkpoint: {e}") from None
-    return model, extra
+    return CheckpointContents(spec, tensors, t, m_seed, m_draws, extra)
 
 
 def _open_regular(path: Path) -> BinaryIO:

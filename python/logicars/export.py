@@ -11,16 +11,14 @@ is written in Python from the netlist (`logicars.viewer`).
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from . import _core
 from ._core import EXPORT_FORMATS
-from .cli import register
-from .files import write_atomic
 
 if TYPE_CHECKING:
     from .model import Model
@@ -88,6 +86,39 @@ class Netlist:
         return self.evaluate(patches).reshape(b, h, w, c)
 
 
+GATE_NAMES = tuple(_core.GATE_NAMES)  # in index order, as the engine names them
+PASS_THROUGH_OPS = (3, 5)  # A and B: wires, not logic
+
+
+def active_gates(model: Model) -> int:
+    """Gates whose hard op (most likely op) is real logic, not pass-through A or B.
+
+    Counted as the paper does: every perception gate once per kernel (kernel weights are
+    shared by all channels, so a channel does not add gates) plus every update gate.
+    """
+    ops = model.hard_ops().values()
+    return sum(int(np.count_nonzero(~np.isin(o, PASS_THROUGH_OPS))) for o in ops)
+
+
+def gate_histograms(model: Model) -> dict:
+    """Argmax op counts for perception (every kernel and layer) and update."""
+    counts = {"perceive": np.zeros(16, dtype=np.int64), "update": np.zeros(16, dtype=np.int64)}
+    for name, ops in model.hard_ops().items():
+        part = "perceive" if name.startswith("perceive_") else "update"
+        counts[part] += np.bincount(ops.ravel(), minlength=16)
+    passes = [GATE_NAMES.index("A"), GATE_NAMES.index("B")]
+    active = {k: int(v.sum() - v[passes].sum()) for k, v in counts.items()}
+    return {
+        "perceive": dict(zip(GATE_NAMES, map(int, counts["perceive"]))),
+        "update": dict(zip(GATE_NAMES, map(int, counts["update"]))),
+        "gates": int(counts["perceive"].sum() + counts["update"].sum()),
+        "active_perceive": active["perceive"],
+        "active_update": active["update"],
+        "active_gates": active["perceive"] + active["update"],
+        "circuit_active_gates": int(model.hard_circuit_stats()["active_gates"]),
+    }
+
+
 def netlist(model: Model) -> Netlist:
     """The netlist of the circuit `model.simulate` runs."""
     inputs, gates, outputs = model._hard_circuit().netlist()
@@ -109,8 +140,6 @@ def prune_report(model: Model) -> dict[str, int]:
     - by kind (`and`, `and_not`, `or`, `xor`), `depth` and `patch_inputs` of the pruned
       circuit.
     """
-    from .train import active_gates
-
     stats = dict(model._hard_circuit().stats())
     report = {
         "gates": model.spec.gates_per_cell(),
@@ -162,37 +191,3 @@ def default_output(source: str | Path, format: str) -> Path:
     source = Path(source)
     base = source / "circuit" if source.is_dir() else source.with_suffix("")
     return Path(f"{base}{SUFFIXES[format]}")
-
-
-# ---- CLI ------------------------------------------------------------------------------
-
-
-def _export_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", metavar="RUN_OR_MODEL", help="run directory, .safetensors or .npz")
-    p.add_argument("--format", required=True, choices=FORMATS, help="output format")
-    p.add_argument(
-        "--out",
-        metavar="FILE",
-        help="output file (default: circuit.<ext> in the run directory, or the model file's "
-        "name with the format's extension)",
-    )
-
-
-def _run_export(args: argparse.Namespace) -> int:
-    from .runs import load_run
-
-    run = load_run(args.model)
-    text = export_text(run.model, args.format, run.preset)
-    out = Path(args.out) if args.out else default_output(args.model, args.format)
-    write_atomic(out, text.encode("utf-8"))
-    print(format_prune_report(prune_report(run.model)))
-    print(f"wrote {args.format} to {out}")
-    return 0
-
-
-register(
-    "export",
-    "export a trained circuit as C, Verilog, DigitalJS, DOT or an interactive HTML page",
-    _export_arguments,
-    _run_export,
-)

@@ -9,7 +9,7 @@ import io
 import os
 import secrets
 from pathlib import Path
-from typing import BinaryIO, Callable, Union
+from typing import Any, BinaryIO, Callable, Union
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -60,3 +60,25 @@ def _fsync_dir(directory: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def read_toml(path: PathLike, what: str) -> dict[str, Any]:
+    """The TOML file at `path` as a dict (tomllib, or tomli before Python 3.11); a
+    one-line ValueError naming `what` and the file if it cannot be read or parsed."""
+    import sys
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python < 3.11
+        import tomli as tomllib
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise ValueError(f"{what} {p}: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{what} {p}: not UTF-8 text ({e.reason})") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ValueError(f"{what} {p}: {e}".replace("\n", " ")) from None

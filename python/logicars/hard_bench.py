@@ -35,7 +35,8 @@ GIGA = 1e9
 
 def trained_gol_model() -> Any:
     """The trained GoL circuit as a `Model` (its logits one-hot on the trained ops)."""
-    from . import Model, get_preset
+    from .model import Model
+    from .presets import get_preset
 
     model = Model(get_preset("gol").spec, seed=1)
     ops = [int(ch, 16) for ch in TRAINED_GOL_OPS.read_text().strip()]
@@ -342,7 +343,8 @@ def compare(
     1e9 from the median wall-clock time (`gcups*`) and per CPU-second of all threads
     (`*_per_cpu`, robust to a busy host). `progress(text)` is called before each
     measurement."""
-    from . import Simulator, build_info, set_num_threads
+    from .model import Simulator
+    from .runtime import build_info, set_num_threads
 
     model = trained_gol_model()
     check_game_of_life(model)

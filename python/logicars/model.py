@@ -13,8 +13,14 @@ from typing import TYPE_CHECKING, Any, Union
 import numpy as np
 
 from . import _core
-from .checkpoint import memory_cap_bytes
-from .errors import CheckpointError, InvalidValueError, ShapeError
+from .checkpoint import memory_cap_bytes, read_checkpoint, save_checkpoint
+from .errors import (
+    CheckpointError,
+    CheckpointMemoryError,
+    InvalidValueError,
+    MemoryLimitError,
+    ShapeError,
+)
 from .spec import ModelSpec
 
 if TYPE_CHECKING:
@@ -375,8 +381,6 @@ class Model:
 
     def save(self, path: PathLike, extra: dict[str, Any] | None = None) -> None:
         """Saves everything needed to resume training (see `logicars.checkpoint`), atomically."""
-        from .checkpoint import save_checkpoint
-
         save_checkpoint(path, self, extra)
 
     @classmethod
@@ -385,13 +389,11 @@ class Model:
 
         Raises `logicars.errors.CheckpointError` for a damaged or foreign file.
         """
-        from .checkpoint import load_checkpoint
-
         return load_checkpoint(path)[0]
 
     def _repr_html_(self) -> str:
-        """Jupyter's display: spec, gate counts and learned ops (`logicars.display`)."""
-        from .display import model_html
+        """Jupyter's display: spec, gate counts and learned ops (`logicars.render`)."""
+        from .render import model_html
 
         return model_html(self)
 
@@ -642,3 +644,34 @@ def _flatten_params(
             raise ShapeError(f"{name}: expected shape {tuple(shape)}, got {a.shape}")
         flat[offset : offset + a.size] = a.ravel()
     return flat
+
+
+def load_checkpoint(path: PathLike) -> tuple[Model, dict[str, Any]]:
+    """Reads a checkpoint written by `logicars.checkpoint.save_checkpoint` (or
+    `Model.save`): `(model, extra)`.
+
+    The model comes back with its logits, wiring, AdamW moments and step count, and
+    its mask stream position, so training continues exactly where it stopped. Any
+    file that is not an intact checkpoint of a known version raises `CheckpointError`
+    (`CheckpointMemoryError`, also a `MemoryLimitError`, for a model over the memory
+    cap); the file is checked (`read_checkpoint`) before any model is built.
+    """
+    c = read_checkpoint(path)
+    n_p, n_u = len(c.spec.perceive.layers) - 1, len(c.spec.update.layers) - 1
+    logit_names = [n for n in c.tensors if n.startswith(("perceive_logits_", "update_logits_"))]
+    moments = {n: a for n, a in c.tensors.items() if n.startswith(("m/", "v/"))}
+    try:
+        model = Model.from_parts(
+            c.spec,
+            [c.tensors[f"perceive_wires_{i}"] for i in range(n_p)],
+            [c.tensors[f"update_wires_{i}"] for i in range(n_u)],
+            {n: c.tensors[n] for n in logit_names},
+            mask_seed=c.mask_seed,
+        )
+        model.set_optimizer_state({**moments, "t": np.array(c.t, dtype=np.int64)})
+        model.mask_state = (c.mask_seed, c.mask_draws)
+    except MemoryLimitError as e:
+        raise CheckpointMemoryError(f"{path}: {e}") from None
+    except (ValueError, TypeError, OverflowError, KeyError) as e:
+        raise CheckpointError(f"{path}: inconsistent checkpoint: {e}") from None
+    return model, c.extra

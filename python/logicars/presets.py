@@ -377,3 +377,43 @@ def get_preset(name: str) -> Preset:
         return PRESETS[key]
     except KeyError:
         raise ValueError(f"unknown preset {name!r}; valid presets: {', '.join(PRESETS)}") from None
+
+
+def presets_table() -> str:
+    """The presets as an aligned text table (what `logicars presets` prints)."""
+    header = (
+        "name", "channels", "grid", "batch", "steps", "epochs", "seed", "gates", "gate-cells/epoch",
+    )  # fmt: skip
+    rows = [header]
+    for p in PRESETS.values():
+        steps = f"{p.spec.num_steps}" + (" async" if p.spec.is_async else "")
+        rows.append(
+            (
+                p.name,
+                str(p.spec.channels),
+                f"{p.height}x{p.width}",
+                str(p.batch),
+                steps,
+                str(p.epochs) if p.restart_every is None else f"{p.epochs} ({p.restart_every})",
+                p.start(),
+                f"{p.gates():,}",
+                f"{p.gate_cell_evals_per_epoch():,}",
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    left = {0, 2, 4}  # text columns; numbers align right
+    lines = []
+    for r in rows:
+        cells = [c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))]
+        lines.append("  ".join(cells).rstrip())
+    if any(p.restart_every is not None for p in PRESETS.values()):
+        lines.append(
+            "epochs (N): an attempt still unsolved after N epochs restarts from a fresh "
+            "wiring (--restart-every)"
+        )
+    if any(p.init is not None for p in PRESETS.values()):
+        lines.append(
+            f"{NOTEBOOK_START}: starts from the reference notebook's own seed-23 wiring "
+            "(logicars/data); --seed N draws this engine's wiring instead"
+        )
+    return "\n".join(lines)

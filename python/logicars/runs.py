@@ -32,8 +32,8 @@ class LoadedRun:
     summary: dict[str, Any] | None = None
 
     def _repr_html_(self) -> str:
-        """Jupyter's display: the run's table, loss curve and rollout (`logicars.display`)."""
-        from .display import run_html
+        """Jupyter's display: the run's table, loss curve and rollout (`logicars.render`)."""
+        from .render import run_html
 
         return run_html(self.model, self.directory, self.summary, self.metrics, self.preset)
 
@@ -51,8 +51,8 @@ def load_run(path: PathLike) -> LoadedRun:
     Raises `FileNotFoundError` for a missing path, `CheckpointError` for a damaged
     checkpoint and `ValueError` for anything else unreadable.
     """
-    from .checkpoint import load_checkpoint
     from .errors import CheckpointError
+    from .model import load_checkpoint
     from .train import CHECKPOINT_NAME, TRAIN_STATE_KIND, _State, with_recorded_task
 
     p = Path(path)

@@ -56,7 +56,7 @@ from typing import Any, Union
 
 import numpy as np
 
-from .files import save_atomic, write_atomic
+from .files import read_toml, save_atomic, write_atomic
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -261,26 +261,23 @@ def read_sweep_file(path: PathLike) -> dict[str, Any] | list[dict[str, Any]]:
     or several grids, one after the other, as `[[grid]]` tables (a `grid:` list in YAML).
     """
     p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as e:
-        raise ValueError(f"sweep file {p}: {e.strerror or e}") from None
     suffix = p.suffix.lower()
     if suffix not in (".toml", ".yaml", ".yml"):
         raise ValueError(f"sweep file {p}: expected a .toml, .yaml or .yml file")
-    try:
-        if suffix == ".toml":
-            if sys.version_info >= (3, 11):
-                import tomllib
-            else:  # pragma: no cover - Python < 3.11
-                import tomli as tomllib
-            data = tomllib.loads(text)
-        else:
+    data: Any
+    if suffix == ".toml":
+        data = read_toml(p, "sweep file")
+    else:
+        try:
+            text = p.read_text()
+        except OSError as e:
+            raise ValueError(f"sweep file {p}: {e.strerror or e}") from None
+        try:
             import yaml
 
             data = yaml.safe_load(text)
-    except Exception as e:  # the parsers' own error types
-        raise ValueError(f"sweep file {p}: {e}".replace("\n", " ")) from None
+        except Exception as e:  # the parser's own error types
+            raise ValueError(f"sweep file {p}: {e}".replace("\n", " ")) from None
     if isinstance(data, dict) and list(data) == ["grid"]:
         data = data["grid"]
     grids = data if isinstance(data, list) else [data]
@@ -375,7 +372,7 @@ def _point_lock(run_dir: Path) -> Iterator[None]:
 
 def _checkpoint_finished(ckpt: Path) -> bool:
     """True when the checkpoint is a run's final one (its summary was never written)."""
-    from .checkpoint import load_checkpoint
+    from .model import load_checkpoint
 
     _, extra = load_checkpoint(ckpt)
     return bool(extra.get("early_stopped")) or extra.get("epoch", 0) >= extra.get(
@@ -715,8 +712,8 @@ class SweepReport:
     table: str
 
     def _repr_html_(self) -> str:
-        """Jupyter's display: the per-cell table and the plot (`logicars.display`)."""
-        from .display import sweep_html
+        """Jupyter's display: the per-cell table and the plot (`logicars.render`)."""
+        from .render import sweep_html
 
         return sweep_html(self)
 
@@ -740,7 +737,7 @@ def _csv_text(rows: list[dict[str, Any]]) -> str:
 def report(out: PathLike) -> SweepReport:
     """Reads every point directory under `out` and (re)writes the sweep's summary:
     `sweep.csv`, `sweep.json`, `sweep.md` and `sweep.png`."""
-    from . import __version__
+    from .runtime import version
 
     root = Path(out)
     if not root.is_dir():
@@ -755,7 +752,7 @@ def report(out: PathLike) -> SweepReport:
     rows.sort(key=lambda r: _sort_key(r["options"]))  # by cell, then seed (the last option)
     cells = summarize_cells(rows)
     table = cells_table(cells)
-    doc = {"logicars_version": __version__, "cells": cells, "rows": rows}
+    doc = {"logicars_version": version(), "cells": cells, "rows": rows}
     write_atomic(root / "sweep.json", (json.dumps(doc, indent=1) + "\n").encode())
     write_atomic(root / "sweep.csv", _csv_text(rows).encode())
     write_atomic(root / "sweep.md", (table + "\n").encode())
@@ -997,7 +994,7 @@ class SweepResult:
 
     def _repr_html_(self) -> str:
         """Jupyter's display: what this call did, the per-cell table and the plot."""
-        from .display import sweep_html
+        from .render import sweep_html
 
         return sweep_html(self.report, self.counts, self.interrupted, self.until_solved_reached)
 

@@ -12,16 +12,12 @@ The page's scripting API is `window.logicars` (documented in the page and in the
 
 from __future__ import annotations
 
-import argparse
 import html
 import json
 from importlib import resources
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
-
-from .cli import register
 
 if TYPE_CHECKING:
     from .export import Netlist
@@ -142,12 +138,10 @@ def _start(preset: Preset | None) -> dict[str, Any]:
 
 def page_config(model: Model, preset: Preset | None = None) -> dict[str, Any]:
     """Everything the page needs besides the kernels, as JSON-ready data."""
-    from .export import prune_report
-
     spec = model.spec
     net = model.netlist()
     start = _start(preset)
-    report = prune_report(model)
+    report = model.prune_report()
     return {
         "title": preset.name if preset is not None else "logicars circuit",
         "description": preset.description if preset is not None else "",
@@ -190,45 +184,3 @@ def page_html(model: Model, preset: PresetLike = None) -> str:
         .replace("/*__CONFIG__*/null", _script_json(config))
         .replace("/*__KERNELS__*/", kernels)
     )
-
-
-# ---- CLI ------------------------------------------------------------------------------
-
-
-def _view_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", metavar="RUN_OR_MODEL", help="run directory, .safetensors or .npz")
-    p.add_argument(
-        "--out",
-        metavar="FILE",
-        help="page to write (default: circuit.html in the run directory, or the model "
-        "file's name with .html)",
-    )
-    p.add_argument("--no-open", action="store_true", help="write the page, do not open it")
-
-
-def _run_view(args: argparse.Namespace) -> int:
-    import sys
-    import webbrowser
-
-    from .export import default_output
-    from .runs import load_run
-
-    run = load_run(args.model)
-    out = Path(args.out) if args.out else default_output(args.model, "html")
-    from .files import write_atomic
-
-    write_atomic(out, page_html(run.model, run.preset).encode("utf-8"))
-    print(f"wrote the page to {out}")
-    if not args.no_open:
-        url = out.resolve().as_uri()
-        if not webbrowser.open(url):
-            print(f"no browser could be started; open {url} yourself", file=sys.stderr)
-    return 0
-
-
-register(
-    "view",
-    "write a trained circuit's interactive page and open it in the browser",
-    _view_arguments,
-    _run_view,
-)

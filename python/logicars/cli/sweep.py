@@ -1,11 +1,13 @@
-"""`python -m logicars sweep`: the command line of `logicars.sweep` (see its module)."""
+"""`logicars sweep`: the command line of `logicars.sweep` (see its module)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from .cli import PROG, UsageError, _int_at_least, register
+from .common import PROG, UsageError, int_at_least
+
+HELP = "train a grid of seeds and options in parallel (process pool or Ray); resumable"
 
 # Shortcuts for `--set KEY=...`: the options swept most.
 SHORTCUTS = {
@@ -17,7 +19,7 @@ SHORTCUTS = {
 }
 
 
-def _add_arguments(p: argparse.ArgumentParser) -> None:
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "preset",
         nargs="*",
@@ -41,14 +43,14 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--workers",
-        type=_int_at_least(1),
+        type=int_at_least(1),
         metavar="N",
         help="points trained at once (default: cores // threads per run; "
         "with Ray: the cluster's CPUs // threads per run)",
     )
     p.add_argument(
         "--threads-per-run",
-        type=_int_at_least(1),
+        type=int_at_least(1),
         default=1,
         metavar="T",
         help="engine threads of each point (default 1)",
@@ -68,7 +70,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--until-solved",
-        type=_int_at_least(1),
+        type=int_at_least(1),
         metavar="N",
         help="stop launching points once N have solved every held-out input",
     )
@@ -82,7 +84,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _grids(args: argparse.Namespace) -> list[dict[str, object]]:
     """The file's grid(s) with the command line's options put into each."""
-    from .sweep import parse_values, read_sweep_file
+    from ..sweep import parse_values, read_sweep_file
 
     given: dict[str, object] = {}
     if args.preset:
@@ -104,8 +106,8 @@ def _grids(args: argparse.Namespace) -> list[dict[str, object]]:
     return grids
 
 
-def _run(args: argparse.Namespace) -> int:
-    from .sweep import report, sweep
+def run(args: argparse.Namespace) -> int:
+    from ..sweep import report, sweep
 
     if args.report is not None:
         grid_given = args.preset or args.file or args.set or args.out
@@ -136,11 +138,3 @@ def _run(args: argparse.Namespace) -> int:
     if result.table:
         print(result.table)
     return 1 if result.counts.get("failed") else 0
-
-
-register(
-    "sweep",
-    "train a grid of seeds and options in parallel (process pool or Ray); resumable",
-    _add_arguments,
-    _run,
-)

@@ -1,0 +1,167 @@
+"""`logicars train`: train a preset or task kind and write a run directory."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+
+from .common import PROG, UsageError, fail, int_at_least, non_negative_float, positive_float
+
+HELP = "train a preset or task kind and write a run directory"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "preset",
+        nargs="?",
+        help="preset name (see `logicars presets`) or task kind: life:B36/S23 (a Life-like "
+        "rule), grow:IMAGE.png (grow the image from a seed cell), pattern:TILE.png "
+        "(self-organise into the repeated tile); optional with --resume",
+    )
+    p.add_argument(
+        "--size",
+        type=int_at_least(1),
+        metavar="N",
+        help="grow: shrink the image to fit N x N (default: its own size); pattern: the "
+        "N x N training grid (default: the checkerboard's)",
+    )
+    p.add_argument(
+        "--async",
+        dest="use_async",
+        action="store_true",
+        help="pattern: asynchronous updates, on checkerboard-async's model and numbers",
+    )
+    p.add_argument("--epochs", type=int_at_least(1), help="total epochs (default: the preset's)")
+    p.add_argument(
+        "--seed",
+        type=int_at_least(0),
+        help="fixes wiring, data and async masks (default: the preset's)",
+    )
+    p.add_argument("--lr", type=positive_float, help="learning rate (default: the preset's)")
+    add_relax_arguments(p)
+    p.add_argument("--out", metavar="DIR", help="run directory (default runs/<preset>-<time>)")
+    p.add_argument(
+        "--threads", type=int_at_least(0), help="engine threads (default/0: one per core)"
+    )
+    p.add_argument("--resume", metavar="DIR", help="continue the run in DIR from its checkpoint")
+    p.add_argument(
+        "--init",
+        metavar="NPZ",
+        help="start from this wiring and logits (fixture-format npz, e.g. the reference "
+        "notebook's initialisation) instead of a fresh seeded model (default: the preset's "
+        "own start if it has one and no --seed is given: the lizard's is the notebook's)",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--early-stop",
+        type=int_at_least(1),
+        metavar="K",
+        help="stop once the hard loss has been 0 for K consecutive epochs",
+    )
+    p.add_argument(
+        "--stop-on-solve",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="stop once the hard circuit passes the validation check (default); "
+        "--no-stop-on-solve trains every epoch, as the reference notebook",
+    )
+    p.add_argument(
+        "--repair",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="when the hard circuit gets a batch right but fails the validation check, "
+        "search for gate changes that make it pass (default for a new run; a resumed "
+        "run keeps its setting)",
+    )
+    p.add_argument(
+        "--restart-every",
+        type=int_at_least(1),
+        metavar="N",
+        help="replace an attempt that has not solved the task after N epochs by a fresh "
+        "wiring, while --epochs last (default: the preset's)",
+    )
+    p.add_argument(
+        "--checkpoint-every",
+        type=int_at_least(1),
+        metavar="N",
+        default=None,
+        help="epochs between checkpoints (default 50; one is always written at the end)",
+    )
+
+
+def add_relax_arguments(p: argparse.ArgumentParser) -> None:
+    """`--relax MODE --tau T --noise S --warmup N`, as `train()` takes them."""
+    from ..spec import RELAX_MODES
+
+    p.add_argument(
+        "--relax",
+        choices=RELAX_MODES,
+        help="training relaxation (default: the preset's; softmax is the reference notebook's)",
+    )
+    p.add_argument(
+        "--tau", type=positive_float, help="backward temperature (gumbel-st, hard-st, gumbel-soft)"
+    )
+    p.add_argument(
+        "--noise", type=non_negative_float, help="Gumbel noise scale (gumbel-st, gumbel-soft)"
+    )
+    p.add_argument(
+        "--warmup",
+        type=int_at_least(0),
+        metavar="EPOCHS",
+        help="epochs trained as softmax before the straight-through forward (gumbel-st, hard-st)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..spec import Relaxation
+    from ..train import DEFAULT_CHECKPOINT_EVERY, train
+
+    if args.preset is None and args.resume is None:
+        raise UsageError(f"{PROG} train: a preset is required (or --resume DIR); see --help")
+    result = train(
+        args.preset,
+        size=args.size,
+        asynchronous=args.use_async,
+        epochs=args.epochs,
+        seed=args.seed,
+        lr=args.lr,
+        out=args.out,
+        threads=args.threads,
+        resume=args.resume,
+        quiet=args.quiet,
+        early_stop=args.early_stop,
+        stop_on_solve=args.stop_on_solve,
+        repair=args.repair,
+        restart_every=args.restart_every,
+        checkpoint_every=args.checkpoint_every or DEFAULT_CHECKPOINT_EVERY,
+        init=args.init,
+        relax=args.relax,
+        tau=args.tau,
+        noise=args.noise,
+        warmup=args.warmup,
+    )
+    s = result.summary
+    zero = s["first_epoch_hard_zero"]
+    first = f"first 0 at epoch {zero}" if zero is not None else "never 0"
+    if s["solved_epoch"] is not None:
+        first += f"; solved the validation check at epoch {s['solved_epoch']}"
+    ev = s["hard_eval"]
+    print(
+        f"{s['preset']} ({Relaxation(**s['relax']).label()}): {s['epochs']} epochs in "
+        f"{s['wall_seconds']:.1f} s, "
+        f"final soft loss {s['final_soft_loss']:.4g}, hard loss {s['final_hard_loss']:g} "
+        f"({first}), {s['active_gates']} active gates; the hard circuit solves "
+        f"{ev['solved']}/{ev['samples']} held-out inputs -> {result.run_dir}"
+    )
+    if result.interrupted:
+        print(f"interrupted; continue with: {PROG} train --resume {result.run_dir}")
+    if result.stopped_by in ("SIGTERM", "SIGHUP"):
+        # Preempted (a scheduler or a closed terminal): 128 + the signal, as a shell
+        # reports a process the signal killed, but with the checkpoint written.
+        signum = int(getattr(signal, result.stopped_by))
+        return fail(
+            f"{PROG}: stopped by {result.stopped_by} after epoch {s['epochs']}; checkpoint "
+            f"saved; continue with: {PROG} train --resume {result.run_dir}",
+            128 + signum,
+        )
+    return 0

@@ -1,0 +1,154 @@
+"""The package's layers run one way: no import cycle among logicars modules, and no
+library module imports the command line (`logicars.cli`), which sits on top.
+
+Imports are read with `ast` from every module, at module level and inside functions,
+relative and absolute; imports under `if TYPE_CHECKING:` are left out (annotations
+only, never executed)."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent.parent / "python" / "logicars"
+
+
+def module_name(path: Path) -> str:
+    parts = ["logicars", *path.relative_to(PACKAGE_DIR).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def package_modules() -> dict[str, Path]:
+    """Every module by dotted name; `_core` (the compiled extension) by its stub."""
+    found = {module_name(p): p for p in sorted(PACKAGE_DIR.rglob("*.pyi"))}
+    found.update({module_name(p): p for p in sorted(PACKAGE_DIR.rglob("*.py"))})
+    return found
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _runtime_imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
+    found: list[ast.Import | ast.ImportFrom] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append(node)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+def imported_modules(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The logicars modules that `name` imports: `from .a import b` counts `a` (and
+    `a.b` when that is a module), `from . import x` counts the submodule `x` or else
+    the package itself."""
+    is_package = path.name == "__init__.py"
+    package = name if is_package else name.rpartition(".")[0]
+    targets: set[str] = set()
+    for node in _runtime_imports(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            bases = [alias.name for alias in node.names]
+            for base in bases:
+                # `import logicars.a.b` runs a.b; the parent packages are already loading
+                if base in modules:
+                    targets.add(base)
+            continue
+        if node.level:
+            anchor = package.split(".")
+            anchor = anchor[: len(anchor) - (node.level - 1)]
+            base = ".".join(anchor + ([node.module] if node.module else []))
+        else:
+            base = node.module or ""
+        if not base.startswith("logicars"):
+            continue
+        for alias in node.names:
+            sub = f"{base}.{alias.name}"
+            if sub in modules:
+                targets.add(sub)
+            elif base in modules:
+                targets.add(base)
+    targets.discard(name)
+    return targets
+
+
+def import_graph() -> dict[str, set[str]]:
+    modules = package_modules()
+    return {name: imported_modules(name, path, modules) for name, path in modules.items()}
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle as a path `[a, b, ..., a]`, or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt) :] + [nxt]
+            if nxt not in state:
+                cycle = visit(nxt)
+                if cycle:
+                    return cycle
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            cycle = visit(node)
+            if cycle:
+                return cycle
+    return None
+
+
+def test_the_graph_sees_relative_absolute_and_function_level_imports() -> None:
+    graph = import_graph()
+    assert "logicars.model" in graph["logicars.train"]  # from .model import ... (top level)
+    assert "logicars._core" in graph["logicars.model"]  # from . import _core
+    assert "logicars.render" in graph["logicars.model"]  # inside a method
+    assert "logicars.plots" not in graph["logicars.model"]
+    assert "logicars.cli.train" in graph["logicars.cli.main"]
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_import_cycle_among_logicars_modules() -> None:
+    cycle = find_cycle(import_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_no_library_module_imports_the_cli() -> None:
+    offenders = sorted(
+        f"{name} imports {target}"
+        for name, targets in import_graph().items()
+        if not (name == "logicars.cli" or name.startswith("logicars.cli."))
+        and name != "logicars.__main__"
+        for target in targets
+        if target == "logicars.cli" or target.startswith("logicars.cli.")
+    )
+    assert offenders == []
+
+
+def test_import_logicars_loads_neither_argparse_nor_pil() -> None:
+    code = (
+        "import sys, logicars; "
+        "print(sorted(m for m in ('argparse', 'PIL') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"
