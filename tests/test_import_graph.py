@@ -144,10 +144,7 @@ def test_no_library_module_imports_the_cli() -> None:
 
 
 def test_import_logicars_loads_neither_argparse_nor_pil() -> None:
-    code = (
-        "import sys, logicars; "
-        "print(sorted(m for m in ('argparse', 'PIL') if m in sys.modules))"
-    )
+    code = "import sys, logicars; print(sorted(m for m in ('argparse', 'PIL') if m in sys.modules))"
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout

@@ -35,6 +35,7 @@ checkerboards' default seed is 0.
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -43,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from .spec import ModelSpec
-from .tasks import Task, kind_data, make_task, normalise_rule, split_kind
+from .tasks import Task, is_builtin_kind, kind_data, make_task, normalise_rule, split_kind
 
 # Label of a start from the reference notebook's own seed-23 wiring (the lizard's `init`).
 NOTEBOOK_START = "nb23"
@@ -61,8 +62,9 @@ class Preset:
     epochs: int
     description: str
     seed: int = 0
-    # File in `logicars/data/` (fixture-format npz) with the wiring and logits a run
-    # starts from when no seed is given; None: a fresh `Model(spec, seed)`.
+    # File in `logicars/data/` (or an absolute path: an experiment file's) in the fixture
+    # npz format with the wiring and logits a run starts from when no seed is given;
+    # None: a fresh `Model(spec, seed)`.
     init: str | None = None
     # Epochs after which an attempt that has not solved the task is replaced by a fresh
     # wiring (`train(restart_every=...)`); None: one attempt for all `epochs`.
@@ -123,6 +125,8 @@ class Preset:
         """The default start's npz, or None (see `init`)."""
         if self.init is None:
             return None
+        if Path(self.init).is_absolute():  # an experiment file's own start
+            return Path(self.init)
         return Path(str(resources.files("logicars") / "data" / self.init))
 
     def start(self) -> str:
@@ -144,134 +148,20 @@ class Preset:
         return self.batch * self.height * self.width * s.num_steps * s.gates_per_cell()
 
 
-# The task of each preset (`Preset.task_kind`).
-_OWN_KINDS = {
-    "gol": "life:B3/S23",
-    "checkerboard": "pattern:checkerboard",
-    "checkerboard-async": "pattern:checkerboard",
-    "lizard": "grow:lizard",
-    "colored-g": "grow:colored-g",
-}
+# The presets, in the order tables list them; each is `data/presets/NAME.toml`, an
+# experiment file like a user's (`read_experiment`), which owns its numbers.
+PRESET_NAMES = ("gol", "checkerboard", "checkerboard-async", "lizard", "colored-g")
 
 
-_CHECKERBOARD_DESC = (
-    "8-channel CA that turns random bits into a 2x2-tile checkerboard on channel 0 "
-    "(zero-padded boundary)"
-)
+def preset_file_text(name: str) -> str:
+    """A preset's experiment file as shipped (`logicars presets --show NAME`)."""
+    name = get_preset(name).name
+    return (resources.files("logicars") / "data" / "presets" / f"{name}.toml").read_text()
 
-PRESETS: dict[str, Preset] = {
-    p.name: p
-    for p in (
-        Preset(
-            name="gol",
-            task_kind=_OWN_KINDS["gol"],
-            spec=ModelSpec.build(
-                channels=1,
-                kernels=16,
-                perceive=[8, 4, 2, 1],
-                update=[128] * 17 + [64, 32, 16, 8, 4, 2],
-                num_steps=1,
-                periodic=True,
-                lr=0.05,
-                loss_channels=[0],
-            ),
-            batch=20,
-            height=3,
-            width=3,
-            epochs=9000,
-            restart_every=3000,
-            notebook_epochs=3000,
-            seed=0,
-            description="Game of Life: one step of Conway's rule on 3x3 periodic boards",
-        ),
-        Preset(
-            name="checkerboard",
-            task_kind=_OWN_KINDS["checkerboard"],
-            spec=ModelSpec.build(
-                channels=8,
-                kernels=16,
-                perceive=[8, 4, 2],
-                update=[256] * 10 + [128, 64, 32, 16, 8],
-                num_steps=20,
-                periodic=False,
-                lr=0.05,
-                loss_channels=[0],
-            ),
-            batch=2,
-            height=16,
-            width=16,
-            epochs=12000,
-            restart_every=1500,
-            notebook_epochs=500,
-            seed=0,
-            description=_CHECKERBOARD_DESC + ", synchronous, 20 steps on 16x16",
-        ),
-        Preset(
-            name="checkerboard-async",
-            task_kind=_OWN_KINDS["checkerboard-async"],
-            spec=ModelSpec.build(
-                channels=8,
-                kernels=16,
-                perceive=[8, 4, 2],
-                update=[256] * 14 + [128, 64, 32, 16, 8],
-                num_steps=50,
-                periodic=False,
-                lr=0.05,
-                loss_channels=[0],
-                fire_rate=0.6,
-            ),
-            batch=1,
-            height=14,
-            width=14,
-            epochs=6400,
-            restart_every=800,
-            notebook_epochs=800,
-            seed=0,
-            description=_CHECKERBOARD_DESC + ", asynchronous (fire rate 0.6), 50 steps on 14x14",
-        ),
-        Preset(
-            name="lizard",
-            task_kind=_OWN_KINDS["lizard"],
-            spec=ModelSpec.build(
-                channels=128,
-                kernels=4,
-                perceive=[8, 4, 2, 1],
-                update=[512] * 8 + [256],
-                num_steps=12,
-                periodic=True,
-                lr=0.06,
-                loss_channels=[0],
-            ),
-            batch=1,
-            height=20,
-            width=20,
-            epochs=3500,
-            seed=0,
-            init="lizard_notebook_seed23.npz",
-            description="Grow the 20x20 lizard silhouette on channel 0 from a single seed cell",
-        ),
-        Preset(
-            name="colored-g",
-            task_kind=_OWN_KINDS["colored-g"],
-            spec=ModelSpec.build(
-                channels=64,
-                kernels=4,
-                perceive=[8, 4, 2],
-                update=[512] * 8 + [256, 128],
-                num_steps=15,
-                periodic=False,
-                lr=0.06,
-                loss_channels=[0, 1, 2],
-            ),
-            batch=1,
-            height=16,
-            width=16,
-            epochs=3000,
-            seed=13,
-            description="Grow the 16x16 coloured Google 'G' on channels 0-2 (R, G, B) from zeros",
-        ),
-    )
-}
+
+# Set while the packaged files load: a Preset built by hand under a preset's name, as
+# before presets named their task, trains that preset's task.
+_OWN_KINDS: dict[str, str] = {}
 
 
 def preset_for_kind(kind: str, *, size: int | None = None, asynchronous: bool = False) -> Preset:
@@ -417,3 +307,205 @@ def presets_table() -> str:
             "(logicars/data); --seed N draws this engine's wiring instead"
         )
     return "\n".join(lines)
+
+
+# ---- experiment files -----------------------------------------------------------------
+
+
+_REQUIRED = object()  # no default: a packaged preset gives the value
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """An experiment file read: the run's preset and the other options of
+    `logicars.train` it sets; train it with `train(e.preset, **e.options)`."""
+
+    preset: Preset
+    options: dict[str, Any]
+
+
+# Each key's expected value: "int", "int>=0", "float", "bool", "str" or "ints" (a list).
+_TOP_KEYS = {
+    "task": "str",
+    "description": "str",
+    "size": "int",
+    "async": "bool",
+    "model": "table",
+    "training": "table",
+}
+# ModelSpec.build's arguments (lr is the run's: [training]).
+_MODEL_KEYS = {
+    "channels": "int",
+    "kernels": "int",
+    "perceive": "ints",
+    "update": "ints",
+    "num_steps": "int",
+    "periodic": "bool",
+    "fire_rate": "float",
+    "loss_channels": "ints",
+}
+_MODEL_REQUIRED = ("channels", "kernels", "perceive", "update", "num_steps")
+# The Preset's own numbers.
+_RUN_KEYS = {
+    "height": "int",
+    "width": "int",
+    "batch": "int",
+    "epochs": "int",
+    "restart_every": "int",
+    "notebook_epochs": "int",
+    "seed": "int>=0",
+    "init": "str",
+    "lr": "float",
+}
+# Every other option of `logicars.train` an experiment may set (train checks the values).
+TRAIN_OPTIONS = {
+    "relax": "str",
+    "tau": "float",
+    "noise": "float",
+    "warmup": "int>=0",
+    "early_stop": "int",
+    "stop_on_solve": "bool",
+    "repair": "bool",
+    "checkpoint_every": "int",
+    "threads": "int>=0",
+}
+_EXPECTED = {
+    "int": "an integer >= 1",
+    "int>=0": "an integer >= 0",
+    "float": "a number",
+    "bool": "true or false",
+    "str": "a string",
+    "ints": "a list of integers",
+    "table": "a table",
+}
+
+
+def _checked(source: str, section: str, key: str, value: Any, kind: str) -> Any:
+    def is_int(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool)
+
+    ok = {
+        "int": is_int(value) and value >= 1,
+        "int>=0": is_int(value) and value >= 0,
+        "float": (is_int(value) or isinstance(value, float)) and value == value,
+        "bool": isinstance(value, bool),
+        "str": isinstance(value, str),
+        "ints": isinstance(value, list) and all(is_int(v) for v in value),
+        "table": isinstance(value, dict),
+    }[kind]
+    if not ok:
+        where = f"[{section}] {key}" if section else key
+        raise ValueError(f"{source}: {where}: expected {_EXPECTED[kind]}, got {value!r}")
+    return float(value) if kind == "float" else value
+
+
+def _table(source: str, section: str, data: dict[str, Any], keys: dict[str, str]) -> dict:
+    unknown = [k for k in data if k not in keys]
+    if unknown:
+        where = f" in [{section}]" if section else ""
+        raise ValueError(f"{source}: unknown key {unknown[0]!r}{where}; known: {', '.join(keys)}")
+    return {k: _checked(source, section, k, v, keys[k]) for k, v in data.items()}
+
+
+def _relative_kind(task: str, directory: Path) -> str:
+    """`task` with an image or tile path taken relative to the experiment file."""
+    family, arg = split_kind(task)
+    if family == "life" or is_builtin_kind(task) or Path(arg).is_absolute():
+        return task
+    return f"{family}:{directory / arg}"
+
+
+def experiment_from_dict(
+    data: dict[str, Any], *, name: str, source: str, directory: Path | None = None
+) -> Experiment:
+    """An experiment from an experiment file's contents (see `read_experiment`);
+    `directory` is the one relative paths start from (None: a packaged preset, which
+    gives every number and names only built-in targets and `logicars/data` files)."""
+    top = _table(source, "", data, _TOP_KEYS)
+    if "task" not in top:
+        raise ValueError(f"{source}: task: missing (a preset's task or a task kind)")
+    training = top.get("training", {})
+    model = _table(source, "model", top.get("model", {}), _MODEL_KEYS)
+    run = _table(source, "training", training, {**_RUN_KEYS, **TRAIN_OPTIONS})
+    options = {k: run.pop(k) for k in list(run) if k in TRAIN_OPTIONS}
+    size, asynchronous = top.get("size"), top.get("async", False)
+    try:
+        task = top["task"] if directory is None else _relative_kind(top["task"], directory)
+        # What a user's file leaves out is the task kind's preset's.
+        base = (
+            None
+            if directory is None
+            else resolve_preset(task, size=size, asynchronous=asynchronous)
+        )
+    except (ValueError, OSError) as e:
+        raise ValueError(f"{source}: task: {e}") from None
+
+    def value(key: str, default: Any = _REQUIRED) -> Any:
+        if key in run:
+            return run[key]
+        if base is not None:
+            return base.spec.lr if key == "lr" else getattr(base, key)
+        if default is _REQUIRED:
+            raise ValueError(f"{source}: [training] {key}: missing")
+        return default
+
+    if "model" in top:
+        missing = [k for k in _MODEL_REQUIRED if k not in model]
+        if missing:
+            raise ValueError(f"{source}: [model] {missing[0]}: missing (or leave [model] out)")
+        try:
+            spec = ModelSpec.build(**model, lr=value("lr"))
+        except (ValueError, TypeError) as e:
+            raise ValueError(f"{source}: [model]: {e}") from None
+    elif base is not None:
+        spec = base.spec.replace(lr=value("lr"))
+    else:
+        raise ValueError(f"{source}: [model]: missing")
+    init = value("init", None)
+    if "init" in run and directory is not None and (directory / init).is_file():
+        init = str((directory / init).resolve())  # else the name of a logicars/data file
+    preset = Preset(
+        name=name,
+        spec=spec,
+        description=top.get("description", base.description if base is not None else ""),
+        init=init,
+        task_kind=task,
+        task_pixels=None if base is None else base.task_pixels,
+        restart_every=value("restart_every", None),
+        notebook_epochs=value("notebook_epochs", None),
+        **{key: value(key) for key in ("height", "width", "batch", "epochs", "seed")},
+    )
+    return Experiment(preset, options)
+
+
+def read_experiment(path: str | os.PathLike[str]) -> Experiment:
+    """Reads an experiment file (TOML; `python -m logicars train FILE.toml`): the task
+    (a preset's or a task kind, `size` and `async` as `train` takes them), `[model]`
+    (`ModelSpec.build`'s arguments) and `[training]` (the grid, batch, epochs, seed,
+    restarts, start and learning rate of the run, and the other options of
+    `logicars.train`). What it leaves out is the task kind's preset's (`preset_for_kind`);
+    paths (`grow:`/`pattern:` images, `init`) are relative to the file; the run is named
+    after the file. `logicars presets --show NAME` prints a preset's own file.
+
+    Unknown keys and values of the wrong type raise a one-line ValueError naming the
+    file and the key.
+    """
+    from .files import read_toml
+
+    p = Path(path)
+    return experiment_from_dict(
+        read_toml(p, "experiment file"), name=p.stem, source=str(p), directory=p.parent
+    )
+
+
+def _packaged(name: str) -> Preset:
+    from .files import read_toml
+
+    path = Path(str(resources.files("logicars") / "data" / "presets" / f"{name}.toml"))
+    experiment = experiment_from_dict(read_toml(path, "preset file"), name=name, source=str(path))
+    assert not experiment.options, f"{path}: a preset sets only its own numbers"
+    _OWN_KINDS[name] = experiment.preset.task_kind
+    return experiment.preset
+
+
+PRESETS: dict[str, Preset] = {name: _packaged(name) for name in PRESET_NAMES}

@@ -546,6 +546,11 @@ def kind_data(text: str, size: int | None = None) -> np.ndarray | None:
 _BUILTIN = {("pattern", CHECKERBOARD), ("grow", LIZARD), ("grow", COLORED_G)}
 
 
+def is_builtin_kind(text: str) -> bool:
+    """Whether a `grow:`/`pattern:` kind names a preset's own target, not a file."""
+    return split_kind(text) in _BUILTIN
+
+
 @functools.cache
 def _builtin_pixels(kind: str, arg: str) -> np.ndarray:
     """The presets' own targets (read once: the validation check builds its task often)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import signal
+from typing import Any
 
 from .common import PROG, UsageError, fail, int_at_least, non_negative_float, positive_float
 
@@ -16,7 +17,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         nargs="?",
         help="preset name (see `logicars presets`) or task kind: life:B36/S23 (a Life-like "
         "rule), grow:IMAGE.png (grow the image from a seed cell), pattern:TILE.png "
-        "(self-organise into the repeated tile); optional with --resume",
+        "(self-organise into the repeated tile); or an experiment file FILE.toml (task, "
+        "model and training options; `logicars presets --show NAME` prints a preset's, and "
+        "options given here replace the file's); optional with --resume",
     )
     p.add_argument(
         "--size",
@@ -61,7 +64,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--stop-on-solve",
         action=argparse.BooleanOptionalAction,
-        default=True,
+        default=None,  # True, unless an experiment file says otherwise
         help="stop once the hard circuit passes the validation check (default); "
         "--no-stop-on-solve trains every epoch, as the reference notebook",
     )
@@ -113,32 +116,52 @@ def add_relax_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..presets import read_experiment
     from ..spec import Relaxation
     from ..train import DEFAULT_CHECKPOINT_EVERY, train
 
     if args.preset is None and args.resume is None:
         raise UsageError(f"{PROG} train: a preset is required (or --resume DIR); see --help")
+    preset: Any = args.preset
+    options: dict[str, Any] = {}
+    if preset is not None and preset.lower().endswith(".toml"):
+        if args.size is not None or args.use_async:
+            raise UsageError(
+                f"{PROG} train: --size and --async go into the experiment file "
+                "(size = N, async = true)"
+            )
+        experiment = read_experiment(preset)
+        preset, options = experiment.preset, experiment.options
+    given = {
+        "threads": args.threads,
+        "early_stop": args.early_stop,
+        "stop_on_solve": args.stop_on_solve,
+        "repair": args.repair,
+        "checkpoint_every": args.checkpoint_every,
+        "relax": args.relax,
+        "tau": args.tau,
+        "noise": args.noise,
+        "warmup": args.warmup,
+    }
+    # The command line's options replace the file's.
+    chosen = {k: v if v is not None else options.get(k) for k, v in given.items()}
     result = train(
-        args.preset,
+        preset,
         size=args.size,
         asynchronous=args.use_async,
         epochs=args.epochs,
         seed=args.seed,
         lr=args.lr,
         out=args.out,
-        threads=args.threads,
         resume=args.resume,
         quiet=args.quiet,
-        early_stop=args.early_stop,
-        stop_on_solve=args.stop_on_solve,
-        repair=args.repair,
         restart_every=args.restart_every,
-        checkpoint_every=args.checkpoint_every or DEFAULT_CHECKPOINT_EVERY,
         init=args.init,
-        relax=args.relax,
-        tau=args.tau,
-        noise=args.noise,
-        warmup=args.warmup,
+        **{
+            **chosen,
+            "stop_on_solve": True if chosen["stop_on_solve"] is None else chosen["stop_on_solve"],
+            "checkpoint_every": chosen["checkpoint_every"] or DEFAULT_CHECKPOINT_EVERY,
+        },
     )
     s = result.summary
     zero = s["first_epoch_hard_zero"]
