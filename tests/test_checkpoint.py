@@ -13,8 +13,8 @@ from safetensors.numpy import load_file, save_file
 import logicars
 import logicars.checkpoint as ckpt_mod
 from logicars.checkpoint import FORMAT, FORMAT_VERSION, save_checkpoint
-from logicars.model import load_checkpoint
 from logicars.errors import CheckpointError
+from logicars.model import load_checkpoint
 
 
 def tiny_spec(fire_rate: float | None = 0.6) -> logicars.ModelSpec:

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import logicars
-from logicars.model import load_checkpoint
 from logicars.cli import main
+from logicars.model import load_checkpoint
 from logicars.runs import load_run
 
 

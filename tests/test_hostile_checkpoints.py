@@ -25,8 +25,8 @@ from test_checkpoint import tiny_spec, trained_model
 import logicars
 import logicars.checkpoint as ckpt_mod
 from logicars.checkpoint import save_checkpoint
-from logicars.model import load_checkpoint
 from logicars.errors import CheckpointError, CheckpointMemoryError, MemoryLimitError
+from logicars.model import load_checkpoint
 from logicars.runs import load_run
 from logicars.train import EpochMetrics, _State
 

@@ -19,8 +19,8 @@ import pytest
 from test_train import RUN_FILES, same_state
 
 import logicars
-from logicars.model import load_checkpoint
 from logicars.cli import main
+from logicars.model import load_checkpoint
 from logicars.sweep import (
     METRIC_COLUMNS,
     POINT_FILE,

@@ -17,10 +17,10 @@ import pytest
 from PIL import Image
 
 import logicars
-from logicars.model import load_checkpoint
 from logicars.datasets import checkerboard_target, gol_boards, gol_step, random_bits
 from logicars.errors import CheckpointError
 from logicars.evaluate import evaluate
+from logicars.model import load_checkpoint
 from logicars.train import (
     EpochMetrics,
     RunResult,

@@ -164,6 +164,17 @@ def preset_file_text(name: str) -> str:
 _OWN_KINDS: dict[str, str] = {}
 
 
+def preset_task(preset: Preset | None) -> Task | None:
+    """The preset's task, if it names one (a run's preset may not: see `Preset.has_task`)."""
+    return preset.task() if preset is not None and preset.has_task() else None
+
+
+def fixed_start_task(preset: Preset | None) -> Task | None:
+    """The preset's task when it starts from one fixed grid (a grown image)."""
+    task = preset_task(preset)
+    return task if task is not None and task.fixed_start else None
+
+
 def preset_for_kind(kind: str, *, size: int | None = None, asynchronous: bool = False) -> Preset:
     """A run's preset for a task kind a user names (`logicars.tasks`), on the model and
     training numbers of the preset that does the same kind of task:

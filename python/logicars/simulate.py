@@ -1,44 +1,79 @@
-"""`python -m logicars simulate`: run a trained circuit with the bit-sliced engine.
+"""What `python -m logicars simulate` runs a trained circuit from and compares it with.
 
-The start state follows the run's task (`logicars.tasks`): a grow task's fixed start
-grid (the lizard's seed cell, the coloured G's zeros) centred on the requested grid, else
-random bits. When the task has a target the summary compares with it by the task's
-scoring rule: a Life-like rule applied `steps` times, a pattern (in any phase) at any
-size, the grown image at the task's size.
+The start state follows the run's task (`logicars.tasks`): by default a grow task's fixed
+start grid (the lizard's seed cell, the coloured G's zeros) centred on the requested grid,
+else random bits; `start="seed"` asks for the task's own start state, `"random"` for
+random bits, and `read_start` reads a user's grid from a `.npy` file. When the task has
+a target the summary compares with it by the task's scoring rule: a Life-like rule
+applied `steps` times, a pattern (in any phase) at any size, the grown image at the
+task's size.
 """
 
 from __future__ import annotations
 
+import os
+import stat
+
 import numpy as np
 
-from .presets import Preset
-from .tasks import LifeTask, Task
+from .model import _as_grid
+from .presets import Preset, fixed_start_task, preset_task
+from .tasks import LifeTask
 
-# GIFs hold at most about this many frames (steps are sampled evenly).
-_GIF_FRAMES = 100
-
-
-def _task(preset: Preset | None) -> Task | None:
-    """The preset's task, if it names one."""
-    return preset.task() if preset is not None and preset.has_task() else None
-
-
-def _fixed_start(preset: Preset | None) -> Task | None:
-    """The preset's task when it starts from one fixed grid (a grown image)."""
-    task = _task(preset)
-    return task if task is not None and task.fixed_start else None
+# The start states `start_grid` draws (else a `.npy` file: `read_start`).
+START_KINDS = ("seed", "random")
 
 
 def start_grid(
-    preset: Preset | None, channels: int, size: int, batch: int, seed: int
+    preset: Preset | None,
+    channels: int,
+    size: int,
+    batch: int,
+    seed: int,
+    start: str | None = None,
 ) -> np.ndarray:
-    """The start state `(batch, size, size, C)` uint8 for a run of `preset`."""
+    """The start state `(batch, size, size, C)` uint8 for a run of `preset`: `start`
+    "seed" is the task's own start state (a grow task's fixed grid centred on the grid,
+    else the task's start draw at this size), "random" random bits on every channel;
+    None: "seed" for a task with a fixed start, else "random"."""
+    if start not in (None, *START_KINDS):
+        raise ValueError(f"start: expected one of {', '.join(START_KINDS)}, got {start!r}")
     rng = np.random.default_rng(seed)
-    grow = _fixed_start(preset)
-    if grow is not None:
+    grow = fixed_start_task(preset)
+    if start is None:
+        start = "random" if grow is None else "seed"
+    if start == "seed" and grow is not None:
         x = grow.start(rng, 1, grow.height, grow.width)
         return np.repeat(_centred(x, size), batch, axis=0).astype(np.uint8)
+    if start == "seed":
+        task = preset_task(preset)
+        if task is None:
+            raise ValueError(
+                "start 'seed': the model's run names no task (a bare model file); "
+                "start from random bits or a .npy grid"
+            )
+        return np.ascontiguousarray(task.start(rng, batch, size, size), dtype=np.uint8)
     return rng.integers(0, 2, size=(batch, size, size, channels), dtype=np.uint8)
+
+
+def read_start(path: str | os.PathLike[str], channels: int) -> np.ndarray:
+    """A user's start state from a `.npy` file: `(B, H, W, C)` or one board `(H, W, C)`
+    of 0/1 (bool or integers), as `(B, H, W, C)` uint8; a ValueError naming the file
+    for anything else (the grid's checks are `Model.simulate`'s)."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # np.load would wait on a FIFO
+            raise ValueError("not a regular file")
+        grid = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as e:
+        raise ValueError(f"{path}: not a readable .npy array ({e})") from None
+    if not isinstance(grid, np.ndarray):
+        raise ValueError(f"{path}: expected one .npy array, got an .npz archive")
+    if grid.ndim == 3:
+        grid = grid[None]
+    try:
+        return _as_grid(grid, channels)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{path}: {e}") from None
 
 
 def _centred(x: np.ndarray, size: int) -> np.ndarray:
@@ -59,7 +94,7 @@ def _centred(x: np.ndarray, size: int) -> np.ndarray:
 def target_grid(preset: Preset | None, x: np.ndarray, steps: int) -> np.ndarray | None:
     """The grid a run of `preset` should reach from `x` after `steps` steps, on the loss
     channels `(B, H, W, len(loss_channels))`, or None when there is no fixed target."""
-    task = _task(preset)
+    task = preset_task(preset)
     if isinstance(task, LifeTask):
         return task.target(x, steps)
     if task is None:

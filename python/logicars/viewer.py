@@ -121,9 +121,9 @@ def _palette(model: Model, preset: Preset | None) -> dict[str, Any]:
 def _start(preset: Preset | None) -> dict[str, Any]:
     """The preset's start state: random bits, or the grow presets' fixed grid as the
     cells set to 1, relative to its centre cell (the page centres it, as `simulate` does)."""
-    from .simulate import _fixed_start
+    from .presets import fixed_start_task
 
-    grow = _fixed_start(preset)
+    grow = fixed_start_task(preset)
     if grow is None:
         return {"kind": "random"}
     assert preset is not None
