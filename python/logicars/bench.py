@@ -16,7 +16,10 @@ import functools
 import resource
 import statistics
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .presets import Preset
 
 # FMA-equivalent vector operations per gate-cell in one epoch: 3 multiply-adds in each
 # of the two float forward passes (soft, and soft again during BPTT; the hard pass runs
@@ -45,9 +48,15 @@ ROUNDS = 5  # alternating rounds when several relaxations are timed side by side
 
 
 def bench_preset(
-    name: str, threads: int, epochs: int, warmup: int, relaxes: tuple[str, ...] = ()
+    name: str | Preset,
+    threads: int,
+    epochs: int,
+    warmup: int,
+    relaxes: tuple[str, ...] = (),
 ) -> list[dict[str, Any]]:
-    """One row per relaxation (the preset's own when `relaxes` is empty). Several are
+    """One row per relaxation (the preset's own when `relaxes` is empty) of a preset (or
+    its name; a run's preset, `logicars.runs.load_run`, and a task kind's,
+    `logicars.presets.resolve_preset`, time the same way). Several are
     timed in alternating rounds on the same batch, so that a busy spell of a shared
     host does not land on one of them only."""
     import numpy as np
@@ -58,7 +67,7 @@ def bench_preset(
     from .spec import Relaxation
 
     set_num_threads(threads)
-    preset = get_preset(name)
+    preset = get_preset(name) if isinstance(name, str) else name
     specs = [preset.spec.replace(relax=Relaxation(r)) for r in relaxes] or [preset.spec]
     models = [Model(spec, seed=23) for spec in specs]
     x, y = preset.task().sample(np.random.default_rng(23))
@@ -81,7 +90,7 @@ def bench_preset(
         achieved = gce * OPS_PER_GATE_CELL / (ms / 1e3)
         rows.append(
             {
-                "preset": name,
+                "preset": preset.name,
                 "relax": spec.relax.mode,
                 "threads": threads,
                 "ms_per_epoch": round(ms, 3),

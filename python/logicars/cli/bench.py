@@ -7,13 +7,19 @@ import json
 import os
 
 from ..bench import bench_preset, cpu_peak_fma_per_s
+from ..presets import Preset
 from .common import UsageError, int_at_least
 
 HELP = "time whole training epochs of the presets"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("presets", nargs="*", help="presets to time (default: all)")
+    p.add_argument(
+        "presets",
+        nargs="*",
+        help="presets to time (default: all), task kinds (life:B36/S23, grow:IMAGE.png, "
+        "pattern:TILE.png) or run directories (their model and task)",
+    )
     p.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
     p.add_argument(
         "--epochs", type=int_at_least(1), default=30, help="timed epochs per run (default 30)"
@@ -77,6 +83,21 @@ def _run_hard(args: argparse.Namespace, threads: list[int]) -> int:
     return 0
 
 
+def _bench_preset(name: str) -> Preset:
+    """What `name` times: a preset, a task kind's preset or a run's (its spec and task)."""
+    from ..presets import PRESETS, resolve_preset
+    from ..runs import load_run
+
+    if name in PRESETS:
+        return PRESETS[name]
+    if ":" in name:
+        return resolve_preset(name)
+    preset = load_run(name).preset
+    if preset is None or not preset.has_task():
+        raise UsageError(f"{name}: the run records no task to time (a bare model file)")
+    return preset
+
+
 def run(args: argparse.Namespace) -> int:
     from ..presets import PRESETS
 
@@ -84,9 +105,10 @@ def run(args: argparse.Namespace) -> int:
     if args.hard:
         return _run_hard(args, threads)
     names = args.presets or list(PRESETS)
-    unknown = [n for n in names if n not in PRESETS]
+    unknown = [n for n in names if n not in PRESETS and ":" not in n and not os.path.exists(n)]
     if unknown:
         raise UsageError(f"unknown preset(s) {unknown}; valid: {', '.join(PRESETS)}")
+    presets = {name: _bench_preset(name) for name in names}
     from ..spec import RELAX_MODES
 
     relaxes = tuple(r for r in args.relax.split(",") if r)
@@ -98,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{head[0]:<20}{head[1]:<16}" + "".join(f"{h:>10}" for h in head[2:]))
     for name in names:
         for t in threads:
-            for r in bench_preset(name, t, args.epochs, args.warmup, relaxes):
+            for r in bench_preset(presets[name], t, args.epochs, args.warmup, relaxes):
                 if args.json:
                     print(json.dumps(r), flush=True)
                     continue
