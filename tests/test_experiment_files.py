@@ -95,7 +95,8 @@ def test_a_task_kind_file_with_options_that_the_command_line_replaces(
     [
         ('task = "gol"\n[training]\nepoch = 3\n', ("unknown key 'epoch' in [training]",)),
         ('task = "life:B36/S23"\n[training]\nepochs = "x"\n', ("[training] epochs", "'x'")),
-        ('task = "life:B36/S23"\n[model]\nchannels = 1\n', ("[model] kernels: missing",)),
+        ('task = "life:B36/S23"\n[model]\nperceive = "8"\n', ("[model] perceive", "list")),
+        ('task = "life:B36/S23"\n[model]\nupdate = [4, 1]\n', ("[model]:",)),
         ("[training]\nepochs = 3\n", ("task: missing",)),
         ('task = "life:B9/S23"\n', ("task:",)),
         ('task = "pattern:nowhere.png"\n', ("task:", "nowhere.png")),
@@ -115,6 +116,20 @@ def test_bad_files_give_one_line_naming_the_file_and_key(
     for needle in needles:
         assert needle in lines[0], lines[0]
     assert not (tmp_path / "r").exists()
+
+
+def test_what_a_file_leaves_out_is_the_kinds_presets(tmp_path: Path) -> None:
+    path = tmp_path / "b36.toml"
+    path.write_text('task = "life:B36/S23"\n[model]\nnum_steps = 2\n[training]\nseed = 7\n')
+    preset = read_experiment(path).preset
+    gol = PRESETS["gol"]
+    assert preset.spec == gol.spec.replace(num_steps=2)
+    assert (preset.name, preset.task_kind, preset.seed) == ("b36", "life:B36/S23", 7)
+    assert (preset.epochs, preset.batch, preset.restart_every) == (
+        gol.epochs,
+        gol.batch,
+        gol.restart_every,
+    )
 
 
 def test_size_and_async_belong_in_the_file(

@@ -460,18 +460,35 @@ def experiment_from_dict(
             raise ValueError(f"{source}: [training] {key}: missing")
         return default
 
-    if "model" in top:
-        missing = [k for k in _MODEL_REQUIRED if k not in model]
-        if missing:
-            raise ValueError(f"{source}: [model] {missing[0]}: missing (or leave [model] out)")
-        try:
-            spec = ModelSpec.build(**model, lr=value("lr"))
-        except (ValueError, TypeError) as e:
-            raise ValueError(f"{source}: [model]: {e}") from None
-    elif base is not None:
+    if "model" not in top and base is not None:
         spec = base.spec.replace(lr=value("lr"))
     else:
-        raise ValueError(f"{source}: [model]: missing")
+        if base is None:
+            missing = [k for k in _MODEL_REQUIRED if k not in model]
+            if missing:
+                raise ValueError(f"{source}: [model] {missing[0]}: missing")
+            defaults: dict[str, Any] = {}
+        else:  # the keys [model] leaves out are the kind's preset's
+            b = base.spec
+            defaults = {
+                "channels": b.channels,
+                "kernels": b.perceive.n_kernels,
+                "perceive": b.perceive.layers[1:],
+                "update": b.update.layers[1:-1],
+                "num_steps": b.num_steps,
+                "periodic": b.periodic,
+                "fire_rate": b.fire_rate,
+                "loss_channels": b.loss_channels,
+            }
+        try:
+            spec = ModelSpec.build(**{**defaults, **model}, lr=value("lr"))
+            if directory is not None:
+                from . import _core
+
+                # The engine's checks of the widths, reported with the file's name.
+                _core.Engine.create(spec.to_json(), 0)
+        except (ValueError, TypeError) as e:
+            raise ValueError(f"{source}: [model]: {e}") from None
     init = value("init", None)
     if "init" in run and directory is not None and (directory / init).is_file():
         init = str((directory / init).resolve())  # else the name of a logicars/data file
