@@ -44,7 +44,7 @@ from . import _core
 from .checkpoint import memory_cap_bytes, save_checkpoint
 from .errors import CheckpointError, InvalidValueError
 from .evaluate import evaluate
-from .export import active_gates  # noqa: F401 (importable from here too)
+from .export import active_gates
 from .files import write_atomic
 from .model import MAX_SEED, MAX_THREADS, Model, check_int, load_checkpoint
 from .plots import (  # noqa: F401 (write_frames_gif: importable from here too)
