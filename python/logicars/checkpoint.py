@@ -6,6 +6,10 @@ logits directly. The file is written to a temporary name in the same directory,
 fsync'ed and renamed over the target, so a crash or a kill at any moment leaves
 either the previous checkpoint or the new one, never a mix.
 
+This module knows the file, not the model it holds (the model layer imports it):
+`read_checkpoint` checks a file and returns its arrays, `logicars.model.load_checkpoint`
+(and `Model.load`) builds the model from them.
+
 Layout (format "logicars-checkpoint", version 1):
 
 - tensors: the logits by name (`perceive_logits_{i}` float32 `(K, out, 16)`,
