@@ -18,6 +18,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "python" / "logicars"
 # What users need beyond the modules: type stubs, the PEP 561 marker, the dataset images,
+# the presets' experiment files,
 # the lizard's default start, the trained GoL circuit of `bench --hard` and the
 # interactive page's template.
 REQUIRED_PACKAGE_FILES = {
@@ -27,6 +28,12 @@ REQUIRED_PACKAGE_FILES = {
     "data/lizard.png",
     "data/lizard_notebook_seed23.npz",
     "data/gol_trained_ops.txt",
+    # the presets are read from these at import
+    "data/presets/gol.toml",
+    "data/presets/checkerboard.toml",
+    "data/presets/checkerboard-async.toml",
+    "data/presets/lizard.toml",
+    "data/presets/colored-g.toml",
     "viewer.html",
 }
 # What a source build needs besides the package (sdist paths below its top folder).
