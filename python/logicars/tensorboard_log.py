@@ -1,0 +1,52 @@
+"""TensorBoard event files of a training run (`train(..., tensorboard=True)`).
+
+Each epoch's `metrics.csv` row becomes scalars of the same names (`soft_loss`,
+`hard_loss`, `elapsed_s`) at step = epoch, written with tensorboardX (the optional extra:
+`pip install 'logicars[tensorboard]'`); view them with `tensorboard --logdir runs`.
+
+A resumed run writes a new event file into the same directory that starts with
+TensorBoard's purge marker at the first epoch it trains: the steps a killed run logged
+after its last checkpoint are dropped by TensorBoard, so the log reads as one run with
+each epoch once, equal to `metrics.csv`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+INSTALL_HINT = "pip install 'logicars[tensorboard]'"
+
+
+def require_writer() -> Any:
+    """tensorboardX's `SummaryWriter`, or an ImportError that says how to install it."""
+    try:
+        from tensorboardX import SummaryWriter
+    except ImportError:
+        raise ImportError(f"tensorboard= needs the tensorboardX package: {INSTALL_HINT}") from None
+    return SummaryWriter
+
+
+class TensorBoardLog:
+    """The per-epoch scalars of one call of `train`, from the epoch after `start_epoch`."""
+
+    def __init__(self, logdir: Path, start_epoch: int) -> None:
+        writer_class = require_writer()
+        logdir.mkdir(parents=True, exist_ok=True)
+        # tensorboardX names a file by the second it was opened and truncates a file of
+        # that name: the start epoch keeps a resume within the same second apart, and
+        # orders the files as TensorBoard reads them (by name).
+        self._writer = writer_class(
+            logdir=str(logdir),
+            purge_step=start_epoch + 1,
+            filename_suffix=f".epoch{start_epoch:012d}",
+        )
+
+    def __call__(self, row: Any, context: Any) -> None:
+        for name in row._fields[1:]:
+            self._writer.add_scalar(name, float(getattr(row, name)), row.epoch)
+        # Flushed every epoch: what a crash leaves is what metrics.csv has.
+        self._writer.flush()
+
+    def close(self) -> None:
+        self._writer.close()
