@@ -71,6 +71,8 @@ RESERVED = {
     "threads": "set the engine threads of every point with threads_per_run (--threads-per-run)",
     "task": "name the task as preset: a preset or a task kind (life:B36/S23, ...)",
     "spec": "a sweep trains presets and task kinds, which bring their own spec",
+    "callbacks": "callbacks are Python callables of this process, and points train in "
+    "others; call train(callbacks=...) to use them",
 }
 # What makes a value a list of values to sweep (a string or a number is one value).
 _SWEPT_TYPES = (list, tuple, range)

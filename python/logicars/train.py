@@ -11,7 +11,8 @@ run directory behind:
 - `summary.json`: preset, seed, epochs, final losses, first epoch with hard loss 0,
   wall time, active gates, threads, build info;
 - `loss.png`: soft and hard loss on a log scale;
-- `rollout.gif`: the trained circuit's hard rollout of a fresh sample.
+- `rollout.gif`: the trained circuit's hard rollout of a fresh sample;
+- with `tensorboard=True`, `events.out.tfevents.*`: the metrics rows for TensorBoard.
 
 Determinism: the seed fixes the wiring (`Model(spec, seed)`), the data
 (`numpy.random.default_rng(seed)`, one `sample` per epoch) and the async masks (the
@@ -703,6 +704,32 @@ def train(
       data and async masks only. Not with `resume`. Default: the preset's own start
       (`Preset.init`: the lizard starts from the notebook's seed-23 wiring) unless `seed`
       is given, else a fresh model.
+    - `callbacks`: callables `callback(row, context)` called after every epoch, in order,
+      with the epoch's `EpochMetrics` row (as appended to metrics.csv) and a
+      `logicars.EpochContext` (run directory, the model, preset, attempt, the epoch this
+      call started after, target epochs, solved epoch). A callback returns None/False to
+      go on, or True (or raises `logicars.StopTraining`) to end the run after this epoch
+      as an early stop: final checkpoint, `summary["early_stopped"]` and
+      `summary["stopped_by_callback"]` (its name), plots. Callbacks that only read do
+      not change the run (the model's async mask stream is restored after them). Any
+      other exception from a callback propagates out of `train` after this epoch's
+      checkpoint is written (no summary or plots), so `resume` continues from there.
+      They are not stored: a resumed run is given them again. Local to this process:
+      `logicars.sweep` does not take them.
+    - `tensorboard`: True writes the metrics rows (`soft_loss`, `hard_loss`,
+      `elapsed_s` at step = epoch) as TensorBoard event files into the run directory
+      (`tensorboard --logdir runs` shows every run), a directory writes them there,
+      None/False (default) writes none. Needs the optional extra
+      (`pip install 'logicars[tensorboard]'`, tensorboardX); ImportError before any
+      training without it. A resumed run given `tensorboard` again continues the same
+      log: its event file starts with TensorBoard's purge marker at its first epoch, so
+      epochs a killed run logged after its checkpoint appear once.
+
+    metrics.csv is appended and flushed after every epoch (a crash loses at most the
+    epoch it interrupts); a resumed run first rebuilds it from the checkpoint's rows
+    (epochs logged after the checkpoint are trained again), so the file of a resumed run
+    is the file of an uninterrupted one (the `elapsed_s` column aside). A metrics.csv
+    that is not a regular file is refused with ValueError before any training.
 
     Ctrl-C, SIGTERM and SIGHUP stop after the current epoch, save and return normally
     (`RunResult.interrupted`, `RunResult.stopped_by`). Another process writing the same
