@@ -103,3 +103,14 @@ def test_import_logicars_loads_no_tensorboard() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_sweep_writes_each_points_events_into_its_run(tmp_path: Path) -> None:
+    grid = {"preset": "gol", "epochs": 2, "seed": [0, 1], "tensorboard": True}
+    result = logicars.sweep(grid, out=tmp_path / "sweep", workers=1, quiet=True)
+    assert result.counts["trained"] == 2
+    for point in result.points:
+        run = tmp_path / "sweep" / point.name
+        assert read_scalars(run) == csv_scalars(run)
+    with pytest.raises(ValueError, match="a sweep takes tensorboard=True"):
+        logicars.sweep({**grid, "tensorboard": str(tmp_path)}, out=tmp_path / "s2")

@@ -226,6 +226,11 @@ def expand_grid(grid: Grid) -> list[Point]:
     seen: dict[str, dict[str, Any]] = {}
     for g in grids:
         for options in _product(g):
+            if options.get("tensorboard") not in (None, False, True):
+                raise ValueError(
+                    "a sweep takes tensorboard=True (each point's events in its run "
+                    "directory), not a directory that every point would write into"
+                )
             name = point_name(options)
             if name in seen:
                 if seen[name] == options:
