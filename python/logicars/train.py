@@ -892,10 +892,9 @@ def _run(
         except BaseException:
             metrics_file.close()
             raise
-        callbacks = [board, *callbacks]  # first: it logs the epoch whoever stops the run
     try:
         return _train_epochs(
-            model, state, dataset, run_dir, quiet, checkpoint_every, callbacks, metrics_file
+            model, state, dataset, run_dir, quiet, checkpoint_every, callbacks, metrics_file, board
         )
     finally:
         if board is not None:
@@ -911,10 +910,20 @@ def _train_epochs(
     checkpoint_every: int | None,
     callbacks: list[Callback],
     metrics_file: BinaryIO,
+    board: TensorBoardLog | None,
 ) -> RunResult:
     from .progress import progress_bar
 
     ckpt = run_dir / CHECKPOINT_NAME
+    if board is not None:
+        callbacks = [board, *callbacks]  # first: it logs the epoch whoever stops the run
+
+    def checkpoint(**flags: bool) -> None:
+        # The event log first: what a checkpoint holds, the log has on disk too.
+        if board is not None:
+            board.flush()
+        save_checkpoint(ckpt, model, state.to_extra(**flags))
+
     start_epoch = state.epoch
     stopped_by_callback = None
     offset = state.elapsed
@@ -974,16 +983,18 @@ def _train_epochs(
                     state.early_stop is not None and state.zero_streak >= state.early_stop
                 ) or (state.stop_on_solve and state.solved_epoch == epoch)
                 if callbacks:
-                    asked = _epoch_callbacks(
-                        callbacks, row, model, state, run_dir, start_epoch, ckpt
-                    )
+                    try:
+                        asked = _epoch_callbacks(callbacks, row, model, state, run_dir, start_epoch)
+                    except Exception:
+                        checkpoint()  # the run resumes from this epoch
+                        raise
                     if asked is not None and not early_stopped and epoch < state.target_epochs:
                         early_stopped = True
                         stopped_by_callback = asked
                 if early_stopped or stop.requested or epoch == state.target_epochs:
                     break
                 if checkpoint_every is not None and epoch % checkpoint_every == 0:
-                    save_checkpoint(ckpt, model, state.to_extra())
+                    checkpoint()
             os.fsync(metrics_file.fileno())
         interrupted = stop.requested and state.epoch < state.target_epochs and not early_stopped
         if state.epoch == state.target_epochs and _final_repair(model, state):
@@ -992,9 +1003,7 @@ def _train_epochs(
         if state.epoch == state.target_epochs and state.solved_epoch is None:
             model = _best_of_attempts(model, state, run_dir)
         # The final checkpoint first: whatever happens while plotting, the run is safe.
-        save_checkpoint(
-            ckpt, model, state.to_extra(interrupted=interrupted, early_stopped=early_stopped)
-        )
+        checkpoint(interrupted=interrupted, early_stopped=early_stopped)
         summary = _summary(model, state, interrupted, early_stopped, stopped_by_callback)
         _write_atomic(run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
         plot_losses(state.metrics, run_dir / "loss.png", title=state.preset.name)
@@ -1018,11 +1027,9 @@ def _epoch_callbacks(
     state: _State,
     run_dir: Path,
     start_epoch: int,
-    ckpt: Path,
 ) -> str | None:
     """Runs the callbacks after an epoch (`logicars.callbacks.run_callbacks`): the name of
-    the one that asked to stop, if any. A callback's exception propagates after this
-    epoch's checkpoint is written, so the run resumes from where it ended."""
+    the one that asked to stop, if any."""
     context = EpochContext(
         run_dir=run_dir,
         model=model,
@@ -1032,11 +1039,7 @@ def _epoch_callbacks(
         target_epochs=state.target_epochs,
         solved_epoch=state.solved_epoch,
     )
-    try:
-        return run_callbacks(callbacks, row, context)
-    except Exception:
-        save_checkpoint(ckpt, model, state.to_extra())
-        raise
+    return run_callbacks(callbacks, row, context)
 
 
 # `evaluate`'s seed for the validation check during training; the held-out check of the
