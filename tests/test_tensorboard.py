@@ -9,13 +9,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+# TensorBoard's own reader, independent of the writer (tensorboardX); both are in the
+# test extra.
+from tensorboard.backend.event_processing import event_accumulator
 from test_train import losses, same_state, tiny_async_preset
 
 import logicars
 from logicars.train import train
-
-pytest.importorskip("tensorboardX")
-event_accumulator = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
 
 TAGS = ["soft_loss", "hard_loss", "elapsed_s"]
 
