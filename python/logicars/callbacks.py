@@ -18,7 +18,8 @@ stream is restored after the callbacks, so evaluating `context.model` (`evaluate
 
 Any other exception from a callback ends the run: the checkpoint of this epoch is
 written first (so `train(resume=run_dir)` continues from it), then the exception
-propagates out of `train`; no summary or plots are written.
+propagates out of `train`; no summary or plots are written. After the run's last epoch
+that checkpoint is the whole run: resume it with more epochs to train on.
 """
 
 from __future__ import annotations
