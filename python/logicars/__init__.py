@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from . import errors
 from .analyze import analyze  # the function shadows the submodule attribute
+from .callbacks import EpochContext, StopTraining
 from .display import Animation, LivePage, live, show
 from .model import Model, Simulator
 from .presets import PRESETS, Preset, get_preset, preset_for_kind
@@ -25,6 +26,7 @@ __version__ = _version()
 __all__ = [
     "PRESETS",
     "Animation",
+    "EpochContext",
     "GrowTask",
     "LifeTask",
     "LivePage",
@@ -36,6 +38,7 @@ __all__ = [
     "RunResult",
     "Relaxation",
     "Simulator",
+    "StopTraining",
     "Task",
     "UpdateSpec",
     "analyze",
