@@ -5,10 +5,10 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
-use crate::bitsliced::{self, Circuit, Masks, SimOptions};
 use crate::engine::{GridShape, Workspace};
 use crate::error::{shape_err, value_err, Result};
 use crate::gates::M;
+use crate::hard::{self, Circuit, HardEngine, Masks, SimOptions};
 use crate::optim::AdamW;
 use crate::program::{param_offsets, Program};
 use crate::relax::{self, Relaxed};
@@ -16,8 +16,7 @@ use crate::spec::Spec;
 use crate::threads;
 use crate::wiring::{self, Wires};
 
-/// Logit of the pass-through gate in a fresh model (all others 0).
-pub const INIT_PASS_LOGIT: f32 = 10.0;
+pub use crate::relax::INIT_PASS_LOGIT;
 
 /// One named array of parameters, as the fixtures name them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,7 +62,7 @@ impl Model {
     pub fn new(spec: Spec, seed: u64) -> Result<Model> {
         spec.validate()?;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let mut draw = |layers: &[usize], conns: &[crate::spec::Wiring]| -> Result<Vec<Wires>> {
+        let mut draw = |layers: &[usize], conns: &[wiring::Wiring]| -> Result<Vec<Wires>> {
             layers
                 .windows(2)
                 .zip(conns)
@@ -558,15 +557,22 @@ impl Model {
         if let Some(m) = &mask_bits {
             opts.masks = Masks::Given(m);
         }
-        let out = bitsliced::simulate(self.hard_circuit(), &bits, shape, &opts)?;
+        let out = hard::simulate_on(HardEngine::Slots, self.hard_circuit(), &bits, shape, &opts)?;
         let c = self.spec.channels;
         let value = |n: usize, ch: usize| out[n * c + ch] as f32;
         Ok(self.squared_error(y, per_cell, shape.cells(), value, |_, _, _| {}))
     }
 
-    /// The hard circuit of the current logits, compiled again only when a gate's most
-    /// likely op changed (compiling took 0.1–0.3 ms of every epoch on one thread).
-    fn hard_circuit(&mut self) -> &Circuit {
+    /// The hard circuit of the current logits, compiled afresh (see
+    /// [`Model::hard_circuit`] for the cached one).
+    pub fn compile_circuit(&self) -> Circuit {
+        Circuit::compile(&self.program, &self.hard_ops())
+    }
+
+    /// The hard circuit of the current logits (each gate its most likely op), compiled
+    /// again only when a gate's most likely op changed (compiling took 0.1–0.3 ms of
+    /// every epoch on one thread).
+    pub fn hard_circuit(&mut self) -> &Circuit {
         let relax = self.spec.relax;
         let per_gate = self.per_gate();
         let current = self.hard_circuit.as_ref().is_some_and(|(ops, _)| {

@@ -3,9 +3,7 @@
 //! Arrays cross as numpy float32/int32 without copies on the way in; the GIL is
 //! released while Rust works; engine errors become `logicars.errors` exceptions.
 
-use logicars_core::bitsliced::{self, Circuit, Interrupt, Masks, SimOptions};
-use logicars_core::hard::{self, HardEngine};
-use logicars_core::netlist::{NetOutput, Netlist};
+use logicars_core::hard::{self, HardEngine, Interrupt, Masks, NetOutput, Netlist, SimOptions};
 use logicars_core::{self as core, Decoding, GridShape, Model, Spec, Wires};
 use numpy::{
     PyArray1, PyArrayDyn, PyArrayMethods, PyReadonlyArray1, PyReadonlyArrayDyn,
@@ -315,7 +313,7 @@ impl Engine {
         let hard = Py::new(
             py,
             HardCircuit {
-                compiled: hard::CompiledCircuit::new(Circuit::from_model(&self.model)),
+                compiled: hard::CompiledCircuit::new(self.model.compile_circuit()),
                 periodic: self.model.spec().periodic,
             },
         )?;
@@ -412,7 +410,7 @@ impl HardCircuit {
             ("patch_inputs", s.patch_inputs),
             ("depth", s.depth),
         ];
-        for (k, n) in bitsliced::Kind::ALL.iter().zip(s.by_kind) {
+        for (k, n) in hard::Kind::ALL.iter().zip(s.by_kind) {
             v.push((k.name(), n));
         }
         v
@@ -582,7 +580,7 @@ impl<'py> RunArgs<'_, 'py> {
         };
         opts.interrupt = Some(Interrupt {
             check: &check,
-            every: bitsliced::INTERRUPT_CHECK_EVERY,
+            every: hard::INTERRUPT_CHECK_EVERY,
         });
         let to_py = |e: core::Error| match e {
             core::Error::Interrupted => signalled
@@ -600,7 +598,7 @@ impl<'py> RunArgs<'_, 'py> {
         hard::output_len(shape, channels, &opts).map_err(to_py)?;
         let mut dims = vec![shape.batch, shape.height, shape.width, channels];
         if self.record_every > 0 {
-            dims.insert(0, bitsliced::n_frames(steps, self.record_every));
+            dims.insert(0, hard::n_frames(steps, self.record_every));
         }
         // numpy's allocator, unlike Rust's, asks for huge pages on big arrays: a 16 MB
         // grid is then written without thousands of page faults.
@@ -820,7 +818,7 @@ impl<'py> Binary<'py> {
 /// The steps whose grids `HardCircuit.simulate(..., record_every)` returns.
 #[pyfunction]
 fn frame_steps(steps: usize, record_every: usize) -> Vec<usize> {
-    bitsliced::frame_steps(steps, record_every)
+    hard::frame_steps(steps, record_every)
 }
 
 /// The memory cap in MB every estimate is compared with: `LOGICARS_MAX_MEMORY_MB`, else
@@ -848,7 +846,7 @@ fn draw_masks<'py>(
         width,
     };
     let m = py
-        .detach(|| bitsliced::draw_masks(shape, steps, fire_rate, seed))
+        .detach(|| hard::draw_masks(shape, steps, fire_rate, seed))
         .map_err(to_py)?;
     PyArray1::from_vec(py, m).reshape(vec![batch, steps, height, width])
 }

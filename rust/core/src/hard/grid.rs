@@ -19,11 +19,12 @@ use std::sync::{Arc, Mutex};
 use rayon::prelude::*;
 
 use super::jit::{Kernel, RowArgs, LANES};
+use super::masks::{random_mask, StepMask};
+use super::netlist::Netlist;
+use super::packing::Geo;
 use crate::aligned::AlignedVec;
-use crate::bitsliced::{self, Geo, StepMask};
 use crate::engine::GridShape;
 use crate::error::{shape_err, value_err, Result};
-use crate::netlist::Netlist;
 use crate::threads;
 
 /// The fewest cells a task of a step holds.
@@ -447,13 +448,13 @@ impl GridSim {
                     return value_err!("fire_rate must be in (0, 1], got {fire_rate}");
                 }
                 let n = lay.rows() * lay.nw;
-                bitsliced::random_mask(&self.geo, &mut self.mask[..n], fire_rate, seed, t);
+                random_mask(&self.geo, &mut self.mask[..n], fire_rate, seed, t);
                 Ok(true)
             }
         }
     }
 
-    /// Runs one step (see `bitsliced::Simulator::step`).
+    /// Runs one step (see `super::slots::SlotSim::step`).
     pub(crate) fn step(&mut self, mask: StepMask<'_>, damaged: bool) -> Result<()> {
         let pool = threads::pool();
         let masked = pool.install(|| self.prepare_mask(mask))?;
