@@ -8,11 +8,13 @@
 //! at a few states plus one arena per thread.
 
 use std::sync::Mutex;
+use std::time::Instant;
 
 use rayon::prelude::*;
 
 use crate::aligned::AlignedVec;
 use crate::error::{Error, Result};
+use crate::interrupt::Interrupt;
 use crate::kernels::{self, CHUNK};
 use crate::memory;
 
@@ -316,7 +318,7 @@ impl Workspace {
             layout,
             steps,
         };
-        ws.ensure_arenas(threads);
+        ws.ensure_arenas(threads)?;
         Ok(ws)
     }
 
@@ -325,14 +327,16 @@ impl Workspace {
         self.layout.shape == shape && self.steps >= steps
     }
 
-    fn ensure_arenas(&mut self, threads: usize) {
+    /// One arena per pool thread (the pool may have grown since the workspace was made).
+    fn ensure_arenas(&mut self, threads: usize) -> Result<()> {
         let (act_rows, grad_rows) = self.n_rows;
         while self.arenas.len() < threads {
             self.arenas.push(Mutex::new(Arena {
-                act: AlignedVec::zeros(act_rows * CHUNK),
-                grad: AlignedVec::zeros(grad_rows * CHUNK),
+                act: memory::try_zeros(act_rows * CHUNK, WHAT)?,
+                grad: memory::try_zeros(grad_rows * CHUNK, WHAT)?,
             }));
         }
+        Ok(())
     }
 
     pub fn state(&self, t: usize) -> &[f32] {
@@ -363,9 +367,16 @@ impl Workspace {
     }
 
     /// Runs `steps` steps from state 0, keeping every state. `coefs`: 4 per parameter.
-    pub fn forward(&mut self, program: &Program, coefs: &[[f32; 4]], steps: usize, masked: bool) {
+    pub fn forward(
+        &mut self,
+        program: &Program,
+        coefs: &[[f32; 4]],
+        steps: usize,
+        masked: bool,
+        interrupt: Option<Interrupt<'_>>,
+    ) -> Result<()> {
         let pool = threads::pool();
-        self.ensure_arenas(pool.current_num_threads());
+        self.ensure_arenas(pool.current_num_threads())?;
         let level = kernels::simd_level();
         let len = self.layout.state_len();
         let chunk_len = self.layout.chunk_state_len();
@@ -377,37 +388,54 @@ impl Workspace {
             arenas,
             ..
         } = self;
-        pool.install(|| {
-            for t in 0..steps {
-                let (done, rest) = states.split_at_mut((t + 1) * len);
-                let cur = &done[t * len..];
-                let next = &mut rest[..layout.n_chunks * chunk_len];
-                let mask = masked.then(|| &masks[t * n_pad..(t + 1) * n_pad]);
-                next.par_chunks_mut(chunk_len)
-                    .enumerate()
-                    .for_each(|(k, out)| {
-                        let mut arena = lock_arena(arenas);
-                        let gates = &program.rollout;
-                        layout.fill_patch(cur, k, &mut arena.act);
-                        let cells = layout.chunk_cells(k);
-                        kernels::forward(gates, coefs, &mut arena.act, cells, level);
-                        for (c, &row) in gates.out_rows.iter().enumerate() {
-                            let new = &arena.act[row as usize * CHUNK..][..CHUNK];
-                            let dst = &mut out[c * CHUNK..][..CHUNK];
-                            match mask {
-                                None => dst.copy_from_slice(new),
-                                Some(m) => {
-                                    let old = &cur[k * chunk_len + c * CHUNK..][..CHUNK];
-                                    let m = &m[k * CHUNK..][..CHUNK];
-                                    for i in 0..CHUNK {
-                                        dst[i] = old[i] * (1.0 - m[i]) + new[i] * m[i];
-                                    }
+        let mut step = |t: usize| {
+            let (done, rest) = states.split_at_mut((t + 1) * len);
+            let cur = &done[t * len..];
+            let next = &mut rest[..layout.n_chunks * chunk_len];
+            let mask = masked.then(|| &masks[t * n_pad..(t + 1) * n_pad]);
+            next.par_chunks_mut(chunk_len)
+                .enumerate()
+                .for_each(|(k, out)| {
+                    let mut arena = lock_arena(arenas);
+                    let gates = &program.rollout;
+                    layout.fill_patch(cur, k, &mut arena.act);
+                    let cells = layout.chunk_cells(k);
+                    kernels::forward(gates, coefs, &mut arena.act, cells, level);
+                    for (c, &row) in gates.out_rows.iter().enumerate() {
+                        let new = &arena.act[row as usize * CHUNK..][..CHUNK];
+                        let dst = &mut out[c * CHUNK..][..CHUNK];
+                        match mask {
+                            None => dst.copy_from_slice(new),
+                            Some(m) => {
+                                let old = &cur[k * chunk_len + c * CHUNK..][..CHUNK];
+                                let m = &m[k * CHUNK..][..CHUNK];
+                                for i in 0..CHUNK {
+                                    dst[i] = old[i] * (1.0 - m[i]) + new[i] * m[i];
                                 }
                             }
                         }
-                    });
+                    }
+                });
+        };
+        // One hand-over to the pool per `interrupt.every` of running (else one in all),
+        // the check made between them on the calling thread.
+        let mut t = 0;
+        while t < steps {
+            let until = Interrupt::deadline(interrupt);
+            pool.install(|| {
+                while t < steps {
+                    step(t);
+                    t += 1;
+                    if until.is_some_and(|u| Instant::now() >= u) {
+                        break;
+                    }
+                }
+            });
+            if t < steps {
+                Interrupt::poll(interrupt)?;
             }
-        });
+        }
+        Ok(())
     }
 
     /// Back-propagates from `grad_final` (gradient of the loss w.r.t. the state after
@@ -430,9 +458,9 @@ impl Workspace {
         steps: usize,
         masked: bool,
         grad_final: &[f32],
-    ) -> Vec<f64> {
+    ) -> Result<Vec<f64>> {
         let pool = threads::pool();
-        self.ensure_arenas(pool.current_num_threads());
+        self.ensure_arenas(pool.current_num_threads())?;
         let level = kernels::simd_level();
         let chunk_len = self.layout.chunk_state_len();
         let n_pad = self.layout.n_pad();
@@ -513,7 +541,7 @@ impl Workspace {
                 *t += v;
             }
         }
-        total
+        Ok(total)
     }
 }
 

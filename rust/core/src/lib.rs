@@ -11,6 +11,7 @@ mod engine;
 pub mod error;
 pub mod gates;
 pub mod hard;
+pub mod interrupt;
 pub mod kernels;
 pub mod memory;
 pub mod model;

@@ -21,11 +21,28 @@ pub fn try_zeros<T: Plain>(len: usize, what: &str) -> Result<AlignedVec<T>> {
     AlignedVec::try_zeros(len).map_err(|bytes| refused(bytes, what))
 }
 
-/// `vec![value; len]` for `what`, or `Error::Memory` when the system refuses it.
-pub fn try_vec<T: Clone>(len: usize, value: T, what: &str) -> Result<Vec<T>> {
+/// An empty vector with room for `len` values for `what`, or `Error::Memory` when the
+/// system refuses it.
+pub fn try_with_capacity<T>(len: usize, what: &str) -> Result<Vec<T>> {
     let mut v = Vec::new();
     v.try_reserve_exact(len)
         .map_err(|_| refused(len.saturating_mul(std::mem::size_of::<T>()), what))?;
+    Ok(v)
+}
+
+/// Makes `v` `len` copies of `value`, reusing its buffer, or `Error::Memory` when the
+/// system refuses a larger one.
+pub fn try_resize<T: Clone>(v: &mut Vec<T>, len: usize, value: T, what: &str) -> Result<()> {
+    v.clear();
+    v.try_reserve_exact(len)
+        .map_err(|_| refused(len.saturating_mul(std::mem::size_of::<T>()), what))?;
+    v.resize(len, value);
+    Ok(())
+}
+
+/// `vec![value; len]` for `what`, or `Error::Memory` when the system refuses it.
+pub fn try_vec<T: Clone>(len: usize, value: T, what: &str) -> Result<Vec<T>> {
+    let mut v = try_with_capacity(len, what)?;
     v.resize(len, value);
     Ok(v)
 }

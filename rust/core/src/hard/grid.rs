@@ -25,6 +25,7 @@ use super::packing::Geo;
 use crate::aligned::AlignedVec;
 use crate::engine::GridShape;
 use crate::error::{shape_err, value_err, Result};
+use crate::memory;
 use crate::threads;
 
 /// The fewest cells a task of a step holds.
@@ -211,10 +212,18 @@ fn not_binary(what: &str, x: &[u8]) -> Result<()> {
     }
 }
 
-/// Dense mask planes: `nw` words per grid row, plus slack for the last row's last vector.
-fn mask_plane(rows: usize, nw: usize) -> Vec<u64> {
-    vec![0; rows * nw + LANES]
+/// A failure to compile or map a kernel.
+fn jit_err(e: std::io::Error) -> crate::error::Error {
+    crate::error::Error::Value(format!("JIT: {e}"))
 }
+
+/// Dense mask planes: `nw` words per grid row, plus slack for the last row's last vector.
+fn mask_plane(rows: usize, nw: usize) -> Result<Vec<u64>> {
+    memory::try_vec(rows * nw + LANES, 0, WHAT)
+}
+
+/// What the buffers are, in the error when the system refuses them.
+const WHAT: &str = "the simulator's buffers";
 
 /// A kernel's layout and variant: row stride, mask words, masked, damaged.
 type KernelKey = (usize, usize, bool, bool);
@@ -279,29 +288,27 @@ pub(crate) struct GridSim {
 
 impl GridSim {
     /// A simulator of `cache`'s netlist for `shape`, taking its kernels from `cache`;
-    /// fails if the OS refuses executable memory.
-    pub(crate) fn new(
-        cache: KernelCache,
-        shape: GridShape,
-        periodic: bool,
-    ) -> std::io::Result<GridSim> {
+    /// fails if the OS refuses executable memory or the buffers.
+    pub(crate) fn new(cache: KernelCache, shape: GridShape, periodic: bool) -> Result<GridSim> {
         let channels = cache.net.channels;
         let lay = Layout::new(shape, channels, periodic);
-        let plain = cache.get((lay.stride, lay.nw, false, false))?;
+        let plain = cache
+            .get((lay.stride, lay.nw, false, false))
+            .map_err(jit_err)?;
         let mut sim = GridSim {
             lay,
             geo: Geo::new(shape, channels, periodic),
-            cur: AlignedVec::zeros(lay.words()),
-            next: AlignedVec::zeros(lay.words()),
-            zero_row: AlignedVec::zeros(channels * lay.stride),
-            mask: mask_plane(lay.rows(), lay.nw),
+            cur: memory::try_zeros(lay.words(), WHAT)?,
+            next: memory::try_zeros(lay.words(), WHAT)?,
+            zero_row: memory::try_zeros(channels * lay.stride, WHAT)?,
+            mask: mask_plane(lay.rows(), lay.nw)?,
             damage: Vec::new(),
             damage_rows: 0,
             kernels: [Some(plain), None, None, None],
             cache,
             spills: Vec::new(),
         };
-        sim.size_spills();
+        sim.size_spills()?;
         Ok(sim)
     }
 
@@ -314,7 +321,7 @@ impl GridSim {
             .saturating_mul(8)
     }
 
-    fn size_spills(&mut self) {
+    fn size_spills(&mut self) -> Result<()> {
         let words = self
             .kernels
             .iter()
@@ -325,9 +332,10 @@ impl GridSim {
         let threads = threads::num_threads().max(1);
         if self.spills.len() < threads || self.spills[0].lock().map_or(0, |s| s.len()) < words {
             self.spills = (0..threads)
-                .map(|_| Mutex::new(AlignedVec::zeros(words.max(LANES))))
-                .collect();
+                .map(|_| Ok(Mutex::new(memory::try_zeros(words.max(LANES), WHAT)?)))
+                .collect::<Result<_>>()?;
         }
+        Ok(())
     }
 
     fn cells(&self) -> usize {
@@ -399,7 +407,7 @@ impl GridSim {
             );
         }
         let rows = d.len() / lay.width;
-        let mut plane = mask_plane(rows, lay.nw);
+        let mut plane = mask_plane(rows, lay.nw)?;
         let seen = threads::pool().install(|| {
             plane[..rows * lay.nw]
                 .par_chunks_mut(lay.nw)
@@ -462,15 +470,12 @@ impl GridSim {
         let variant = masked as usize + 2 * damaged as usize;
         if self.kernels[variant].is_none() {
             let key = (self.lay.stride, self.lay.nw, masked, damaged);
-            let k = self
-                .cache
-                .get(key)
-                .map_err(|e| crate::error::Error::Value(format!("JIT: {e}")))?;
+            let k = self.cache.get(key).map_err(jit_err)?;
             self.kernels[variant] = Some(k);
-            self.size_spills();
+            self.size_spills()?;
         }
         if self.spills.len() < pool.current_num_threads() {
-            self.size_spills(); // the pool grew since the last step
+            self.size_spills()?; // the pool grew since the last step
         }
         let kernel = self.kernels[variant].as_ref().unwrap();
         let lay = self.lay;

@@ -2,7 +2,9 @@
 //! on `L` words, with explicit AVX-512 where the CPU has it.
 
 use crate::aligned::AlignedVec;
+use crate::error::Result;
 use crate::kernels::SimdLevel;
+use crate::memory;
 
 /// The four bitwise kernels every remaining gate is one of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -162,10 +164,10 @@ pub(crate) struct Arena {
 }
 
 impl Arena {
-    pub(crate) fn new(n_slots: usize, words: usize) -> Arena {
-        Arena {
-            words: AlignedVec::zeros(n_slots.max(1) * words),
-        }
+    pub(crate) fn new(n_slots: usize, words: usize) -> Result<Arena> {
+        Ok(Arena {
+            words: memory::try_zeros(n_slots.max(1) * words, "the simulator's arenas")?,
+        })
     }
 
     /// The arena as slots of `L` words.

@@ -111,8 +111,8 @@ pub fn draw_masks(shape: GridShape, steps: usize, fire_rate: f64, seed: u64) -> 
     }
     let geo = Geo::new(shape, 1, false);
     let hw = shape.height * shape.width;
-    let mut out = vec![0u8; bytes];
-    let mut mask = vec![0u64; geo.n_words];
+    let mut out = memory::try_vec(bytes, 0u8, "the masks")?;
+    let mut mask = memory::try_vec(geo.n_words, 0u64, "the masks")?;
     threads::pool().install(|| {
         for t in 0..steps {
             random_mask(&geo, &mut mask, fire_rate, seed, t);

@@ -3,6 +3,7 @@
 use std::ops::Range;
 
 use super::masks::Masks;
+pub use crate::interrupt::{Interrupt, INTERRUPT_CHECK_EVERY};
 
 /// Options of [`simulate`].
 #[derive(Debug, Clone)]
@@ -25,23 +26,6 @@ pub struct SimOptions<'a> {
     /// [`crate::error::Error::Interrupted`] (the Python bindings check for Ctrl-C here).
     /// Results do not depend on it.
     pub interrupt: Option<Interrupt<'a>>,
-}
-
-/// How often the Python bindings ask whether a long run should stop.
-pub const INTERRUPT_CHECK_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
-
-/// A check whether to stop a run (see [`SimOptions::interrupt`]).
-#[derive(Clone, Copy)]
-pub struct Interrupt<'a> {
-    pub check: &'a (dyn Fn() -> bool + Sync),
-    /// Running time between checks (zero: after every step).
-    pub every: std::time::Duration,
-}
-
-impl std::fmt::Debug for Interrupt<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Interrupt")
-    }
 }
 
 impl SimOptions<'_> {

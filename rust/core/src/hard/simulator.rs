@@ -241,8 +241,7 @@ impl Simulator {
                 let kernels = jit
                     .kernels
                     .get_or_init(|| grid::KernelCache::new(Netlist::from_circuit(circuit)));
-                let sim = grid::GridSim::new(kernels.clone(), shape, periodic)
-                    .map_err(|e| Error::Value(format!("JIT: {e}")))?;
+                let sim = grid::GridSim::new(kernels.clone(), shape, periodic)?;
                 Inner::Jit(Box::new(sim))
             }
             _ => Inner::Slots(Box::new(SlotSim::new(circuit, shape, periodic, words)?)),
@@ -301,13 +300,6 @@ impl Simulator {
         }
     }
 
-    /// The current state as `B × H × W × C` bytes of 0/1.
-    pub fn read(&self) -> Vec<u8> {
-        let mut out = vec![0u8; self.shape.cells() * self.channels];
-        self.read_into(&mut out);
-        out
-    }
-
     /// Sets the damage plane (`H × W` or `B × H × W` bytes, 1 = dead; `None` removes it).
     pub fn set_damage(&mut self, cells: Option<&[u8]>) -> Result<()> {
         threads::pool().install(|| match &mut self.inner {
@@ -331,7 +323,11 @@ impl Simulator {
     /// replaces the damage plane; `opts.periodic` and `opts.words` are the simulator's
     /// own). Returns the grids of [`super::frame_steps`] concatenated.
     pub fn run(&mut self, opts: &SimOptions<'_>) -> Result<Vec<u8>> {
-        let mut out = vec![0u8; output_len(self.shape, self.channels, opts)?];
+        let mut out = memory::try_vec(
+            output_len(self.shape, self.channels, opts)?,
+            0u8,
+            "the grids",
+        )?;
         self.run_chunked(opts, Some(&mut out))?;
         Ok(out)
     }
@@ -513,7 +509,11 @@ pub fn simulate_on(
     shape: GridShape,
     opts: &SimOptions<'_>,
 ) -> Result<Vec<u8>> {
-    let mut out = vec![0u8; output_len(shape, circuit.channels(), opts)?];
+    let mut out = memory::try_vec(
+        output_len(shape, circuit.channels(), opts)?,
+        0u8,
+        "the grids",
+    )?;
     let mut sim = threads::pool().install(|| {
         let mut sim = Simulator::new(circuit, shape, opts.periodic, Some(engine), opts.words)?;
         sim.load(x)?;

@@ -23,7 +23,11 @@ use super::packing::{pack_plane, pack_row, Geo};
 use crate::engine::GridShape;
 use crate::error::{shape_err, value_err, Result};
 use crate::kernels::{self, SimdLevel};
+use crate::memory;
 use crate::threads;
+
+/// What the buffers are, in the error when the system refuses them.
+const WHAT: &str = "the simulator's buffers";
 
 /// Arena bytes per thread the automatic block width aims for: well inside a 48 KiB L1
 /// data cache, next to the state rows a block reads.
@@ -197,13 +201,13 @@ impl SlotSim {
             batch: shape.batch,
             words,
             level: kernels::simd_level(),
-            cur: vec![0; geo.n_words * geo.channels],
-            next: vec![0; geo.n_words * geo.channels],
-            mask: vec![0; geo.n_words],
+            cur: memory::try_vec(geo.n_words * geo.channels, 0, WHAT)?,
+            next: memory::try_vec(geo.n_words * geo.channels, 0, WHAT)?,
+            mask: memory::try_vec(geo.n_words, 0, WHAT)?,
             damage: Vec::new(),
             arenas: (0..threads)
-                .map(|_| Mutex::new(Arena::new(circuit.n_slots, words)))
-                .collect(),
+                .map(|_| Ok(Mutex::new(Arena::new(circuit.n_slots, words)?)))
+                .collect::<Result<_>>()?,
         })
     }
 
@@ -288,7 +292,7 @@ impl SlotSim {
                 d[i]
             );
         }
-        let mut plane = vec![0u64; boards * self.geo.height * self.geo.nw];
+        let mut plane = memory::try_vec(boards * self.geo.height * self.geo.nw, 0u64, WHAT)?;
         threads::pool().install(|| pack_plane(&self.geo, d, &mut plane));
         self.damage = plane;
         Ok(())
@@ -310,13 +314,6 @@ impl SlotSim {
                     }
                 })
         });
-    }
-
-    /// The current state as a `B × H × W × C` grid of 0/1 bytes.
-    pub fn read(&self) -> Vec<u8> {
-        let mut out = vec![0u8; self.cells() * self.geo.channels];
-        self.read_into(&mut out);
-        out
     }
 
     /// Packs this step's update mask; false when every cell updates.
