@@ -4,7 +4,9 @@ use logicars_core::{GridShape, Wires};
 use numpy::{PyArray1, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 
-use crate::errors::{InvalidValueError, ShapeError};
+use pyo3::exceptions::PyMemoryError;
+
+use crate::errors::{InvalidValueError, MemoryLimitError, ShapeError};
 
 pub fn slice<'a, T: numpy::Element>(
     name: &str,
@@ -145,4 +147,27 @@ impl<'py> Binary<'py> {
             Binary::Owned(_, v) => Ok(v),
         }
     }
+}
+
+/// A zeroed uint8 array of `dims` from numpy's allocator (which, unlike Rust's, asks for
+/// huge pages on big arrays: a 16 MB grid is then written without thousands of page
+/// faults). An allocation the system refuses raises `MemoryLimitError` (numpy's own
+/// constructor from Rust would panic on it).
+pub fn zeros_u8<'py>(py: Python<'py>, dims: Vec<usize>) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
+    let bytes = dims.iter().product::<usize>();
+    let array = py
+        .import("numpy")?
+        .call_method1("zeros", (dims, "uint8"))
+        .map_err(|e| {
+            if e.is_instance_of::<PyMemoryError>(py) {
+                MemoryLimitError::new_err(format!(
+                    "the system refused {} MB for the result (an address-space or cgroup \
+                     limit, or memory in use elsewhere)",
+                    bytes >> 20
+                ))
+            } else {
+                e
+            }
+        })?;
+    Ok(array.cast_into::<PyArrayDyn<u8>>()?)
 }

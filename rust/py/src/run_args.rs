@@ -6,7 +6,7 @@ use logicars_core::{self as core, GridShape};
 use numpy::{PyArrayDyn, PyArrayMethods};
 use pyo3::prelude::*;
 
-use crate::convert::Binary;
+use crate::convert::{zeros_u8, Binary};
 use crate::errors::{to_py, InvalidValueError, ShapeError};
 use crate::signals::detach_interruptible;
 
@@ -102,9 +102,7 @@ impl<'py> RunArgs<'_, 'py> {
         if self.record_every > 0 {
             dims.insert(0, hard::n_frames(steps, self.record_every));
         }
-        // numpy's allocator, unlike Rust's, asks for huge pages on big arrays: a 16 MB
-        // grid is then written without thousands of page faults.
-        let array = PyArrayDyn::<u8>::zeros(py, dims, false);
+        let array = zeros_u8(py, dims)?;
         {
             let mut rw = array.readwrite();
             let out = rw

@@ -5,7 +5,7 @@ use numpy::{PyArrayDyn, PyArrayMethods};
 use pyo3::prelude::*;
 
 use crate::circuit::HardCircuit;
-use crate::convert::{grid_of, Binary};
+use crate::convert::{grid_of, zeros_u8, Binary};
 use crate::errors::{to_py, ShapeError};
 use crate::run_args::RunArgs;
 
@@ -66,7 +66,7 @@ impl Simulator {
     fn read<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
         let s = self.sim.shape();
         let dims = vec![s.batch, s.height, s.width, self.sim.channels()];
-        let array = PyArrayDyn::<u8>::zeros(py, dims, false);
+        let array = zeros_u8(py, dims)?;
         {
             let mut rw = array.readwrite();
             let out = rw
