@@ -515,19 +515,8 @@ impl Workspace {
                             .iter_mut()
                             .for_each(|v| *v = 0.0);
                         let back = &program.backward;
-                        for (c, &row) in back.out_rows.iter().enumerate() {
-                            let g = &g[c * CHUNK..][..CHUNK];
-                            let dst = &mut arena.grad[row as usize * CHUNK..][..CHUNK];
-                            match mask {
-                                None => dst.copy_from_slice(g),
-                                Some(m) => {
-                                    let m = &m[k * CHUNK..][..CHUNK];
-                                    for i in 0..CHUNK {
-                                        dst[i] = g[i] * m[i];
-                                    }
-                                }
-                            }
-                        }
+                        let m = mask.map(|m| &m[k * CHUNK..][..CHUNK]);
+                        seed_outputs(&back.out_rows, g, m, &mut arena.grad);
                         let arenas = (&arena.act[..], &mut arena.grad[..]);
                         let act_rows = program.gates.n_rows;
                         kernels::backward(back, act_rows, back_coefs, arenas, acc, cells, level);
@@ -542,6 +531,25 @@ impl Workspace {
             }
         }
         Ok(total)
+    }
+}
+
+/// Writes a chunk's gradient w.r.t. the next state (`g`, one `CHUNK` row per channel)
+/// into the gradient rows of the step's outputs, through the chunk's update mask when
+/// the step is asynchronous (cells that did not fire pass no gradient back through
+/// the gates).
+fn seed_outputs(out_rows: &[u32], g: &[f32], mask: Option<&[f32]>, grad: &mut [f32]) {
+    for (c, &row) in out_rows.iter().enumerate() {
+        let g = &g[c * CHUNK..][..CHUNK];
+        let dst = &mut grad[row as usize * CHUNK..][..CHUNK];
+        match mask {
+            None => dst.copy_from_slice(g),
+            Some(m) => {
+                for i in 0..CHUNK {
+                    dst[i] = g[i] * m[i];
+                }
+            }
+        }
     }
 }
 

@@ -36,37 +36,8 @@ impl<'py> RunArgs<'_, 'py> {
         run: impl FnOnce(&SimOptions<'_>, Option<&mut [u8]>) -> core::Result<()> + Send,
     ) -> PyResult<Option<Bound<'py, PyArrayDyn<u8>>>> {
         let steps = self.steps;
-        let masks = self
-            .masks
-            .map(|m| Binary::extract("masks", m))
-            .transpose()?;
-        if let Some(m) = &masks {
-            let want = [shape.batch, steps, shape.height, shape.width];
-            if m.shape() != want {
-                return Err(ShapeError::new_err(format!(
-                    "masks: expected shape (B, steps, H, W) = {want:?}, got {:?}",
-                    m.shape()
-                )));
-            }
-            if self.fire_rate.is_some() {
-                return Err(InvalidValueError::new_err(
-                    "give either masks or fire_rate, not both",
-                ));
-            }
-        }
-        let damage = self
-            .damage
-            .map(|d| Binary::extract("damage", d))
-            .transpose()?;
-        if let Some(d) = &damage {
-            let ds = d.shape();
-            let hw = [shape.height, shape.width];
-            if !(ds == hw || ds == [shape.batch, shape.height, shape.width]) {
-                return Err(ShapeError::new_err(format!(
-                    "damage: expected shape (H, W) = {hw:?} or (B, H, W), got {ds:?}"
-                )));
-            }
-        }
+        let masks = self.masks(shape)?;
+        let damage = self.damage(shape)?;
         let damage_until = self.damage_until.unwrap_or(steps).min(steps);
         if self.damage_from > damage_until {
             return Err(InvalidValueError::new_err(format!(
@@ -115,5 +86,47 @@ impl<'py> RunArgs<'_, 'py> {
             })?;
         }
         Ok(Some(array))
+    }
+
+    /// The update masks, checked against `shape` and `fire_rate`.
+    fn masks(&self, shape: GridShape) -> PyResult<Option<Binary<'py>>> {
+        let steps = self.steps;
+        let masks = self
+            .masks
+            .map(|m| Binary::extract("masks", m))
+            .transpose()?;
+        if let Some(m) = &masks {
+            let want = [shape.batch, steps, shape.height, shape.width];
+            if m.shape() != want {
+                return Err(ShapeError::new_err(format!(
+                    "masks: expected shape (B, steps, H, W) = {want:?}, got {:?}",
+                    m.shape()
+                )));
+            }
+            if self.fire_rate.is_some() {
+                return Err(InvalidValueError::new_err(
+                    "give either masks or fire_rate, not both",
+                ));
+            }
+        }
+        Ok(masks)
+    }
+
+    /// The damage plane, checked against `shape`.
+    fn damage(&self, shape: GridShape) -> PyResult<Option<Binary<'py>>> {
+        let damage = self
+            .damage
+            .map(|d| Binary::extract("damage", d))
+            .transpose()?;
+        if let Some(d) = &damage {
+            let ds = d.shape();
+            let hw = [shape.height, shape.width];
+            if !(ds == hw || ds == [shape.batch, shape.height, shape.width]) {
+                return Err(ShapeError::new_err(format!(
+                    "damage: expected shape (H, W) = {hw:?} or (B, H, W), got {ds:?}"
+                )));
+            }
+        }
+        Ok(damage)
     }
 }

@@ -75,6 +75,33 @@ impl Layout {
         self.rows() * self.channels * self.stride
     }
 
+    /// The rows above and below grid row `g` (None: the zero row) for one kernel
+    /// call, and how many rows (at most `left`) it covers: a row at a board's edge alone
+    /// (its neighbours wrap or are 0), else every row up to the board's last but one.
+    fn call_rows(&self, g: usize, left: usize) -> (Option<usize>, Option<usize>, usize) {
+        let r = g % self.height;
+        if r == 0 || r + 1 == self.height {
+            let up = if r > 0 {
+                Some(g - 1)
+            } else if self.periodic {
+                Some(g + self.height - 1)
+            } else {
+                None
+            };
+            let down = if r + 1 < self.height {
+                Some(g + 1)
+            } else if self.periodic {
+                Some(g + 1 - self.height)
+            } else {
+                None
+            };
+            (up, down, 1)
+        } else {
+            let rows = (self.height - 1 - r).min(left);
+            (Some(g - 1), Some(g + 1), rows)
+        }
+    }
+
     /// Where the data of grid row `g`, channel 0, starts.
     fn row_at(&self, g: usize) -> usize {
         g * self.channels * self.stride + DATA
@@ -504,33 +531,11 @@ impl GridSim {
                     let mut k = 0;
                     while k < n_rows {
                         let g = row0 + k;
-                        let r = g % lay.height;
-                        // A row at a board's edge alone (its neighbours wrap or are 0),
-                        // else every row up to the board's last but one in one call.
-                        let (up, down, rows) = if r == 0 || r + 1 == lay.height {
-                            let up = if r > 0 {
-                                at(g - 1)
-                            } else if lay.periodic {
-                                at(g + lay.height - 1)
-                            } else {
-                                zero
-                            };
-                            let down = if r + 1 < lay.height {
-                                at(g + 1)
-                            } else if lay.periodic {
-                                at(g + 1 - lay.height)
-                            } else {
-                                zero
-                            };
-                            (up, down, 1)
-                        } else {
-                            let rows = (lay.height - 1 - r).min(n_rows - k);
-                            (at(g - 1), at(g + 1), rows)
-                        };
+                        let (up, down, rows) = lay.call_rows(g, n_rows - k);
                         let args = RowArgs {
-                            up,
+                            up: up.map_or(zero, at),
                             mid: at(g),
-                            down,
+                            down: down.map_or(zero, at),
                             out: out[k * row_words + DATA..].as_mut_ptr(),
                             mask: mask.map_or(std::ptr::null(), |m| m[g * lay.nw..].as_ptr()),
                             damage: damage.map_or(std::ptr::null(), |d| {
