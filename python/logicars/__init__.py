@@ -13,6 +13,7 @@ from ._core import build_info as _build_info
 from ._core import num_threads
 from ._core import set_num_threads as _set_num_threads
 from .analyze import analyze  # the function shadows the submodule attribute
+from .callbacks import EpochContext, StopTraining
 from .display import Animation, LivePage, live, show
 from .model import MAX_THREADS, Model, Simulator, check_int
 from .presets import PRESETS, Preset, get_preset, preset_for_kind
@@ -41,6 +42,7 @@ def build_info() -> dict[str, str]:
 __all__ = [
     "PRESETS",
     "Animation",
+    "EpochContext",
     "GrowTask",
     "LifeTask",
     "LivePage",
@@ -52,6 +54,7 @@ __all__ = [
     "RunResult",
     "Relaxation",
     "Simulator",
+    "StopTraining",
     "Task",
     "UpdateSpec",
     "analyze",

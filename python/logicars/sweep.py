@@ -71,6 +71,8 @@ RESERVED = {
     "threads": "set the engine threads of every point with threads_per_run (--threads-per-run)",
     "task": "name the task as preset: a preset or a task kind (life:B36/S23, ...)",
     "spec": "a sweep trains presets and task kinds, which bring their own spec",
+    "callbacks": "callbacks are Python callables of this process, and points train in "
+    "others; call train(callbacks=...) to use them",
 }
 # What makes a value a list of values to sweep (a string or a number is one value).
 _SWEPT_TYPES = (list, tuple, range)
@@ -224,6 +226,11 @@ def expand_grid(grid: Grid) -> list[Point]:
     seen: dict[str, dict[str, Any]] = {}
     for g in grids:
         for options in _product(g):
+            if options.get("tensorboard") not in (None, False, True):
+                raise ValueError(
+                    "a sweep takes tensorboard=True (each point's events in its run "
+                    "directory), not a directory that every point would write into"
+                )
             name = point_name(options)
             if name in seen:
                 if seen[name] == options:

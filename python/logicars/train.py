@@ -11,7 +11,8 @@ run directory behind:
 - `summary.json`: preset, seed, epochs, final losses, first epoch with hard loss 0,
   wall time, active gates, threads, build info;
 - `loss.png`: soft and hard loss on a log scale;
-- `rollout.gif`: the trained circuit's hard rollout of a fresh sample.
+- `rollout.gif`: the trained circuit's hard rollout of a fresh sample;
+- with `tensorboard=True`, `events.out.tfevents.*`: the metrics rows for TensorBoard.
 
 Determinism: the seed fixes the wiring (`Model(spec, seed)`), the data
 (`numpy.random.default_rng(seed)`, one `sample` per epoch) and the async masks (the
@@ -22,17 +23,17 @@ to training N + M straight.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import io
 import json
 import math
 import os
 import re
 import signal
+import stat
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from types import FrameType
@@ -41,6 +42,7 @@ from typing import Any, BinaryIO, NamedTuple, Union
 import numpy as np
 
 from . import _core
+from .callbacks import Callback, EpochContext, check_callbacks, run_callbacks
 from .checkpoint import load_checkpoint, memory_cap_bytes, save_checkpoint
 from .errors import CheckpointError, InvalidValueError
 from .evaluate import evaluate
@@ -51,6 +53,7 @@ from .repair import repair as repair_circuit
 from .runlock import RunLock
 from .spec import ModelSpec, Relaxation
 from .tasks import Task, task_from_dict
+from .tensorboard_log import TensorBoardLog, require_writer
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -206,12 +209,49 @@ def _write_atomic(path: Path, text: str) -> None:
 
 
 def _metrics_csv(rows: list[EpochMetrics]) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(EpochMetrics._fields)
-    for r in rows:
-        w.writerow([r.epoch, repr(r.soft_loss), repr(r.hard_loss), f"{r.elapsed_s:.4f}"])
-    return buf.getvalue()
+    """metrics.csv's text: the header and a line per row (`_metrics_line`)."""
+    return ",".join(EpochMetrics._fields) + "\n" + "".join(_metrics_line(r) for r in rows)
+
+
+def _metrics_line(r: EpochMetrics) -> str:
+    """One row of metrics.csv: the losses exactly (`repr`), the time to 0.1 ms."""
+    return f"{r.epoch},{r.soft_loss!r},{r.hard_loss!r},{r.elapsed_s:.4f}\n"
+
+
+def _start_metrics_csv(path: Path, rows: list[EpochMetrics]) -> BinaryIO:
+    """metrics.csv as of the run's last checkpoint (`rows`: none for a new run), opened
+    for appending the rows to come.
+
+    The checkpoint holds every row up to its epoch, so the file is rebuilt from them
+    (atomically): rows a killed run logged after its checkpoint are dropped, as that
+    training is done again, and whatever else the file held is replaced. Only a
+    metrics.csv that is not a regular file (a directory, a FIFO, a device, a symlink) is
+    refused, before any training."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as e:
+        raise ValueError(f"{path}: cannot inspect the metrics file: {e.strerror or e}") from None
+    if mode is not None and not stat.S_ISREG(mode):
+        raise ValueError(
+            f"{path} is not a regular file ({_file_kind(mode)}); move it away to train "
+            "into this run directory"
+        )
+    write_atomic(path, _metrics_csv(rows).encode())
+    return open(path, "ab")
+
+
+def _file_kind(mode: int) -> str:
+    kinds = (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISLNK, "a symbolic link"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    )
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
 
 
 # ---- resume state ---------------------------------------------------------------------
@@ -447,6 +487,25 @@ def _check_state_fields(extra: dict[str, Any], spec: ModelSpec) -> None:
         raise ValueError("metrics must be rows [epoch, soft_loss, hard_loss, elapsed_s] of numbers")
 
 
+def _check_tensorboard(tensorboard: Any) -> Path | bool | None:
+    """`tensorboard`: True (the run directory), a directory, or None/False (no event
+    files); tensorboardX must be importable for the first two."""
+    if tensorboard is None or tensorboard is False:
+        return None
+    if tensorboard is True:
+        out: Path | bool = True
+    elif isinstance(tensorboard, (str, os.PathLike)) and os.fspath(tensorboard) != "":
+        out = Path(tensorboard)
+        if out.exists() and not out.is_dir():
+            raise ValueError(f"tensorboard: {out} exists and is not a directory")
+    else:
+        raise TypeError(
+            f"tensorboard must be True (the run directory) or a directory, got {tensorboard!r}"
+        )
+    require_writer()
+    return out
+
+
 def _relaxation(
     preset: Preset, relax: str | Relaxation | None, options: dict[str, Any]
 ) -> Relaxation:
@@ -595,6 +654,8 @@ def train(
     asynchronous: bool = False,
     task: Task | None = None,
     spec: ModelSpec | None = None,
+    callbacks: Sequence[Callback] | None = None,
+    tensorboard: bool | PathLike | None = None,
 ) -> RunResult:
     """Trains `preset` and writes a run directory.
 
@@ -643,6 +704,32 @@ def train(
       data and async masks only. Not with `resume`. Default: the preset's own start
       (`Preset.init`: the lizard starts from the notebook's seed-23 wiring) unless `seed`
       is given, else a fresh model.
+    - `callbacks`: callables `callback(row, context)` called after every epoch, in order,
+      with the epoch's `EpochMetrics` row (as appended to metrics.csv) and a
+      `logicars.EpochContext` (run directory, the model, preset, attempt, the epoch this
+      call started after, target epochs, solved epoch). A callback returns None/False to
+      go on, or True (or raises `logicars.StopTraining`) to end the run after this epoch
+      as an early stop: final checkpoint, `summary["early_stopped"]` and
+      `summary["stopped_by_callback"]` (its name), plots. Callbacks that only read do
+      not change the run (the model's async mask stream is restored after them). Any
+      other exception from a callback propagates out of `train` after this epoch's
+      checkpoint is written (no summary or plots), so `resume` continues from there.
+      They are not stored: a resumed run is given them again. Local to this process:
+      `logicars.sweep` does not take them.
+    - `tensorboard`: True writes the metrics rows (`soft_loss`, `hard_loss`,
+      `elapsed_s` at step = epoch) as TensorBoard event files into the run directory
+      (`tensorboard --logdir runs` shows every run), a directory writes them there,
+      None/False (default) writes none. Needs the optional extra
+      (`pip install 'logicars[tensorboard]'`, tensorboardX); ImportError before any
+      training without it. A resumed run given `tensorboard` again continues the same
+      log: its event file starts with TensorBoard's purge marker at its first epoch, so
+      epochs a killed run logged after its checkpoint appear once.
+
+    metrics.csv is appended and flushed after every epoch (a crash loses at most the
+    epoch it interrupts); a resumed run first rebuilds it from the checkpoint's rows
+    (epochs logged after the checkpoint are trained again), so the file of a resumed run
+    is the file of an uninterrupted one (the `elapsed_s` column aside). A metrics.csv
+    that is not a regular file is refused with ValueError before any training.
 
     Ctrl-C, SIGTERM and SIGHUP stop after the current epoch, save and return normally
     (`RunResult.interrupted`, `RunResult.stopped_by`). Another process writing the same
@@ -670,6 +757,8 @@ def train(
         preset = task
     if size is not None:
         size = check_int("size", size, 1)
+    hooks = check_callbacks(callbacks)
+    tensorboard_dir = _check_tensorboard(tensorboard)
     if preset is None and resume is None:
         raise ValueError("a preset is required unless resuming a run")
     relax_options = {"tau": tau, "noise": noise, "warmup": warmup}
@@ -775,7 +864,8 @@ def train(
     if threads is not None:
         _core.set_num_threads(threads)
     try:
-        return _run(model, state, dataset, run_dir, quiet, checkpoint_every)
+        logdir = run_dir if tensorboard_dir is True else tensorboard_dir
+        return _run(model, state, dataset, run_dir, quiet, checkpoint_every, hooks, logdir)
     finally:
         lock.release()
         if threads is not None:
@@ -789,13 +879,53 @@ def _run(
     run_dir: Path,
     quiet: bool,
     checkpoint_every: int | None,
+    callbacks: list[Callback],
+    tensorboard_dir: Path | bool | None,
+) -> RunResult:
+    """The run from `state` on: metrics.csv as of its checkpoint, the TensorBoard log if
+    asked for, then the epochs (`_train_epochs`)."""
+    metrics_file = _start_metrics_csv(run_dir / "metrics.csv", state.metrics)
+    board = None
+    if isinstance(tensorboard_dir, Path):
+        try:
+            board = TensorBoardLog(tensorboard_dir, state.epoch)
+        except BaseException:
+            metrics_file.close()
+            raise
+    try:
+        return _train_epochs(
+            model, state, dataset, run_dir, quiet, checkpoint_every, callbacks, metrics_file, board
+        )
+    finally:
+        if board is not None:
+            board.close()
+
+
+def _train_epochs(
+    model: Model,
+    state: _State,
+    dataset: Any,
+    run_dir: Path,
+    quiet: bool,
+    checkpoint_every: int | None,
+    callbacks: list[Callback],
+    metrics_file: BinaryIO,
+    board: TensorBoardLog | None,
 ) -> RunResult:
     from .progress import progress_bar
 
     ckpt = run_dir / CHECKPOINT_NAME
-    metrics_path = run_dir / "metrics.csv"
-    _write_atomic(metrics_path, _metrics_csv(state.metrics))
+    if board is not None:
+        callbacks = [board, *callbacks]  # first: it logs the epoch whoever stops the run
+
+    def checkpoint(**flags: bool) -> None:
+        # The event log first: what a checkpoint holds, the log has on disk too.
+        if board is not None:
+            board.flush()
+        save_checkpoint(ckpt, model, state.to_extra(**flags))
+
     start_epoch = state.epoch
+    stopped_by_callback = None
     offset = state.elapsed
     early_stopped = False
     bar = progress_bar(
@@ -809,8 +939,7 @@ def _run(
     # The handler stays in place until the outputs are written: a Ctrl-C at any point
     # of a run still ends with a checkpoint and a complete run directory.
     with _StopOnInterrupt() as stop:
-        with bar, open(metrics_path, "a", newline="") as mf:
-            writer = csv.writer(mf, lineterminator="\n")
+        with bar, metrics_file:
             for epoch in range(start_epoch + 1, state.target_epochs + 1):
                 # An attempt that ran its epochs unsolved: repair it, else a fresh wiring.
                 # Checked before the epoch, so that a run ending (or interrupted) right
@@ -835,8 +964,9 @@ def _run(
                         f"last good checkpoint: {where}"
                     )
                 state.metrics.append(row)
-                writer.writerow([epoch, repr(soft), repr(hard), f"{row.elapsed_s:.4f}"])
-                mf.flush()
+                # Appended as it comes: a crash loses at most the epoch it interrupts.
+                metrics_file.write(_metrics_line(row).encode())
+                metrics_file.flush()
                 if hard == 0:
                     state.zero_streak += 1
                     if state.first_zero is None:
@@ -852,10 +982,20 @@ def _run(
                 early_stopped = (
                     state.early_stop is not None and state.zero_streak >= state.early_stop
                 ) or (state.stop_on_solve and state.solved_epoch == epoch)
+                if callbacks:
+                    try:
+                        asked = _epoch_callbacks(callbacks, row, model, state, run_dir, start_epoch)
+                    except Exception:
+                        checkpoint()  # the run resumes from this epoch
+                        raise
+                    if asked is not None and not early_stopped and epoch < state.target_epochs:
+                        early_stopped = True
+                        stopped_by_callback = asked
                 if early_stopped or stop.requested or epoch == state.target_epochs:
                     break
                 if checkpoint_every is not None and epoch % checkpoint_every == 0:
-                    save_checkpoint(ckpt, model, state.to_extra())
+                    checkpoint()
+            os.fsync(metrics_file.fileno())
         interrupted = stop.requested and state.epoch < state.target_epochs and not early_stopped
         if state.epoch == state.target_epochs and _final_repair(model, state):
             state.solved_epoch = state.epoch
@@ -863,11 +1003,8 @@ def _run(
         if state.epoch == state.target_epochs and state.solved_epoch is None:
             model = _best_of_attempts(model, state, run_dir)
         # The final checkpoint first: whatever happens while plotting, the run is safe.
-        save_checkpoint(
-            ckpt, model, state.to_extra(interrupted=interrupted, early_stopped=early_stopped)
-        )
-        _write_atomic(metrics_path, _metrics_csv(state.metrics))
-        summary = _summary(model, state, interrupted, early_stopped)
+        checkpoint(interrupted=interrupted, early_stopped=early_stopped)
+        summary = _summary(model, state, interrupted, early_stopped, stopped_by_callback)
         _write_atomic(run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
         plot_losses(state.metrics, run_dir / "loss.png", title=state.preset.name)
         write_rollout_gif(model, state.preset, run_dir / "rollout.gif", seed=state.seed)
@@ -881,6 +1018,28 @@ def _run(
         state.preset,
         stop.signal_name if interrupted else None,
     )
+
+
+def _epoch_callbacks(
+    callbacks: list[Callback],
+    row: EpochMetrics,
+    model: Model,
+    state: _State,
+    run_dir: Path,
+    start_epoch: int,
+) -> str | None:
+    """Runs the callbacks after an epoch (`logicars.callbacks.run_callbacks`): the name of
+    the one that asked to stop, if any."""
+    context = EpochContext(
+        run_dir=run_dir,
+        model=model,
+        preset=state.preset,
+        attempt=len(state.restarts),
+        start_epoch=start_epoch,
+        target_epochs=state.target_epochs,
+        solved_epoch=state.solved_epoch,
+    )
+    return run_callbacks(callbacks, row, context)
 
 
 # `evaluate`'s seed for the validation check during training; the held-out check of the
@@ -1011,7 +1170,13 @@ def _repaired(model: Model, state: _State, budget: int) -> bool:
     return result.wrong_after == 0 and _confirmed(model, state.preset)
 
 
-def _summary(model: Model, state: _State, interrupted: bool, early_stopped: bool) -> dict[str, Any]:
+def _summary(
+    model: Model,
+    state: _State,
+    interrupted: bool,
+    early_stopped: bool,
+    stopped_by_callback: str | None = None,
+) -> dict[str, Any]:
     from . import __version__, build_info
 
     last = state.metrics[-1] if state.metrics else None
@@ -1044,6 +1209,8 @@ def _summary(model: Model, state: _State, interrupted: bool, early_stopped: bool
         "gates": p.gates(),
         "early_stop": state.early_stop,
         "early_stopped": early_stopped,
+        # The callback (`train(callbacks=...)`) that ended the run, if one did.
+        "stopped_by_callback": stopped_by_callback,
         "interrupted": interrupted,
         "threads": _core.num_threads(),
         "batch": p.batch,
