@@ -40,9 +40,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use logicars_core::bitsliced::{Circuit, SimOptions, StepMask};
 use logicars_core::gates::{N_OPS, PASS_A};
-use logicars_core::hard::{default_engine, simulate, HardEngine, Simulator};
+use logicars_core::hard::{
+    default_engine, simulate, Circuit, HardEngine, SimOptions, Simulator, StepMask,
+};
 use logicars_core::{GridShape, Model, PerceiveSpec, Spec, UpdateSpec, Wiring};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -116,7 +117,7 @@ fn trained_gol() -> Circuit {
         g[op.to_digit(16).expect("hex digit") as usize] = 1.0;
     }
     model.set_logits(&logits).expect("finite logits");
-    let circuit = Circuit::from_model(&model);
+    let circuit = model.compile_circuit();
     let boards: Vec<u8> = (0..512u32)
         .flat_map(|i| (0..9).map(move |e| ((i >> e) & 1) as u8))
         .collect();
@@ -159,8 +160,8 @@ fn bench_hard(c: &mut Criterion) {
         .collect();
     let circuits = [
         ("trained", trained_gol()),
-        ("random", Circuit::from_model(&gol_model(0.0, 1))),
-        ("sparse", Circuit::from_model(&gol_model(0.45, 2))),
+        ("random", gol_model(0.0, 1).compile_circuit()),
+        ("sparse", gol_model(0.45, 2).compile_circuit()),
     ];
     let words: Vec<usize> = match std::env::var("LOGICARS_BENCH_WORDS") {
         Ok(v) => v.split(',').filter_map(|w| w.trim().parse().ok()).collect(),

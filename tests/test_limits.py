@@ -118,21 +118,37 @@ def test_set_num_threads_refuses_huge_counts() -> None:
 
 
 UNDER_RLIMIT_AS = """
-import resource, sys
+import dataclasses, resource, sys
 resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))  # ulimit -v 4194304
 import numpy as np
 import logicars
 from logicars.errors import MemoryLimitError
 
 spec = logicars.get_preset("checkerboard").spec
-model = logicars.Model(spec, 0)
 print("cap", logicars._core.memory_cap_mb(), flush=True)
 try:
     if sys.argv[1] == "rollout":
+        model = logicars.Model(spec, 0)
         model.rollout(np.zeros((1, 1500, 1500, spec.channels), np.float32), 20)
-    else:
+    elif sys.argv[1] == "train_step":
+        model = logicars.Model(spec, 0)
         x = np.zeros((2, 1000, 1000, spec.channels), np.float32)
         model.train_step(x, x)
+    elif sys.argv[1] == "threads_then_rollout":
+        logicars.set_num_threads(1024)
+        model = logicars.Model(spec, 0)
+        model.rollout(np.zeros((1, 1500, 1500, spec.channels), np.float32), 20)
+    elif sys.argv[1] == "model":  # 18 M gates: 3.5 GB of logits and AdamW moments
+        big = logicars.ModelSpec.build(
+            channels=8, kernels=16, perceive=[8, 4, 2, 1],
+            update=[9000, 9_000_000, 9_000_000], num_steps=1,
+        )
+        connections = ["unique", "unique", "unique", "random"]  # 8 outputs of 9 M inputs
+        big = big.replace(update=dataclasses.replace(big.update, connections=connections))
+        logicars.Model(big, 0)
+    elif sys.argv[1] == "simulate":  # 201 recorded grids of 32 MB
+        model = logicars.Model(spec, 0)
+        model.simulate(np.zeros((1, 2000, 2000, spec.channels), np.uint8), 200, record=1)
 except MemoryLimitError as e:
     print("MemoryLimitError:", e)
     sys.exit(3)
@@ -141,13 +157,17 @@ except MemoryLimitError as e:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux address-space limits")
 @pytest.mark.parametrize("cap", [None, "1000000"])
-@pytest.mark.parametrize("call", ["rollout", "train_step"])
+@pytest.mark.parametrize(
+    "call", ["rollout", "train_step", "threads_then_rollout", "model", "simulate"]
+)
 def test_work_over_the_address_space_limit_is_refused_not_aborted(
     call: str, cap: str | None
 ) -> None:
     """Under `ulimit -v 4194304` the default cap follows the address space left, so work
     that cannot get its memory raises MemoryLimitError instead of aborting (SIGABRT);
-    with a cap set far above it, the refused allocation itself raises it."""
+    with a cap set far above it, the refused allocation itself raises it: the float
+    engine's buffers (also with 1024 threads' arenas), a model's logits and AdamW
+    moments, and the hard engine's recorded grids."""
     env = {k: v for k, v in os.environ.items() if k != "LOGICARS_MAX_MEMORY_MB"}
     if cap is not None:
         env["LOGICARS_MAX_MEMORY_MB"] = cap

@@ -1,9 +1,32 @@
 """Type stubs of the compiled engine (`rust/py`)."""
 
+from typing import final
+
 import numpy as np
 import numpy.typing as npt
 
-CHUNK: int
+# pyo3 lists what the module adds, in that order; its classes cannot be subclassed (@final).
+__all__ = [
+    "Engine",
+    "HardCircuit",
+    "Simulator",
+    "unique_pairs",
+    "set_num_threads",
+    "num_threads",
+    "memory_cap_mb",
+    "build_info",
+    "measure_fma_peak",
+    "frame_steps",
+    "draw_masks",
+    "InvalidValueError",
+    "ShapeError",
+    "MemoryLimitError",
+    "_panic_for_tests",
+    "PanicException",
+    "EXPORT_FORMATS",
+    "GATE_NAMES",
+]
+
 EXPORT_FORMATS: list[str]
 # The 16 gate names in index order (FALSE, AND, ..., TRUE).
 GATE_NAMES: list[str]
@@ -15,6 +38,7 @@ class MemoryLimitError(MemoryError): ...
 class PanicException(BaseException):
     """A Rust panic (a bug in the engine), raised instead of aborting the process."""
 
+@final
 class Engine:
     @staticmethod
     def create(config_json: str, seed: int) -> Engine: ...
@@ -61,8 +85,8 @@ class Engine:
     ) -> tuple[float, float]: ...
     def hard_ops(self) -> npt.NDArray[np.uint8]: ...
     def hard_circuit(self) -> HardCircuit: ...
-    def hard_circuit_stats(self) -> list[tuple[str, int]]: ...
 
+@final
 class HardCircuit:
     def simulate(
         self,
@@ -79,7 +103,6 @@ class HardCircuit:
         words: int = 0,
     ) -> npt.NDArray[np.uint8]: ...
     def stats(self) -> list[tuple[str, int]]: ...
-    def channels(self) -> int: ...
     def netlist(
         self,
     ) -> tuple[
@@ -89,14 +112,15 @@ class HardCircuit:
     @property
     def periodic(self) -> bool: ...
 
+@final
 class Simulator:
-    def __init__(
-        self,
+    def __new__(
+        cls,
         circuit: HardCircuit,
         x: npt.ArrayLike,
         periodic: bool | None = None,
         engine: str | None = None,
-    ) -> None: ...
+    ) -> Simulator: ...
     def load(self, x: npt.ArrayLike) -> None: ...
     def read(self) -> npt.NDArray[np.uint8]: ...
     def run(

@@ -8,12 +8,18 @@
 //! at a few states plus one arena per thread.
 
 use std::sync::Mutex;
+use std::time::Instant;
 
 use rayon::prelude::*;
 
 use crate::aligned::AlignedVec;
 use crate::error::{Error, Result};
+use crate::interrupt::Interrupt;
 use crate::kernels::{self, CHUNK};
+use crate::memory;
+
+/// What a workspace buffer is, in the error when the system refuses one.
+const WHAT: &str = "a rollout buffer";
 use crate::program::Program;
 use crate::threads;
 
@@ -224,114 +230,6 @@ pub(crate) struct Workspace {
     n_rows: (usize, usize),
 }
 
-/// A workspace buffer, or `Error::Memory` when the system refuses it (below the cap:
-/// `ulimit -v`, cgroups, memory taken by others) instead of aborting the process.
-fn buffer<T: crate::aligned::Plain>(len: usize) -> Result<AlignedVec<T>> {
-    AlignedVec::try_zeros(len).map_err(|bytes| {
-        Error::Memory(format!(
-            "the system refused {} MB for a rollout buffer (an address-space or cgroup \
-             limit, or memory in use elsewhere; the memory cap is {} MB)",
-            bytes >> 20,
-            memory_cap_mb()
-        ))
-    })
-}
-
-/// Default cap on the memory of one workspace or simulation.
-const DEFAULT_MAX_MEMORY_MB: usize = 8192;
-
-/// The memory cap in MB: `LOGICARS_MAX_MEMORY_MB`, else 8192 or, when less, three
-/// quarters of what the process can still get under its address-space limit
-/// (`ulimit -v`) and its cgroup's memory limit (Linux; the limits are read once), so
-/// that work the process cannot get is refused instead of aborting in the allocator.
-pub fn memory_cap_mb() -> usize {
-    if let Some(mb) = std::env::var("LOGICARS_MAX_MEMORY_MB")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-    {
-        return mb;
-    }
-    let room_mb = headroom::bytes().map_or(usize::MAX, |b| (b / 4 * 3) >> 20);
-    DEFAULT_MAX_MEMORY_MB.min(room_mb)
-}
-
-/// Memory the process can still get under hard limits (not free memory: with
-/// overcommit, allocations beyond it still succeed).
-mod headroom {
-    #[cfg(target_os = "linux")]
-    pub fn bytes() -> Option<usize> {
-        use std::sync::OnceLock;
-        static LIMITS: OnceLock<(Option<usize>, Option<String>)> = OnceLock::new();
-        let (address_space, cgroup) = LIMITS.get_or_init(|| (address_space_limit(), cgroup_dir()));
-        let mut room: Option<usize> = None;
-        if let Some(limit) = address_space {
-            let used = status_kb("VmSize:")?.saturating_mul(1024);
-            room = Some(limit.saturating_sub(used));
-        }
-        if let Some(dir) = cgroup {
-            let max = read_number(&format!("{dir}/memory.max"));
-            let current = read_number(&format!("{dir}/memory.current"));
-            if let (Some(max), Some(current)) = (max, current) {
-                // The page cache counts in memory.current but is given back on demand.
-                let cache = std::fs::read_to_string(format!("{dir}/memory.stat"))
-                    .ok()
-                    .and_then(|stat| {
-                        let line = stat.lines().find(|l| l.starts_with("file "))?;
-                        line[5..].trim().parse::<usize>().ok()
-                    })
-                    .unwrap_or(0);
-                let left = max.saturating_sub(current.saturating_sub(cache));
-                room = Some(room.map_or(left, |r| r.min(left)));
-            }
-        }
-        room
-    }
-
-    #[cfg(not(target_os = "linux"))]
-    pub fn bytes() -> Option<usize> {
-        None
-    }
-
-    /// The soft `RLIMIT_AS` in bytes, None when unlimited.
-    #[cfg(target_os = "linux")]
-    fn address_space_limit() -> Option<usize> {
-        let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
-        let line = limits
-            .lines()
-            .find(|l| l.starts_with("Max address space"))?;
-        let soft = line["Max address space".len()..]
-            .split_whitespace()
-            .next()?;
-        soft.parse().ok() // "unlimited" does not parse
-    }
-
-    /// This process's cgroup (v2) directory when it has a memory limit.
-    #[cfg(target_os = "linux")]
-    fn cgroup_dir() -> Option<String> {
-        let cgroup = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-        let path = cgroup.lines().find_map(|l| l.strip_prefix("0::"))?;
-        let dir = format!("/sys/fs/cgroup{}", path.trim_end_matches('/'));
-        read_number(&format!("{dir}/memory.max")).map(|_| dir) // "max": no limit
-    }
-
-    #[cfg(target_os = "linux")]
-    fn read_number(path: &str) -> Option<usize> {
-        std::fs::read_to_string(path).ok()?.trim().parse().ok()
-    }
-
-    #[cfg(target_os = "linux")]
-    fn status_kb(field: &str) -> Option<usize> {
-        let status = std::fs::read_to_string("/proc/self/status").ok()?;
-        let line = status.lines().find(|l| l.starts_with(field))?;
-        line[field.len()..].split_whitespace().next()?.parse().ok()
-    }
-}
-
-/// Whether `bytes` exceed the memory cap (saturating: a huge cap cannot wrap around).
-pub(crate) fn over_memory_cap(bytes: usize) -> bool {
-    bytes > memory_cap_mb().saturating_mul(1 << 20)
-}
-
 impl Workspace {
     /// Bytes a workspace for this shape would take (saturating: absurd step counts
     /// give `usize::MAX`, never a wrapped small number).
@@ -371,8 +269,8 @@ impl Workspace {
         let threads = threads::num_threads();
         let bytes =
             Self::estimate_bytes(program, shape, steps, threads).saturating_add(extra_bytes);
-        if over_memory_cap(bytes) {
-            let cap_mb = memory_cap_mb();
+        if memory::over_cap(bytes) {
+            let cap_mb = memory::cap_mb();
             return Err(Error::Memory(format!(
                 "a grid of {}x{}x{} cells over {steps} steps needs about {} MB of buffers, \
                  more than the limit of {cap_mb} MB (set LOGICARS_MAX_MEMORY_MB to raise it)",
@@ -404,17 +302,23 @@ impl Workspace {
         let n_chunks = layout.n_chunks;
         let gpatch_len = (n_chunks + 1) * 9 * program.channels * CHUNK;
         let mut ws = Workspace {
-            states: buffer((steps + 1) * state_len)?,
+            states: memory::try_zeros((steps + 1) * state_len, WHAT)?,
             masks: Vec::new(),
-            grad_state: [buffer(state_len)?, buffer(state_len)?],
-            gpatch: [buffer(gpatch_len)?, buffer(gpatch_len)?],
-            acc: buffer(n_chunks * program.n_coefs())?,
+            grad_state: [
+                memory::try_zeros(state_len, WHAT)?,
+                memory::try_zeros(state_len, WHAT)?,
+            ],
+            gpatch: [
+                memory::try_zeros(gpatch_len, WHAT)?,
+                memory::try_zeros(gpatch_len, WHAT)?,
+            ],
+            acc: memory::try_zeros(n_chunks * program.n_coefs(), WHAT)?,
             arenas: Vec::new(),
             n_rows: (program.gates.n_rows, program.backward.n_rows),
             layout,
             steps,
         };
-        ws.ensure_arenas(threads);
+        ws.ensure_arenas(threads)?;
         Ok(ws)
     }
 
@@ -423,14 +327,16 @@ impl Workspace {
         self.layout.shape == shape && self.steps >= steps
     }
 
-    fn ensure_arenas(&mut self, threads: usize) {
+    /// One arena per pool thread (the pool may have grown since the workspace was made).
+    fn ensure_arenas(&mut self, threads: usize) -> Result<()> {
         let (act_rows, grad_rows) = self.n_rows;
         while self.arenas.len() < threads {
             self.arenas.push(Mutex::new(Arena {
-                act: AlignedVec::zeros(act_rows * CHUNK),
-                grad: AlignedVec::zeros(grad_rows * CHUNK),
+                act: memory::try_zeros(act_rows * CHUNK, WHAT)?,
+                grad: memory::try_zeros(grad_rows * CHUNK, WHAT)?,
             }));
         }
+        Ok(())
     }
 
     pub fn state(&self, t: usize) -> &[f32] {
@@ -461,9 +367,16 @@ impl Workspace {
     }
 
     /// Runs `steps` steps from state 0, keeping every state. `coefs`: 4 per parameter.
-    pub fn forward(&mut self, program: &Program, coefs: &[[f32; 4]], steps: usize, masked: bool) {
+    pub fn forward(
+        &mut self,
+        program: &Program,
+        coefs: &[[f32; 4]],
+        steps: usize,
+        masked: bool,
+        interrupt: Option<Interrupt<'_>>,
+    ) -> Result<()> {
         let pool = threads::pool();
-        self.ensure_arenas(pool.current_num_threads());
+        self.ensure_arenas(pool.current_num_threads())?;
         let level = kernels::simd_level();
         let len = self.layout.state_len();
         let chunk_len = self.layout.chunk_state_len();
@@ -475,37 +388,54 @@ impl Workspace {
             arenas,
             ..
         } = self;
-        pool.install(|| {
-            for t in 0..steps {
-                let (done, rest) = states.split_at_mut((t + 1) * len);
-                let cur = &done[t * len..];
-                let next = &mut rest[..layout.n_chunks * chunk_len];
-                let mask = masked.then(|| &masks[t * n_pad..(t + 1) * n_pad]);
-                next.par_chunks_mut(chunk_len)
-                    .enumerate()
-                    .for_each(|(k, out)| {
-                        let mut arena = lock_arena(arenas);
-                        let gates = &program.rollout;
-                        layout.fill_patch(cur, k, &mut arena.act);
-                        let cells = layout.chunk_cells(k);
-                        kernels::forward(gates, coefs, &mut arena.act, cells, level);
-                        for (c, &row) in gates.out_rows.iter().enumerate() {
-                            let new = &arena.act[row as usize * CHUNK..][..CHUNK];
-                            let dst = &mut out[c * CHUNK..][..CHUNK];
-                            match mask {
-                                None => dst.copy_from_slice(new),
-                                Some(m) => {
-                                    let old = &cur[k * chunk_len + c * CHUNK..][..CHUNK];
-                                    let m = &m[k * CHUNK..][..CHUNK];
-                                    for i in 0..CHUNK {
-                                        dst[i] = old[i] * (1.0 - m[i]) + new[i] * m[i];
-                                    }
+        let mut step = |t: usize| {
+            let (done, rest) = states.split_at_mut((t + 1) * len);
+            let cur = &done[t * len..];
+            let next = &mut rest[..layout.n_chunks * chunk_len];
+            let mask = masked.then(|| &masks[t * n_pad..(t + 1) * n_pad]);
+            next.par_chunks_mut(chunk_len)
+                .enumerate()
+                .for_each(|(k, out)| {
+                    let mut arena = lock_arena(arenas);
+                    let gates = &program.rollout;
+                    layout.fill_patch(cur, k, &mut arena.act);
+                    let cells = layout.chunk_cells(k);
+                    kernels::forward(gates, coefs, &mut arena.act, cells, level);
+                    for (c, &row) in gates.out_rows.iter().enumerate() {
+                        let new = &arena.act[row as usize * CHUNK..][..CHUNK];
+                        let dst = &mut out[c * CHUNK..][..CHUNK];
+                        match mask {
+                            None => dst.copy_from_slice(new),
+                            Some(m) => {
+                                let old = &cur[k * chunk_len + c * CHUNK..][..CHUNK];
+                                let m = &m[k * CHUNK..][..CHUNK];
+                                for i in 0..CHUNK {
+                                    dst[i] = old[i] * (1.0 - m[i]) + new[i] * m[i];
                                 }
                             }
                         }
-                    });
+                    }
+                });
+        };
+        // One hand-over to the pool per `interrupt.every` of running (else one in all),
+        // the check made between them on the calling thread.
+        let mut t = 0;
+        while t < steps {
+            let until = Interrupt::deadline(interrupt);
+            pool.install(|| {
+                while t < steps {
+                    step(t);
+                    t += 1;
+                    if until.is_some_and(|u| Instant::now() >= u) {
+                        break;
+                    }
+                }
+            });
+            if t < steps {
+                Interrupt::poll(interrupt)?;
             }
-        });
+        }
+        Ok(())
     }
 
     /// Back-propagates from `grad_final` (gradient of the loss w.r.t. the state after
@@ -528,9 +458,9 @@ impl Workspace {
         steps: usize,
         masked: bool,
         grad_final: &[f32],
-    ) -> Vec<f64> {
+    ) -> Result<Vec<f64>> {
         let pool = threads::pool();
-        self.ensure_arenas(pool.current_num_threads());
+        self.ensure_arenas(pool.current_num_threads())?;
         let level = kernels::simd_level();
         let chunk_len = self.layout.chunk_state_len();
         let n_pad = self.layout.n_pad();
@@ -585,19 +515,8 @@ impl Workspace {
                             .iter_mut()
                             .for_each(|v| *v = 0.0);
                         let back = &program.backward;
-                        for (c, &row) in back.out_rows.iter().enumerate() {
-                            let g = &g[c * CHUNK..][..CHUNK];
-                            let dst = &mut arena.grad[row as usize * CHUNK..][..CHUNK];
-                            match mask {
-                                None => dst.copy_from_slice(g),
-                                Some(m) => {
-                                    let m = &m[k * CHUNK..][..CHUNK];
-                                    for i in 0..CHUNK {
-                                        dst[i] = g[i] * m[i];
-                                    }
-                                }
-                            }
-                        }
+                        let m = mask.map(|m| &m[k * CHUNK..][..CHUNK]);
+                        seed_outputs(&back.out_rows, g, m, &mut arena.grad);
                         let arenas = (&arena.act[..], &mut arena.grad[..]);
                         let act_rows = program.gates.n_rows;
                         kernels::backward(back, act_rows, back_coefs, arenas, acc, cells, level);
@@ -611,7 +530,26 @@ impl Workspace {
                 *t += v;
             }
         }
-        total
+        Ok(total)
+    }
+}
+
+/// Writes a chunk's gradient w.r.t. the next state (`g`, one `CHUNK` row per channel)
+/// into the gradient rows of the step's outputs, through the chunk's update mask when
+/// the step is asynchronous (cells that did not fire pass no gradient back through
+/// the gates).
+fn seed_outputs(out_rows: &[u32], g: &[f32], mask: Option<&[f32]>, grad: &mut [f32]) {
+    for (c, &row) in out_rows.iter().enumerate() {
+        let g = &g[c * CHUNK..][..CHUNK];
+        let dst = &mut grad[row as usize * CHUNK..][..CHUNK];
+        match mask {
+            None => dst.copy_from_slice(g),
+            Some(m) => {
+                for i in 0..CHUNK {
+                    dst[i] = g[i] * m[i];
+                }
+            }
+        }
     }
 }
 

@@ -9,8 +9,6 @@ pub const N_OPS: usize = 16;
 
 /// Index of the pass-through-A gate (the initialisation favourite).
 pub const PASS_A: usize = 3;
-/// Index of the pass-through-B gate.
-pub const PASS_B: usize = 5;
 
 /// Gate names in index order (the notebook's order).
 pub const OP_NAMES: [&str; N_OPS] = [

@@ -7,14 +7,14 @@
 //! forward, and back-propagates through every CA step (see DESIGN.md §3).
 
 pub mod aligned;
-pub mod bitsliced;
 mod engine;
 pub mod error;
 pub mod gates;
 pub mod hard;
+pub mod interrupt;
 pub mod kernels;
+pub mod memory;
 pub mod model;
-pub mod netlist;
 pub mod optim;
 pub mod peak;
 pub mod program;
@@ -23,9 +23,10 @@ pub mod spec;
 pub mod threads;
 pub mod wiring;
 
-pub use engine::{memory_cap_mb, GridShape};
+pub use engine::GridShape;
 pub use error::{Error, Result};
+pub use memory::cap_mb as memory_cap_mb;
 pub use model::{Decoding, Model, ParamInfo};
 pub use relax::Relax;
-pub use spec::{PerceiveSpec, Spec, UpdateSpec, Wiring};
-pub use wiring::Wires;
+pub use spec::{PerceiveSpec, Spec, UpdateSpec};
+pub use wiring::{Wires, Wiring};

@@ -5,10 +5,12 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
-use crate::bitsliced::{self, Circuit, Masks, SimOptions};
 use crate::engine::{GridShape, Workspace};
 use crate::error::{shape_err, value_err, Result};
 use crate::gates::M;
+use crate::hard::{self, Circuit, HardEngine, Masks, SimOptions};
+use crate::interrupt::Interrupt;
+use crate::memory;
 use crate::optim::AdamW;
 use crate::program::{param_offsets, Program};
 use crate::relax::{self, Relaxed};
@@ -16,8 +18,7 @@ use crate::spec::Spec;
 use crate::threads;
 use crate::wiring::{self, Wires};
 
-/// Logit of the pass-through gate in a fresh model (all others 0).
-pub const INIT_PASS_LOGIT: f32 = 10.0;
+pub use crate::relax::INIT_PASS_LOGIT;
 
 /// One named array of parameters, as the fixtures name them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,7 +64,7 @@ impl Model {
     pub fn new(spec: Spec, seed: u64) -> Result<Model> {
         spec.validate()?;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let mut draw = |layers: &[usize], conns: &[crate::spec::Wiring]| -> Result<Vec<Wires>> {
+        let mut draw = |layers: &[usize], conns: &[wiring::Wiring]| -> Result<Vec<Wires>> {
             layers
                 .windows(2)
                 .zip(conns)
@@ -74,7 +75,7 @@ impl Model {
         let update = draw(&spec.update.layers, &spec.update.connections)?;
         let (_, _, n_params) = param_offsets(&spec);
         let per_gate = spec.relax.params_per_gate();
-        let mut logits = vec![0.0; n_params * per_gate];
+        let mut logits = memory::try_vec(n_params * per_gate, 0.0, "the model's logits")?;
         logits
             .chunks_mut(per_gate)
             .for_each(|g| spec.relax.init_gate(g));
@@ -100,7 +101,7 @@ impl Model {
         check_finite("logits", &logits)?;
         let program = Program::compile(&spec, &perceive_wires, &update_wires);
         Ok(Model {
-            optimizer: AdamW::new(logits.len()),
+            optimizer: AdamW::try_new(logits.len())?,
             spec,
             perceive_wires,
             update_wires,
@@ -190,13 +191,6 @@ impl Model {
                 offset: at * per_gate,
             });
         perceive.chain(update).collect()
-    }
-
-    /// Gate evaluations per cell per step (all kernels, all channels).
-    pub fn gates_per_cell_step(&self) -> usize {
-        let s = &self.spec;
-        let p: usize = s.perceive.layers[1..].iter().sum();
-        s.perceive.n_kernels * s.channels * p + s.update.layers[1..].iter().sum::<usize>()
     }
 
     fn per_gate(&self) -> usize {
@@ -333,16 +327,21 @@ impl Model {
                 if m.iter().any(|&v| !(0.0..=1.0).contains(&v)) {
                     return value_err!("masks: values must lie in [0, 1]");
                 }
-                Ok(Some(m.to_vec()))
+                let mut masks = memory::try_with_capacity(n, "the masks")?;
+                masks.extend_from_slice(m);
+                Ok(Some(masks))
             }
-            None => Ok(self.spec.async_fire_rate().map(|rate| {
+            None => {
+                let Some(rate) = self.spec.async_fire_rate() else {
+                    return Ok(None);
+                };
+                let mut masks = memory::try_with_capacity(n, "the masks")?;
                 let mut rng = ChaCha8Rng::seed_from_u64(self.mask_seed);
                 rng.set_stream(self.mask_draws);
                 self.mask_draws += 1;
-                (0..n)
-                    .map(|_| if rng.random::<f32>() < rate { 1.0 } else { 0.0 })
-                    .collect()
-            })),
+                masks.extend((0..n).map(|_| if rng.random::<f32>() < rate { 1.0 } else { 0.0 }));
+                Ok(Some(masks))
+            }
         }
     }
 
@@ -355,6 +354,7 @@ impl Model {
         steps: usize,
         coefs: &[[f32; 4]],
         masks: Option<&[f32]>,
+        interrupt: Option<Interrupt<'_>>,
     ) -> Result<&mut Workspace> {
         self.check_grid("x", x, shape, self.spec.channels)?;
         if !self
@@ -376,8 +376,7 @@ impl Model {
             // B × steps × H × W  ->  steps × cells
             let hw = shape.height * shape.width;
             let n_pad = ws.layout.n_pad();
-            ws.masks.clear();
-            ws.masks.resize(steps * n_pad, 0.0);
+            memory::try_resize(&mut ws.masks, steps * n_pad, 0.0, "the masks")?;
             for b in 0..shape.batch {
                 for t in 0..steps {
                     ws.masks[t * n_pad + b * hw..][..hw]
@@ -385,7 +384,7 @@ impl Model {
                 }
             }
         }
-        ws.forward(&self.program, coefs, steps, masks.is_some());
+        ws.forward(&self.program, coefs, steps, masks.is_some(), interrupt)?;
         Ok(ws)
     }
 
@@ -400,13 +399,31 @@ impl Model {
         masks: Option<&[f32]>,
         record: bool,
     ) -> Result<Vec<f32>> {
+        self.rollout_interruptible(x, shape, steps, decoding, masks, record, None)
+    }
+
+    /// [`Model::rollout`], asking `interrupt` between chunks of steps whether to stop
+    /// (then `Error::Interrupted`; the model's mask stream has still advanced).
+    #[allow(clippy::too_many_arguments)]
+    pub fn rollout_interruptible(
+        &mut self,
+        x: &[f32],
+        shape: GridShape,
+        steps: usize,
+        decoding: Decoding,
+        masks: Option<&[f32]>,
+        record: bool,
+        interrupt: Option<Interrupt<'_>>,
+    ) -> Result<Vec<f32>> {
         let drawn = masks.is_some() || self.spec.is_async;
         self.check_rollout(x, shape, steps, drawn, record)?;
         let masks = self.resolve_masks(masks, shape, steps)?;
         let coefs = self.coefficients(decoding);
-        let ws = self.forward(x, shape, steps, &coefs, masks.as_deref())?;
+        let channels = self.spec.channels;
+        let ws = self.forward(x, shape, steps, &coefs, masks.as_deref(), interrupt)?;
         let first = if record { 0 } else { steps };
-        let mut out = Vec::new();
+        let len = (steps + 1 - first) * shape.cells() * channels;
+        let mut out = memory::try_with_capacity(len, "the rollout's grids")?;
         for t in first..=steps {
             ws.read_grid(t, &mut out);
         }
@@ -510,7 +527,7 @@ impl Model {
         } else {
             Vec::new() // the forward's own
         };
-        self.forward(x, shape, steps, &coefs, masks)?;
+        self.forward(x, shape, steps, &coefs, masks, None)?;
         let mut seed = Vec::new();
         let loss = self.loss(y, per_cell, steps, Some(&mut seed));
         let ws = self.workspace.as_mut().unwrap();
@@ -519,8 +536,8 @@ impl Model {
         } else {
             &back_coefs
         };
-        let gc = ws.backward(&self.program, &coefs, back, steps, masks.is_some(), &seed);
-        let mut grad = vec![0f32; self.logits.len()];
+        let gc = ws.backward(&self.program, &coefs, back, steps, masks.is_some(), &seed)?;
+        let mut grad = memory::try_vec(self.logits.len(), 0f32, "the gradient")?;
         let per_gate = self.per_gate();
         pool.install(|| {
             (
@@ -548,7 +565,7 @@ impl Model {
         let binary = |v: &[f32]| v.iter().all(|&b| b == 0.0 || b == 1.0);
         if !(binary(x) && masks.is_none_or(binary)) {
             let coefs = self.coefficients(Decoding::Hard);
-            self.forward(x, shape, steps, &coefs, masks)?;
+            self.forward(x, shape, steps, &coefs, masks, None)?;
             return Ok(self.loss(y, per_cell, steps, None));
         }
         self.check_grid("x", x, shape, self.spec.channels)?;
@@ -558,15 +575,22 @@ impl Model {
         if let Some(m) = &mask_bits {
             opts.masks = Masks::Given(m);
         }
-        let out = bitsliced::simulate(self.hard_circuit(), &bits, shape, &opts)?;
+        let out = hard::simulate_on(HardEngine::Slots, self.hard_circuit(), &bits, shape, &opts)?;
         let c = self.spec.channels;
         let value = |n: usize, ch: usize| out[n * c + ch] as f32;
         Ok(self.squared_error(y, per_cell, shape.cells(), value, |_, _, _| {}))
     }
 
-    /// The hard circuit of the current logits, compiled again only when a gate's most
-    /// likely op changed (compiling took 0.1–0.3 ms of every epoch on one thread).
-    fn hard_circuit(&mut self) -> &Circuit {
+    /// The hard circuit of the current logits, compiled afresh (see
+    /// [`Model::hard_circuit`] for the cached one).
+    pub fn compile_circuit(&self) -> Circuit {
+        Circuit::compile(&self.program, &self.hard_ops())
+    }
+
+    /// The hard circuit of the current logits (each gate its most likely op), compiled
+    /// again only when a gate's most likely op changed (compiling took 0.1–0.3 ms of
+    /// every epoch on one thread).
+    pub fn hard_circuit(&mut self) -> &Circuit {
         let relax = self.spec.relax;
         let per_gate = self.per_gate();
         let current = self.hard_circuit.as_ref().is_some_and(|(ops, _)| {

@@ -2,6 +2,8 @@
 
 use rayon::prelude::*;
 
+use crate::error::Result;
+use crate::memory;
 use crate::threads;
 
 pub const CLIP: f32 = 100.0;
@@ -19,12 +21,13 @@ pub struct AdamW {
 }
 
 impl AdamW {
-    pub fn new(n: usize) -> AdamW {
-        AdamW {
-            m: vec![0.0; n],
-            v: vec![0.0; n],
+    /// Zero moments for `n` parameters, or `Error::Memory` when the system refuses them.
+    pub fn try_new(n: usize) -> Result<AdamW> {
+        Ok(AdamW {
+            m: memory::try_vec(n, 0.0, "the optimizer's moments")?,
+            v: memory::try_vec(n, 0.0, "the optimizer's moments")?,
             t: 0,
-        }
+        })
     }
 
     /// Clips every gradient element to ±100, then one decoupled AdamW step:

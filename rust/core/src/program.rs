@@ -129,6 +129,56 @@ pub fn param_offsets(spec: &Spec) -> (Vec<usize>, Vec<usize>, usize) {
     (perceive, update, next)
 }
 
+/// A gate instruction.
+fn instr(a: usize, b: usize, out: usize, coef: usize) -> Instr {
+    Instr {
+        a: a as u32,
+        b: b as u32,
+        out: out as u32,
+        coef: coef as u32,
+    }
+}
+
+/// Emits the update network's gates (inputs: the centre cell's `c_n` channels, then the
+/// perception outputs from `perception_base`; layers from `update_base` on). Returns the
+/// row after the last layer.
+fn emit_update(
+    instrs: &mut Vec<Instr>,
+    update: &[Wires],
+    c_n: usize,
+    (perception_base, update_base): (usize, usize),
+    u_off: &[usize],
+) -> usize {
+    let mut in_base = None; // None: centre cell ++ perception
+    let mut layer_base = update_base;
+    for (l, w) in update.iter().enumerate() {
+        let row_in = |i: u32| {
+            let i = i as usize;
+            match in_base {
+                None if i < c_n => patch_row(i, 4),
+                None => perception_base + (i - c_n),
+                Some(base) => base + i,
+            }
+        };
+        let first = instrs.len();
+        for j in 0..w.len() {
+            instrs.push(instr(
+                row_in(w.a[j]),
+                row_in(w.b[j]),
+                layer_base + j,
+                u_off[l] + j,
+            ));
+        }
+        // Gates of a layer are independent: visit them in input-row order, so reads
+        // stream through the previous layer instead of jumping around (randomly
+        // permuted wires would miss L1 on wide layers).
+        instrs[first..].sort_by_key(|i| (i.a.min(i.b), i.a.max(i.b)));
+        in_base = Some(layer_base);
+        layer_base += w.len();
+    }
+    layer_base
+}
+
 impl Program {
     /// Lays out the rows and emits every gate of one step. `spec` and the wires must
     /// have been validated (widths chain, wires in range).
@@ -147,12 +197,6 @@ impl Program {
         let n_rows = update_base + u_layers[1..].iter().sum::<usize>();
 
         let mut instrs = Vec::new();
-        let gate = |a: usize, b: usize, out: usize, coef: usize| Instr {
-            a: a as u32,
-            b: b as u32,
-            out: out as u32,
-            coef: coef as u32,
-        };
 
         let n_p = perceive.len();
         for c in 0..c_n {
@@ -173,7 +217,7 @@ impl Program {
                             hidden_at + j
                         };
                         let coef = p_off[l] + k * out_w + j;
-                        instrs.push(gate(row_in(w.a[j]), row_in(w.b[j]), out, coef));
+                        instrs.push(instr(row_in(w.a[j]), row_in(w.b[j]), out, coef));
                     }
                     in_base = Some(hidden_at);
                     hidden_at += out_w;
@@ -181,33 +225,13 @@ impl Program {
             }
         }
 
-        let mut in_base = None; // None: centre cell ++ perception
-        let mut layer_base = update_base;
-        for (l, w) in update.iter().enumerate() {
-            let row_in = |i: u32| {
-                let i = i as usize;
-                match in_base {
-                    None if i < c_n => patch_row(i, 4),
-                    None => perception_base + (i - c_n),
-                    Some(base) => base + i,
-                }
-            };
-            let first = instrs.len();
-            for j in 0..w.len() {
-                instrs.push(gate(
-                    row_in(w.a[j]),
-                    row_in(w.b[j]),
-                    layer_base + j,
-                    u_off[l] + j,
-                ));
-            }
-            // Gates of a layer are independent: visit them in input-row order, so reads
-            // stream through the previous layer instead of jumping around (randomly
-            // permuted wires would miss L1 on wide layers).
-            instrs[first..].sort_by_key(|i| (i.a.min(i.b), i.a.max(i.b)));
-            in_base = Some(layer_base);
-            layer_base += w.len();
-        }
+        let layer_base = emit_update(
+            &mut instrs,
+            update,
+            c_n,
+            (perception_base, update_base),
+            &u_off,
+        );
         let out_rows: Vec<u32> = (layer_base - c_n..layer_base).map(|r| r as u32).collect();
 
         let instrs = drop_dead_gates(instrs, n_rows, &out_rows);

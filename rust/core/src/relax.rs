@@ -30,6 +30,9 @@ use serde::{Deserialize, Serialize};
 use crate::error::{value_err, Result};
 use crate::gates::{self, M, N_OPS};
 
+/// Logit of the pass-through gate in a fresh model (all others 0).
+pub const INIT_PASS_LOGIT: f32 = 10.0;
+
 /// A relaxation and its parameters (`relax` in the config JSON; absent = softmax).
 // The modes without parameters are empty structs, not unit variants, so that serde
 // refuses a parameter given to them (`{"mode": "softmax", "tau": 2}`).
@@ -144,7 +147,7 @@ impl Relax {
             }
             _ => {
                 gate.fill(0.0);
-                gate[gates::PASS_A] = crate::model::INIT_PASS_LOGIT;
+                gate[gates::PASS_A] = INIT_PASS_LOGIT;
             }
         }
     }

@@ -4,19 +4,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{value_err, Error, Result};
+use crate::memory;
 use crate::relax::Relax;
-
-/// How a gate layer picks the two inputs of each gate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Wiring {
-    /// First perception layer: a = a permutation of the 8 neighbours, b = the centre.
-    FirstKernel,
-    /// The notebook's `get_unique_connections` followed by a random permutation.
-    Unique,
-    /// Two distinct random inputs per gate.
-    Random,
-}
+use crate::wiring::Wiring;
 
 /// The perception block: `n_kernels` networks sharing one wiring per layer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -154,13 +144,13 @@ impl Spec {
             .saturating_add(sum(&self.update.layers[1..]));
         let per_gate = 4 * self.relax.params_per_gate() * std::mem::size_of::<f32>();
         let bytes = gates.saturating_mul(per_gate);
-        if crate::engine::over_memory_cap(bytes) {
+        if memory::over_cap(bytes) {
             return Err(Error::Memory(format!(
                 "a model of {gates} gates needs about {} MB for its logits, gradient and \
                  AdamW state, more than the limit of {} MB (set LOGICARS_MAX_MEMORY_MB to \
                  raise it)",
                 bytes >> 20,
-                crate::engine::memory_cap_mb()
+                memory::cap_mb()
             )));
         }
         Ok(())

@@ -5,7 +5,19 @@ use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
 use crate::error::{value_err, Result};
-use crate::spec::Wiring;
+use serde::{Deserialize, Serialize};
+
+/// How a gate layer picks the two inputs of each gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Wiring {
+    /// First perception layer: a = a permutation of the 8 neighbours, b = the centre.
+    FirstKernel,
+    /// The notebook's `get_unique_connections` followed by a random permutation.
+    Unique,
+    /// Two distinct random inputs per gate.
+    Random,
+}
 
 /// Inputs of one gate layer: gate `j` reads `a[j]` and `b[j]` of the previous layer.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -19,11 +19,13 @@ use std::sync::{Arc, Mutex};
 use rayon::prelude::*;
 
 use super::jit::{Kernel, RowArgs, LANES};
+use super::masks::{random_mask, StepMask};
+use super::netlist::Netlist;
+use super::packing::Geo;
 use crate::aligned::AlignedVec;
-use crate::bitsliced::{self, Geo, StepMask};
 use crate::engine::GridShape;
 use crate::error::{shape_err, value_err, Result};
-use crate::netlist::Netlist;
+use crate::memory;
 use crate::threads;
 
 /// The fewest cells a task of a step holds.
@@ -71,6 +73,33 @@ impl Layout {
 
     pub(crate) fn words(&self) -> usize {
         self.rows() * self.channels * self.stride
+    }
+
+    /// The rows above and below grid row `g` (None: the zero row) for one kernel
+    /// call, and how many rows (at most `left`) it covers: a row at a board's edge alone
+    /// (its neighbours wrap or are 0), else every row up to the board's last but one.
+    fn call_rows(&self, g: usize, left: usize) -> (Option<usize>, Option<usize>, usize) {
+        let r = g % self.height;
+        if r == 0 || r + 1 == self.height {
+            let up = if r > 0 {
+                Some(g - 1)
+            } else if self.periodic {
+                Some(g + self.height - 1)
+            } else {
+                None
+            };
+            let down = if r + 1 < self.height {
+                Some(g + 1)
+            } else if self.periodic {
+                Some(g + 1 - self.height)
+            } else {
+                None
+            };
+            (up, down, 1)
+        } else {
+            let rows = (self.height - 1 - r).min(left);
+            (Some(g - 1), Some(g + 1), rows)
+        }
     }
 
     /// Where the data of grid row `g`, channel 0, starts.
@@ -210,10 +239,18 @@ fn not_binary(what: &str, x: &[u8]) -> Result<()> {
     }
 }
 
-/// Dense mask planes: `nw` words per grid row, plus slack for the last row's last vector.
-fn mask_plane(rows: usize, nw: usize) -> Vec<u64> {
-    vec![0; rows * nw + LANES]
+/// A failure to compile or map a kernel.
+fn jit_err(e: std::io::Error) -> crate::error::Error {
+    crate::error::Error::Value(format!("JIT: {e}"))
 }
+
+/// Dense mask planes: `nw` words per grid row, plus slack for the last row's last vector.
+fn mask_plane(rows: usize, nw: usize) -> Result<Vec<u64>> {
+    memory::try_vec(rows * nw + LANES, 0, WHAT)
+}
+
+/// What the buffers are, in the error when the system refuses them.
+const WHAT: &str = "the simulator's buffers";
 
 /// A kernel's layout and variant: row stride, mask words, masked, damaged.
 type KernelKey = (usize, usize, bool, bool);
@@ -278,29 +315,27 @@ pub(crate) struct GridSim {
 
 impl GridSim {
     /// A simulator of `cache`'s netlist for `shape`, taking its kernels from `cache`;
-    /// fails if the OS refuses executable memory.
-    pub(crate) fn new(
-        cache: KernelCache,
-        shape: GridShape,
-        periodic: bool,
-    ) -> std::io::Result<GridSim> {
+    /// fails if the OS refuses executable memory or the buffers.
+    pub(crate) fn new(cache: KernelCache, shape: GridShape, periodic: bool) -> Result<GridSim> {
         let channels = cache.net.channels;
         let lay = Layout::new(shape, channels, periodic);
-        let plain = cache.get((lay.stride, lay.nw, false, false))?;
+        let plain = cache
+            .get((lay.stride, lay.nw, false, false))
+            .map_err(jit_err)?;
         let mut sim = GridSim {
             lay,
             geo: Geo::new(shape, channels, periodic),
-            cur: AlignedVec::zeros(lay.words()),
-            next: AlignedVec::zeros(lay.words()),
-            zero_row: AlignedVec::zeros(channels * lay.stride),
-            mask: mask_plane(lay.rows(), lay.nw),
+            cur: memory::try_zeros(lay.words(), WHAT)?,
+            next: memory::try_zeros(lay.words(), WHAT)?,
+            zero_row: memory::try_zeros(channels * lay.stride, WHAT)?,
+            mask: mask_plane(lay.rows(), lay.nw)?,
             damage: Vec::new(),
             damage_rows: 0,
             kernels: [Some(plain), None, None, None],
             cache,
             spills: Vec::new(),
         };
-        sim.size_spills();
+        sim.size_spills()?;
         Ok(sim)
     }
 
@@ -313,7 +348,7 @@ impl GridSim {
             .saturating_mul(8)
     }
 
-    fn size_spills(&mut self) {
+    fn size_spills(&mut self) -> Result<()> {
         let words = self
             .kernels
             .iter()
@@ -324,9 +359,10 @@ impl GridSim {
         let threads = threads::num_threads().max(1);
         if self.spills.len() < threads || self.spills[0].lock().map_or(0, |s| s.len()) < words {
             self.spills = (0..threads)
-                .map(|_| Mutex::new(AlignedVec::zeros(words.max(LANES))))
-                .collect();
+                .map(|_| Ok(Mutex::new(memory::try_zeros(words.max(LANES), WHAT)?)))
+                .collect::<Result<_>>()?;
         }
+        Ok(())
     }
 
     fn cells(&self) -> usize {
@@ -398,7 +434,7 @@ impl GridSim {
             );
         }
         let rows = d.len() / lay.width;
-        let mut plane = mask_plane(rows, lay.nw);
+        let mut plane = mask_plane(rows, lay.nw)?;
         let seen = threads::pool().install(|| {
             plane[..rows * lay.nw]
                 .par_chunks_mut(lay.nw)
@@ -447,13 +483,13 @@ impl GridSim {
                     return value_err!("fire_rate must be in (0, 1], got {fire_rate}");
                 }
                 let n = lay.rows() * lay.nw;
-                bitsliced::random_mask(&self.geo, &mut self.mask[..n], fire_rate, seed, t);
+                random_mask(&self.geo, &mut self.mask[..n], fire_rate, seed, t);
                 Ok(true)
             }
         }
     }
 
-    /// Runs one step (see `bitsliced::Simulator::step`).
+    /// Runs one step (see `super::slots::SlotSim::step`).
     pub(crate) fn step(&mut self, mask: StepMask<'_>, damaged: bool) -> Result<()> {
         let pool = threads::pool();
         let masked = pool.install(|| self.prepare_mask(mask))?;
@@ -461,15 +497,12 @@ impl GridSim {
         let variant = masked as usize + 2 * damaged as usize;
         if self.kernels[variant].is_none() {
             let key = (self.lay.stride, self.lay.nw, masked, damaged);
-            let k = self
-                .cache
-                .get(key)
-                .map_err(|e| crate::error::Error::Value(format!("JIT: {e}")))?;
+            let k = self.cache.get(key).map_err(jit_err)?;
             self.kernels[variant] = Some(k);
-            self.size_spills();
+            self.size_spills()?;
         }
         if self.spills.len() < pool.current_num_threads() {
-            self.size_spills(); // the pool grew since the last step
+            self.size_spills()?; // the pool grew since the last step
         }
         let kernel = self.kernels[variant].as_ref().unwrap();
         let lay = self.lay;
@@ -498,33 +531,11 @@ impl GridSim {
                     let mut k = 0;
                     while k < n_rows {
                         let g = row0 + k;
-                        let r = g % lay.height;
-                        // A row at a board's edge alone (its neighbours wrap or are 0),
-                        // else every row up to the board's last but one in one call.
-                        let (up, down, rows) = if r == 0 || r + 1 == lay.height {
-                            let up = if r > 0 {
-                                at(g - 1)
-                            } else if lay.periodic {
-                                at(g + lay.height - 1)
-                            } else {
-                                zero
-                            };
-                            let down = if r + 1 < lay.height {
-                                at(g + 1)
-                            } else if lay.periodic {
-                                at(g + 1 - lay.height)
-                            } else {
-                                zero
-                            };
-                            (up, down, 1)
-                        } else {
-                            let rows = (lay.height - 1 - r).min(n_rows - k);
-                            (at(g - 1), at(g + 1), rows)
-                        };
+                        let (up, down, rows) = lay.call_rows(g, n_rows - k);
                         let args = RowArgs {
-                            up,
+                            up: up.map_or(zero, at),
                             mid: at(g),
-                            down,
+                            down: down.map_or(zero, at),
                             out: out[k * row_words + DATA..].as_mut_ptr(),
                             mask: mask.map_or(std::ptr::null(), |m| m[g * lay.nw..].as_ptr()),
                             damage: damage.map_or(std::ptr::null(), |d| {

@@ -1,6 +1,6 @@
 //! A pruned hard circuit compiled to x86-64 AVX2 machine code at run time.
 //!
-//! The slot engine (`crate::bitsliced`) keeps every gate's result in memory: two loads
+//! The slot engine (`super::slots`) keeps every gate's result in memory: two loads
 //! and a store per gate and vector, which bound it well below what the CPU's bitwise
 //! units can do. Here the circuit becomes one straight-line loop body over 256-bit
 //! `ymm` registers (256 cells of one grid row per iteration):
@@ -27,8 +27,8 @@ use std::io;
 
 use iced_x86::{Code, Encoder, IcedError, Instruction, MemoryOperand, Register};
 
-use crate::bitsliced::Kind;
-use crate::netlist::{NetOutput, Netlist};
+use super::kernels::Kind;
+use super::netlist::{NetOutput, Netlist};
 
 /// 64-bit words per vector register.
 pub(crate) const LANES: usize = 4;
@@ -704,7 +704,7 @@ fn generate(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::netlist::{Gate, PatchInput};
+    use crate::hard::netlist::{Gate, PatchInput};
 
     #[test]
     fn schedule_computes_every_value_after_its_operands() {

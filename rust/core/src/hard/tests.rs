@@ -4,12 +4,20 @@
 use rand::{Rng, RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use super::slot_tests::{random_bits, random_model, shape, spec, to_f32};
 use super::*;
-use crate::bitsliced::tests::{random_bits, random_model, shape, spec, to_f32};
-use crate::bitsliced::{Interrupt, Kind};
+use crate::engine::GridShape;
 use crate::gates::N_OPS;
+use crate::kernels::{self, SimdLevel};
 use crate::model::{Decoding, Model};
-use crate::netlist::{Gate, NetOutput, PatchInput};
+use crate::threads;
+
+/// The simulator's current grid.
+fn read(sim: &Simulator) -> Vec<u8> {
+    let mut out = vec![0u8; sim.shape().cells() * sim.channels()];
+    sim.read_into(&mut out);
+    out
+}
 
 /// Whether the JIT runs here; on a CPU with AVX2 (not forced to the portable kernels)
 /// it must, or a broken kernel that fails the start-up self-test would skip every test.
@@ -73,7 +81,7 @@ fn jit_matches_slots_and_float_hard_rollout() {
                 let sh = shape(1 + (case as usize % 2), h, w);
                 let sp = spec(c, 2, &[9, 8, 4, 2], &[24, 16], periodic);
                 let mut m = random_model(sp, 300 + case, [0.0, 0.4, 0.7][case as usize % 3]);
-                let circuit = Circuit::from_model(&m);
+                let circuit = m.compile_circuit();
                 let steps = 3;
                 let x = random_bits(sh.cells() * c, 0.5, case);
                 let masks = masked.then(|| random_bits(sh.cells() * steps, 0.6, case + 99));
@@ -120,7 +128,7 @@ fn every_gate_op_matches_on_the_jit() {
         logits[n - N_OPS..].iter_mut().for_each(|v| *v = 0.0);
         logits[n - N_OPS + op] = 5.0;
         m.set_logits(&logits).unwrap();
-        let circuit = Circuit::from_model(&m);
+        let circuit = m.compile_circuit();
         let sh = shape(4, 3, 70);
         let x = random_bits(sh.cells(), 0.5, op as u64);
         let (jit, slots) = both_engines(&circuit, &x, sh, 2, true, None, None);
@@ -144,7 +152,7 @@ fn damage_and_seeded_masks_match_the_slot_engine() {
     for (i, c) in [1usize, 3, 8].into_iter().enumerate() {
         let sp = spec(c, 2, &[9, 8, 4, 2], &[24, 16], i != 1);
         let m = random_model(sp, 77 + i as u64, 0.6);
-        let circuit = Circuit::from_model(&m);
+        let circuit = m.compile_circuit();
         let sh = shape(2, 12, 70 + 61 * i);
         let hw = sh.height * sh.width;
         let x = random_bits(sh.cells() * c, 0.5, 3);
@@ -181,7 +189,7 @@ fn gol_sized_circuit_matches_on_the_jit() {
     let sp = spec(1, 16, &[9, 8, 4, 2, 1], &hidden, true);
     for (seed, pass) in [(42, 0.6), (43, 0.45)] {
         let m = random_model(sp.clone(), seed, pass);
-        let circuit = Circuit::from_model(&m);
+        let circuit = m.compile_circuit();
         assert!(circuit.stats().active_gates > 100);
         let sh = shape(1, 33, 300);
         let x = random_bits(sh.cells(), 0.5, seed);
@@ -367,14 +375,14 @@ fn load_and_read_round_trip_and_reject_non_binary_values() {
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     for (c, w) in [(1, 1), (1, 64), (1, 77), (1, 200), (3, 65), (8, 129)] {
         let sp = spec(c, 1, &[9, 8, 4, 2], &[8], true);
-        let circuit = Circuit::from_model(&random_model(sp, 1, 0.5));
+        let circuit = random_model(sp, 1, 0.5).compile_circuit();
         let sh = shape(2, 3, w);
         let x: Vec<u8> = (0..sh.cells() * c)
             .map(|_| rng.random_range(0..2))
             .collect();
         let mut sim = Simulator::new(&circuit, sh, true, Some(HardEngine::Jit), 0).unwrap();
         sim.load(&x).unwrap();
-        assert_eq!(sim.read(), x);
+        assert_eq!(read(&sim), x);
         let mut bad = x.clone();
         let at = bad.len() - 1 - (rng.next_u32() as usize % bad.len());
         bad[at] = 2;
@@ -389,7 +397,7 @@ fn load_and_read_round_trip_and_reject_non_binary_values() {
 #[test]
 fn a_simulator_keeps_its_grid_between_runs() {
     let sp = spec(2, 2, &[9, 8, 4, 2], &[24, 16], true);
-    let circuit = Circuit::from_model(&random_model(sp, 8, 0.5));
+    let circuit = random_model(sp, 8, 0.5).compile_circuit();
     let sh = shape(1, 20, 90);
     let x = random_bits(sh.cells() * 2, 0.5, 1);
     let all = simulate(&circuit, &x, sh, &SimOptions::new(6, true)).unwrap();
@@ -405,7 +413,7 @@ fn a_simulator_keeps_its_grid_between_runs() {
         sim.run(&SimOptions::new(2, true)).unwrap();
         let last = sim.run(&SimOptions::new(4, true)).unwrap();
         assert_eq!(last, all, "{engine:?}");
-        assert_eq!(sim.read(), all);
+        assert_eq!(read(&sim), all);
     }
 }
 
@@ -414,13 +422,13 @@ fn the_model_gives_the_same_circuit_results_on_the_default_engine() {
     // Whatever engine this machine picks, `simulate` equals the slot engine.
     let sp = spec(3, 2, &[9, 8, 4, 2], &[24, 16], false);
     let m: Model = random_model(sp, 11, 0.5);
-    let circuit = Circuit::from_model(&m);
+    let circuit = m.compile_circuit();
     let sh = shape(2, 17, 150);
     let x = random_bits(sh.cells() * 3, 0.5, 2);
     let mut opts = SimOptions::new(5, false);
     opts.record_every = 1;
     let default = simulate(&circuit, &x, sh, &opts).unwrap();
-    let slots = bitsliced::simulate(&circuit, &x, sh, &opts).unwrap();
+    let slots = simulate_on(HardEngine::Slots, &circuit, &x, sh, &opts).unwrap();
     assert_eq!(default, slots);
 }
 
@@ -428,10 +436,17 @@ fn the_model_gives_the_same_circuit_results_on_the_default_engine() {
 fn a_simulator_follows_a_growing_pool() {
     // The crate's pool; other tests running meanwhile are thread-independent too.
     let sp = spec(1, 16, &[9, 8, 4, 2, 1], &[128, 64, 32, 16, 8, 4, 2], true);
-    let circuit = Circuit::from_model(&random_model(sp, 21, 0.45));
+    let circuit = random_model(sp, 21, 0.45).compile_circuit();
     let sh = shape(1, 64, 300);
     let x = random_bits(sh.cells(), 0.5, 3);
-    let want = bitsliced::simulate(&circuit, &x, sh, &SimOptions::new(4, true)).unwrap();
+    let want = simulate_on(
+        HardEngine::Slots,
+        &circuit,
+        &x,
+        sh,
+        &SimOptions::new(4, true),
+    )
+    .unwrap();
     threads::set_num_threads(1).unwrap();
     let mut sim = Simulator::new(&circuit, sh, true, None, 0).unwrap();
     sim.load(&x).unwrap();
@@ -447,7 +462,7 @@ fn an_interrupt_check_stops_a_run_and_never_changes_its_result() {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     let sp = spec(2, 2, &[9, 8, 4, 2], &[24, 16], true);
-    let circuit = Circuit::from_model(&random_model(sp, 8, 0.5));
+    let circuit = random_model(sp, 8, 0.5).compile_circuit();
     let sh = shape(2, 20, 70);
     let x = random_bits(sh.cells() * 2, 0.5, 4);
     let damage = random_bits(sh.height * sh.width, 0.2, 5);
