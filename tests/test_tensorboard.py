@@ -115,3 +115,23 @@ def test_a_sweep_writes_each_points_events_into_its_run(tmp_path: Path) -> None:
         assert read_scalars(run) == csv_scalars(run)
     with pytest.raises(ValueError, match="a sweep takes tensorboard=True"):
         logicars.sweep({**grid, "tensorboard": str(tmp_path)}, out=tmp_path / "s2")
+
+
+def test_cli_tensorboard_flag(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from logicars.cli import main
+
+    out = tmp_path / "run"
+    assert (
+        main(["train", "gol", "--epochs", "3", "--quiet", "--tensorboard", "--out", str(out)]) == 0
+    )
+    assert read_scalars(out) == csv_scalars(out)
+
+    monkeypatch.setitem(sys.modules, "tensorboardX", None)  # as if not installed
+    capsys.readouterr()
+    code = main(["train", "gol", "--epochs", "1", "--tensorboard", "--out", str(tmp_path / "b")])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "pip install 'logicars[tensorboard]'" in err
+    assert not (tmp_path / "b").exists()

@@ -56,6 +56,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument(
+        "--tensorboard",
+        action="store_true",
+        help="also write the losses as TensorBoard event files into the run directory "
+        "(needs the tensorboard extra: pip install 'logicars[tensorboard]')",
+    )
+    p.add_argument(
         "--early-stop",
         type=int_at_least(1),
         metavar="K",
@@ -118,6 +124,7 @@ def add_relax_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..presets import read_experiment
     from ..spec import Relaxation
+    from ..tensorboard_log import require_writer
     from ..train import DEFAULT_CHECKPOINT_EVERY, train
 
     if args.preset is None and args.resume is None:
@@ -145,6 +152,11 @@ def run(args: argparse.Namespace) -> int:
     }
     # The command line's options replace the file's.
     chosen = {k: v if v is not None else options.get(k) for k, v in given.items()}
+    if args.tensorboard:
+        try:
+            require_writer()
+        except ImportError as e:  # a missing extra: one line, before any work
+            raise UsageError(f"{PROG} train: --tensorboard: {e}") from None
     result = train(
         preset,
         size=args.size,
@@ -157,6 +169,7 @@ def run(args: argparse.Namespace) -> int:
         quiet=args.quiet,
         restart_every=args.restart_every,
         init=args.init,
+        tensorboard=True if args.tensorboard else None,
         **{
             **chosen,
             "stop_on_solve": True if chosen["stop_on_solve"] is None else chosen["stop_on_solve"],
