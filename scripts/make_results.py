@@ -224,7 +224,7 @@ def seed_table(rows: list[dict]) -> list[str]:
     return lines
 
 
-# What was tried on the growth presets' discretization gap (2026-11-24, this machine;
+# What was tried on the growth presets' discretization gap (2026-11-24 and -26, this machine;
 # probes on colored-G runs of the sweep above, not part of the generated tables).
 GROWTH_GAP = [
     "## Growth presets: the discretization gap stays open",
@@ -248,6 +248,12 @@ GROWTH_GAP = [
     "- **Fine-tuning the converged run in another relaxation** (600–800 epochs, the "
     "optimizer state kept): `gumbel-st` and `hard-st` lose the task (hard loss 109–449), "
     "`gumbel-soft` wanders between 4 and 16 wrong cells, `anneal` (τ → 0.3) stays at 2–4.",
+    "- **Progressive hardening** (2026-11-26, `python scripts/probe_hardening.py colored-g "
+    "RUN`): the most confident gates frozen to their op in 12 rounds from 45% to 100% of "
+    "the gates, 200 epochs of training the others after each. The soft loss climbs to "
+    "the hard loss (seed 1: 1e-4 to 6.0; seed 9: 1e-3 to 8) while the hard circuit "
+    "stays where training left it (6 and 8 wrong cells): the gates still soft cannot "
+    "make up for the frozen gates' mixtures.",
     "",
     "So the growth presets keep starts that solve: `colored-g` seed 13 (this engine's "
     "draw) and `lizard` the notebook's own seed-23 wiring (`logicars/data`), until a "
