@@ -4,15 +4,16 @@
 //!
 //! `cargo bench -p logicars-core --bench hard`. First, side by side in one run (rounds
 //! alternating, medians): the trained circuit on 256², 1024² and 4096² periodic grids
-//! with 1 and 2 threads on this machine's engine (`hard::default_engine`: the JIT where
-//! the CPU has AVX2), the slot engine, and the compiled-C reference of
+//! with 1 and 2 threads on this machine's engine (`hard::default_engine`: the AVX-512 JIT
+//! where the CPU has AVX-512F, the AVX2 JIT under `LOGICARS_SIMD=avx2`), the slot engine, and the compiled-C reference of
 //! `benches/c_reference.py` (built and checked bit for bit against `Model.simulate` by
 //! the Python package: `LOGICARS_PYTHON`, else `.venv/bin/python`, else `python3`;
 //! skipped with a note where it cannot be built). `LOGICARS_BENCH_SIDES=1024` and
 //! `LOGICARS_BENCH_ROUNDS=9` change the grids and rounds; `LOGICARS_BENCH_SIDE_BY_SIDE=0`
 //! skips this part.
 //!
-//! Then criterion, on 1024×1024, for both engines. Throughput is reported in
+//! Then criterion, on 1024×1024, for the slot engine and each JIT back end this machine
+//! runs (`jit-avx2`, and `jit-avx512` where the CPU has AVX-512F). Throughput is reported in
 //! cell-updates per second (criterion's "elements"). Circuits:
 //! - `trained`: a circuit trained on the GoL preset (`Model(gol, seed=1)`, 8500
 //!   epochs, hard loss 0 on all 512 boards). Its hard gates are embedded below (one hex
@@ -178,14 +179,17 @@ fn bench_hard(c: &mut Criterion) {
         );
         let mut variants: Vec<(HardEngine, usize)> =
             words.iter().map(|&w| (HardEngine::Slots, w)).collect();
-        if default_engine() == HardEngine::Jit {
-            variants.insert(0, (HardEngine::Jit, 0));
+        // Both JIT back ends where the CPU has AVX-512, the AVX2 one where only AVX2.
+        for engine in [HardEngine::JitAvx512, HardEngine::Jit] {
+            if engine.available() {
+                variants.insert(0, (engine, 0));
+            }
         }
         for (engine, w) in variants {
             let mut sim = Simulator::new(circuit, shape, true, Some(engine), w).expect("simulator");
             sim.load(&x).expect("grid");
             let label = match engine {
-                HardEngine::Jit => "jit".to_string(),
+                HardEngine::Jit | HardEngine::JitAvx512 => engine.name().to_string(),
                 HardEngine::Slots => format!(
                     "slots_{}words",
                     if w == 0 {

@@ -19,8 +19,9 @@ pub struct Simulator {
 #[pymethods]
 impl Simulator {
     /// A simulator of `circuit` loaded with `x` `(B, H, W, C)` (0/1, uint8, bool or
-    /// float32); `periodic` overrides the circuit's boundary; `engine` is `jit`,
-    /// `slots` or None (the fastest this machine runs).
+    /// float32); `periodic` overrides the circuit's boundary; `engine` is `jit` (the
+    /// best JIT back end), `jit-avx2`, `jit-avx512`, `slots` or None (the fastest this
+    /// machine runs).
     #[new]
     #[pyo3(signature = (circuit, x, periodic=None, engine=None))]
     fn new(
@@ -120,7 +121,7 @@ impl Simulator {
     #[getter]
     fn engine(&self) -> &'static str {
         match self.sim.engine() {
-            HardEngine::Jit => "jit",
+            HardEngine::Jit | HardEngine::JitAvx512 => "jit",
             HardEngine::Slots => "slots",
         }
     }

@@ -4,7 +4,7 @@
 //! **Layout.** One bit per cell. Grid row `g = b·H + r` holds `C` channel rows of
 //! `stride` words: channel row `(g·C + c)` starts at word `(g·C + c)·stride`, its data
 //! words `0..nw` (64 columns each, bit `k` of word `i` = column `64·i + k`) start at word
-//! [`DATA`] of it, 32-byte aligned. The word before the data (the left ghost) holds the
+//! `lanes` of it (4 for AVX2 kernels, 8 for AVX-512), aligned to a vector. The word before the data (the left ghost) holds the
 //! west neighbour of column 0 in its top bit, and the bit just past column `W - 1` (in
 //! the last word, or the word after it) holds the east neighbour of column `W - 1`: the
 //! wrapped column with a periodic boundary, else 0. So a kernel builds every patch input
@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
 
-use super::jit::{Kernel, RowArgs, LANES};
+use super::jit::{Isa, Kernel, RowArgs};
 use super::masks::{random_mask, StepMask};
 use super::netlist::Netlist;
 use super::packing::Geo;
@@ -31,9 +31,6 @@ use crate::threads;
 /// The fewest cells a task of a step holds.
 const MIN_TASK_CELLS: usize = 1 << 15;
 
-/// Word of a channel row where its data starts (word `DATA - 1` is the left ghost).
-const DATA: usize = LANES;
-
 /// Sizes of one padded grid.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Layout {
@@ -42,9 +39,13 @@ pub(crate) struct Layout {
     pub(crate) width: usize,
     pub(crate) channels: usize,
     pub(crate) periodic: bool,
+    /// Words per vector of the kernels' instruction set (4: AVX2, 8: AVX-512); also the
+    /// word of a channel row where its data starts (the word before is the left ghost),
+    /// so that data vectors are aligned.
+    pub(crate) lanes: usize,
     /// Data words per row, `⌈W/64⌉`.
     pub(crate) nw: usize,
-    /// Vectors per row, `⌈nw/LANES⌉`.
+    /// Vectors per row, `⌈nw/lanes⌉`.
     pub(crate) vectors: usize,
     /// Words per channel row: the ghost word and padding, the data (rounded up to whole
     /// vectors) and a vector of slack for the loads one word past the data.
@@ -52,18 +53,19 @@ pub(crate) struct Layout {
 }
 
 impl Layout {
-    pub(crate) fn new(shape: GridShape, channels: usize, periodic: bool) -> Layout {
+    pub(crate) fn new(shape: GridShape, channels: usize, periodic: bool, lanes: usize) -> Layout {
         let nw = shape.width.div_ceil(64);
-        let vectors = nw.div_ceil(LANES);
+        let vectors = nw.div_ceil(lanes);
         Layout {
             batch: shape.batch,
             height: shape.height,
             width: shape.width,
             channels,
             periodic,
+            lanes,
             nw,
             vectors,
-            stride: DATA + LANES * vectors + LANES,
+            stride: lanes + lanes * vectors + lanes,
         }
     }
 
@@ -104,7 +106,7 @@ impl Layout {
 
     /// Where the data of grid row `g`, channel 0, starts.
     fn row_at(&self, g: usize) -> usize {
-        g * self.channels * self.stride + DATA
+        g * self.channels * self.stride + self.lanes
     }
 
     /// Rewrites the padding of one grid row (all channels, `row` = its `C·stride` words):
@@ -114,12 +116,12 @@ impl Layout {
         let (nw, w) = (self.nw, self.width);
         let tail = w % 64;
         for ch in row.chunks_exact_mut(self.stride) {
-            let data = &mut ch[DATA - 1..];
+            let data = &mut ch[self.lanes - 1..];
             // data[0] is the left ghost, data[1 + i] word i.
             if tail != 0 {
                 data[nw] &= (1u64 << tail) - 1;
             }
-            data[1 + nw..=LANES * self.vectors + 1].fill(0);
+            data[1 + nw..=self.lanes * self.vectors + 1].fill(0);
             if self.periodic {
                 let last = (data[1 + (w - 1) / 64] >> ((w - 1) % 64)) & 1;
                 let first = data[1] & 1;
@@ -245,15 +247,15 @@ fn jit_err(e: std::io::Error) -> crate::error::Error {
 }
 
 /// Dense mask planes: `nw` words per grid row, plus slack for the last row's last vector.
-fn mask_plane(rows: usize, nw: usize) -> Result<Vec<u64>> {
-    memory::try_vec(rows * nw + LANES, 0, WHAT)
+fn mask_plane(rows: usize, nw: usize, lanes: usize) -> Result<Vec<u64>> {
+    memory::try_vec(rows * nw + lanes, 0, WHAT)
 }
 
 /// What the buffers are, in the error when the system refuses them.
 const WHAT: &str = "the simulator's buffers";
 
-/// A kernel's layout and variant: row stride, mask words, masked, damaged.
-type KernelKey = (usize, usize, bool, bool);
+/// A kernel's instruction set, layout and variant: row stride, mask words, masked, damaged.
+type KernelKey = (Isa, usize, usize, bool, bool);
 
 /// One netlist with its compiled kernels, shared by its simulators: a circuit simulated
 /// call after call (a step-by-step loop, analyze's probes) is compiled once per grid
@@ -284,8 +286,10 @@ impl KernelCache {
         if let Some(kernel) = lock().get(&key) {
             return Ok(Arc::clone(kernel));
         }
-        let (stride, nw, masked, damaged) = key;
-        let kernel = Arc::new(Kernel::compile(&self.net, stride, nw, masked, damaged)?);
+        let (isa, stride, nw, masked, damaged) = key;
+        let kernel = Arc::new(Kernel::compile(
+            &self.net, isa, stride, nw, masked, damaged,
+        )?);
         let mut kernels = lock();
         if kernels.len() >= Self::CAPACITY {
             kernels.clear();
@@ -298,6 +302,7 @@ impl KernelCache {
 /// The JIT engine's simulator: two padded grids, the kernels of the variants a step
 /// needs (compiled on first use), a packed mask and damage plane, spill areas.
 pub(crate) struct GridSim {
+    isa: Isa,
     lay: Layout,
     geo: Geo,
     cur: AlignedVec<u64>,
@@ -316,19 +321,25 @@ pub(crate) struct GridSim {
 impl GridSim {
     /// A simulator of `cache`'s netlist for `shape`, taking its kernels from `cache`;
     /// fails if the OS refuses executable memory or the buffers.
-    pub(crate) fn new(cache: KernelCache, shape: GridShape, periodic: bool) -> Result<GridSim> {
+    pub(crate) fn new(
+        cache: KernelCache,
+        shape: GridShape,
+        periodic: bool,
+        isa: Isa,
+    ) -> Result<GridSim> {
         let channels = cache.net.channels;
-        let lay = Layout::new(shape, channels, periodic);
+        let lay = Layout::new(shape, channels, periodic, isa.lanes());
         let plain = cache
-            .get((lay.stride, lay.nw, false, false))
+            .get((isa, lay.stride, lay.nw, false, false))
             .map_err(jit_err)?;
         let mut sim = GridSim {
+            isa,
             lay,
             geo: Geo::new(shape, channels, periodic),
             cur: memory::try_zeros(lay.words(), WHAT)?,
             next: memory::try_zeros(lay.words(), WHAT)?,
             zero_row: memory::try_zeros(channels * lay.stride, WHAT)?,
-            mask: mask_plane(lay.rows(), lay.nw)?,
+            mask: mask_plane(lay.rows(), lay.nw, lay.lanes)?,
             damage: Vec::new(),
             damage_rows: 0,
             kernels: [Some(plain), None, None, None],
@@ -339,9 +350,17 @@ impl GridSim {
         Ok(sim)
     }
 
+    /// The JIT back end this simulator runs.
+    pub(crate) fn engine(&self) -> super::simulator::HardEngine {
+        match self.isa {
+            Isa::Avx2 => super::simulator::HardEngine::Jit,
+            Isa::Avx512 { .. } => super::simulator::HardEngine::JitAvx512,
+        }
+    }
+
     /// Bytes of the buffers a simulator of this size holds.
     pub(crate) fn estimate_bytes(channels: usize, shape: GridShape) -> usize {
-        let lay = Layout::new(shape, channels, false);
+        let lay = Layout::new(shape, channels, false, Isa::MAX_LANES);
         lay.words()
             .saturating_mul(2)
             .saturating_add(lay.rows().saturating_mul(lay.nw) * 2)
@@ -359,7 +378,12 @@ impl GridSim {
         let threads = threads::num_threads().max(1);
         if self.spills.len() < threads || self.spills[0].lock().map_or(0, |s| s.len()) < words {
             self.spills = (0..threads)
-                .map(|_| Ok(Mutex::new(memory::try_zeros(words.max(LANES), WHAT)?)))
+                .map(|_| {
+                    Ok(Mutex::new(memory::try_zeros(
+                        words.max(self.lay.lanes),
+                        WHAT,
+                    )?))
+                })
                 .collect::<Result<_>>()?;
         }
         Ok(())
@@ -387,7 +411,7 @@ impl GridSim {
                 .map(|(row, cells)| {
                     let mut seen = 0;
                     for (c, ch) in row.chunks_exact_mut(lay.stride).enumerate() {
-                        seen |= pack_bits(&cells[c..], c_n, &mut ch[DATA..DATA + lay.nw]);
+                        seen |= pack_bits(&cells[c..], c_n, &mut ch[lay.lanes..lay.lanes + lay.nw]);
                     }
                     lay.fix_row(row);
                     seen
@@ -410,7 +434,7 @@ impl GridSim {
                 .zip(self.cur.par_chunks(c_n * lay.stride))
                 .for_each(|(cells, row)| {
                     for (c, ch) in row.chunks_exact(lay.stride).enumerate() {
-                        unpack_bits(&ch[DATA..DATA + lay.nw], c_n, &mut cells[c..]);
+                        unpack_bits(&ch[lay.lanes..lay.lanes + lay.nw], c_n, &mut cells[c..]);
                     }
                 })
         });
@@ -434,7 +458,7 @@ impl GridSim {
             );
         }
         let rows = d.len() / lay.width;
-        let mut plane = mask_plane(rows, lay.nw)?;
+        let mut plane = mask_plane(rows, lay.nw, lay.lanes)?;
         let seen = threads::pool().install(|| {
             plane[..rows * lay.nw]
                 .par_chunks_mut(lay.nw)
@@ -496,7 +520,7 @@ impl GridSim {
         let damaged = damaged && !self.damage.is_empty();
         let variant = masked as usize + 2 * damaged as usize;
         if self.kernels[variant].is_none() {
-            let key = (self.lay.stride, self.lay.nw, masked, damaged);
+            let key = (self.isa, self.lay.stride, self.lay.nw, masked, damaged);
             let k = self.cache.get(key).map_err(jit_err)?;
             self.kernels[variant] = Some(k);
             self.size_spills()?;
@@ -527,7 +551,7 @@ impl GridSim {
                     let row0 = task * rows_per_task;
                     let n_rows = out.len() / row_words;
                     let at = |row: usize| cur[lay.row_at(row)..].as_ptr();
-                    let zero = zero[DATA..].as_ptr();
+                    let zero = zero[lay.lanes..].as_ptr();
                     let mut k = 0;
                     while k < n_rows {
                         let g = row0 + k;
@@ -536,7 +560,7 @@ impl GridSim {
                             up: up.map_or(zero, at),
                             mid: at(g),
                             down: down.map_or(zero, at),
-                            out: out[k * row_words + DATA..].as_mut_ptr(),
+                            out: out[k * row_words + lay.lanes..].as_mut_ptr(),
                             mask: mask.map_or(std::ptr::null(), |m| m[g * lay.nw..].as_ptr()),
                             damage: damage.map_or(std::ptr::null(), |d| {
                                 d[g % damage_rows * lay.nw..].as_ptr()
@@ -545,8 +569,8 @@ impl GridSim {
                             vectors: lay.vectors,
                             rows,
                         };
-                        // SAFETY: the simulator exists only where the JIT is available
-                        // (AVX2); rows hold `C·stride` words with the data at `DATA`, so
+                        // SAFETY: the simulator exists only where its kernels' instruction
+                        // set is available (`Isa::available`); rows hold `C·stride` words with the data at `lanes`, so
                         // every load of a kernel (one word before the data to one vector
                         // past it) stays inside a row, and the `rows` rows are all in
                         // one board, as are their mask and damage rows (planes with a

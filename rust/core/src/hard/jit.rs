@@ -1,4 +1,4 @@
-//! A pruned hard circuit compiled to x86-64 AVX2 machine code at run time.
+//! A pruned hard circuit compiled to x86-64 AVX2 or AVX-512 machine code at run time.
 //!
 //! The slot engine (`super::slots`) keeps every gate's result in memory: two loads
 //! and a store per gate and vector, which bound it well below what the CPU's bitwise
@@ -19,9 +19,17 @@
 //! - **Outputs.** Negation, the async blend `old & !mask | new & mask` and damage are
 //!   folded into the store of each channel, in variants compiled for what a step needs.
 //!
+//! **AVX-512** ([`Isa::Avx512`]): the same design over 512-bit `zmm` registers (512 cells
+//! per iteration, 31 allocatable registers, zmm31 scratch), with `vpternlogq`, which
+//! computes any function of three registers: a gate whose only reader is another gate is
+//! fused into it where the two depend on at most three values (one instruction for two
+//! gates), and negation, the async blend and damage fold into the output's ternary ops.
+//! With AVX-512 VBMI2 a shifted input is one `vpshldq`/`vpshrdq` of two loads.
+//!
 //! The code is encoded with `iced-x86` and placed in its own anonymous mapping, written
 //! while read-write and then made read-execute (never both). It is only ever generated
-//! where the CPU reports AVX2 and the OS keeps its state ([`super::jit_available`]).
+//! for an instruction set the CPU reports and whose register state the OS keeps
+//! ([`Isa::available`]; `is_x86_feature_detected!` checks XCR0 for both).
 
 use std::io;
 
@@ -30,13 +38,156 @@ use iced_x86::{Code, Encoder, IcedError, Instruction, MemoryOperand, Register};
 use super::kernels::Kind;
 use super::netlist::{NetOutput, Netlist};
 
-/// 64-bit words per vector register.
-pub(crate) const LANES: usize = 4;
-/// Bytes per vector register.
-const VBYTES: i64 = 32;
-/// Registers ymm0..ymm14 hold values; ymm15 is scratch.
-const N_REGS: usize = 15;
-const SCRATCH: u8 = 15;
+/// The instruction set a kernel is compiled for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Isa {
+    /// 256-bit `ymm` registers, ymm0..ymm14 for values, ymm15 scratch.
+    Avx2,
+    /// 512-bit `zmm` registers (AVX-512F), zmm0..zmm30 for values, zmm31 scratch;
+    /// `vbmi2`: shifted inputs with `vpshldq`/`vpshrdq`.
+    Avx512 { vbmi2: bool },
+}
+
+impl Isa {
+    /// The most words per vector of any instruction set.
+    pub(crate) const MAX_LANES: usize = 8;
+
+    /// Whether this CPU has the instructions (and the OS keeps their registers).
+    pub(crate) fn available(self) -> bool {
+        match self {
+            Isa::Avx2 => is_x86_feature_detected!("avx2"),
+            Isa::Avx512 { vbmi2 } => {
+                is_x86_feature_detected!("avx2")
+                    && is_x86_feature_detected!("avx512f")
+                    && (!vbmi2 || is_x86_feature_detected!("avx512vbmi2"))
+            }
+        }
+    }
+
+    /// The best AVX-512 variant of this CPU.
+    pub(crate) fn avx512() -> Isa {
+        Isa::Avx512 {
+            vbmi2: is_x86_feature_detected!("avx512vbmi2"),
+        }
+    }
+
+    /// 64-bit words per vector register.
+    pub(crate) fn lanes(self) -> usize {
+        match self {
+            Isa::Avx2 => 4,
+            Isa::Avx512 { .. } => 8,
+        }
+    }
+
+    fn vbytes(self) -> i64 {
+        8 * self.lanes() as i64
+    }
+
+    fn zmm(self) -> bool {
+        matches!(self, Isa::Avx512 { .. })
+    }
+
+    /// Registers that hold values; the next one is scratch.
+    fn n_regs(self) -> usize {
+        if self.zmm() {
+            31
+        } else {
+            15
+        }
+    }
+
+    fn reg(self, r: u8) -> Register {
+        if self.zmm() {
+            Register::ZMM0 + r as u32
+        } else {
+            Register::YMM0 + r as u32
+        }
+    }
+
+    fn scratch(self) -> Register {
+        self.reg(self.n_regs() as u8)
+    }
+
+    fn load(self) -> Code {
+        if self.zmm() {
+            Code::EVEX_Vmovdqu64_zmm_k1z_zmmm512
+        } else {
+            Code::VEX_Vmovdqu_ymm_ymmm256
+        }
+    }
+
+    fn store(self) -> Code {
+        if self.zmm() {
+            Code::EVEX_Vmovdqu64_zmmm512_k1z_zmm
+        } else {
+            Code::VEX_Vmovdqu_ymmm256_ymm
+        }
+    }
+
+    fn copy(self) -> Code {
+        if self.zmm() {
+            Code::EVEX_Vmovdqa64_zmm_k1z_zmmm512
+        } else {
+            Code::VEX_Vmovdqa_ymm_ymmm256
+        }
+    }
+
+    fn and(self) -> Code {
+        if self.zmm() {
+            Code::EVEX_Vpandq_zmm_k1z_zmm_zmmm512b64
+        } else {
+            Code::VEX_Vpand_ymm_ymm_ymmm256
+        }
+    }
+
+    /// `!first & second`.
+    fn andn(self) -> Code {
+        if self.zmm() {
+            Code::EVEX_Vpandnq_zmm_k1z_zmm_zmmm512b64
+        } else {
+            Code::VEX_Vpandn_ymm_ymm_ymmm256
+        }
+    }
+
+    fn or(self) -> Code {
+        if self.zmm() {
+            Code::EVEX_Vporq_zmm_k1z_zmm_zmmm512b64
+        } else {
+            Code::VEX_Vpor_ymm_ymm_ymmm256
+        }
+    }
+
+    fn xor(self) -> Code {
+        if self.zmm() {
+            Code::EVEX_Vpxorq_zmm_k1z_zmm_zmmm512b64
+        } else {
+            Code::VEX_Vpxor_ymm_ymm_ymmm256
+        }
+    }
+
+    fn shift_left(self) -> Code {
+        if self.zmm() {
+            Code::EVEX_Vpsllq_zmm_k1z_zmmm512b64_imm8
+        } else {
+            Code::VEX_Vpsllq_ymm_ymm_imm8
+        }
+    }
+
+    fn shift_right(self) -> Code {
+        if self.zmm() {
+            Code::EVEX_Vpsrlq_zmm_k1z_zmmm512b64_imm8
+        } else {
+            Code::VEX_Vpsrlq_ymm_ymm_imm8
+        }
+    }
+}
+
+/// `vpternlogq`'s operand patterns: bit `i` of the immediate is the result for
+/// `A = i >> 2 & 1, B = i >> 1 & 1, C = i & 1`.
+const TERN_A: u8 = 0xF0;
+const TERN_B: u8 = 0xCC;
+const TERN_C: u8 = 0xAA;
+const TERNLOG: Code = Code::EVEX_Vpternlogq_zmm_k1z_zmm_zmmm512b64_imm8;
 
 /// What one call of a kernel processes: `rows` consecutive grid rows of `vectors`
 /// vectors each. Every row pointer points at data word 0 of channel 0 of the first row
@@ -87,18 +238,19 @@ pub(crate) struct Kernel {
 }
 
 impl Kernel {
-    /// Compiles `net` for rows of `stride` words per channel and `nw` mask words;
-    /// `masked` and `damaged` select the output variant. Fails only if the OS refuses
-    /// executable memory.
+    /// Compiles `net` for `isa` and rows of `stride` words per channel and `nw` mask
+    /// words; `masked` and `damaged` select the output variant. Fails only if the OS
+    /// refuses executable memory.
     pub(crate) fn compile(
         net: &Netlist,
+        isa: Isa,
         stride: usize,
         nw: usize,
         masked: bool,
         damaged: bool,
     ) -> io::Result<Kernel> {
         let (code, spill_slots) =
-            generate(net, stride, nw, masked, damaged).map_err(io::Error::other)?;
+            generate(net, isa, stride, nw, masked, damaged).map_err(io::Error::other)?;
         let mut map = memmap2::MmapMut::map_anon(code.len())?;
         map.copy_from_slice(&code);
         let map = map.make_exec()?;
@@ -112,7 +264,7 @@ impl Kernel {
         Ok(Kernel {
             _code: map,
             entry,
-            spill_words: spill_slots * LANES,
+            spill_words: spill_slots * isa.lanes(),
         })
     }
 
@@ -124,20 +276,16 @@ impl Kernel {
     /// Runs the kernel on one row.
     ///
     /// # Safety
-    /// The CPU supports AVX2; `args.vectors >= 1` and `args.rows >= 1`; every row
+    /// The CPU supports the kernel's `Isa`; `args.vectors >= 1` and `args.rows >= 1`; every row
     /// pointer is valid for reads of `rows` rows of `C` channels of `stride` words from
     /// one word before it, `out` for such writes, `mask`/`damage` (where compiled in)
-    /// for reads of `nw·(rows - 1) + LANES·vectors` words, `spill` for `spill_words`
+    /// for reads of `nw·(rows - 1) + lanes·vectors` words, `spill` for `spill_words`
     /// words; `out` overlaps no input.
     pub(crate) unsafe fn run(&self, args: &RowArgs) {
         debug_assert!(args.vectors >= 1 && args.rows >= 1);
         // SAFETY: the caller's contract.
         unsafe { (self.entry)(args) }
     }
-}
-
-fn ymm(r: u8) -> Register {
-    Register::YMM0 + r as u32
 }
 
 /// A patch input: its memory operand and whether it needs a shift.
@@ -148,6 +296,136 @@ struct InputAt {
     disp: i64,
     /// -1: the west neighbour (`v << 1`), 0: the cell itself, 1: the east neighbour.
     dc: i8,
+}
+
+/// What a gate node computes from its operands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NodeOp {
+    /// One of the four kernels on `ops[0], ops[1]`.
+    Gate(Kind),
+    /// `vpternlogq` with this immediate over `ops` as `A, B, C` (AVX-512 only); operands
+    /// past `n` do not affect the result.
+    Tern(u8),
+}
+
+/// A gate node of the code: a netlist gate, or (AVX-512) a gate with the single-use
+/// gates it reads fused in.
+#[derive(Clone, Copy, Debug)]
+struct Node {
+    op: NodeOp,
+    ops: [u32; 3],
+    n: usize,
+}
+
+impl Node {
+    fn operands(&self) -> &[u32] {
+        &self.ops[..self.n]
+    }
+}
+
+fn apply(kind: Kind, x: u8, y: u8) -> u8 {
+    match kind {
+        Kind::And => x & y,
+        Kind::AndNot => x & !y,
+        Kind::Or => x | y,
+        Kind::Xor => x ^ y,
+    }
+}
+
+/// The truth table `table` (bit `4a + 2b + c` = the result for operands `a, b, c`)
+/// evaluated bitwise on the operand patterns `x`.
+fn eval_table(table: u8, x: [u8; 3]) -> u8 {
+    (0..8).fold(0u8, |acc, j| {
+        let i = ((x[0] >> j) & 1) << 2 | ((x[1] >> j) & 1) << 1 | ((x[2] >> j) & 1);
+        acc | (((table >> i) & 1) << j)
+    })
+}
+
+/// The netlist's gates as nodes. For AVX-512, a gate that reads a gate used nowhere
+/// else (no other gate, no output) absorbs it when the two depend on at most three
+/// distinct values, repeatedly: `(a & b) ^ c` becomes one ternary node over `a, b, c`.
+/// The absorbed gate is then never computed (nothing reads it any more).
+fn nodes(net: &Netlist, isa: Isa) -> Vec<Node> {
+    let n_in = net.inputs.len();
+    let mut out: Vec<Node> = net
+        .gates
+        .iter()
+        .map(|g| Node {
+            op: NodeOp::Gate(g.kind),
+            ops: [g.a, g.b, 0],
+            n: 2,
+        })
+        .collect();
+    if !isa.zmm() {
+        return out;
+    }
+    let mut readers = vec![0u32; n_in + net.gates.len()];
+    for g in &net.gates {
+        readers[g.a as usize] += 1;
+        readers[g.b as usize] += 1;
+    }
+    for o in &net.outputs {
+        if let NetOutput::Node { node, .. } = *o {
+            readers[node as usize] += 2; // stored: always computed
+        }
+    }
+    // Each node as (its operands, its table over them).
+    let table_of = |node: &Node| match node.op {
+        NodeOp::Gate(kind) => apply(kind, TERN_A, TERN_B),
+        NodeOp::Tern(imm) => imm,
+    };
+    for g in 0..net.gates.len() {
+        let gate = net.gates[g];
+        let fusible = |x: u32| (x as usize) >= n_in && readers[x as usize] == 1;
+        let expand = |x: u32, on: bool| -> Vec<u32> {
+            if on {
+                out[x as usize - n_in].operands().to_vec()
+            } else {
+                vec![x]
+            }
+        };
+        let choice = [(true, true), (true, false), (false, true)]
+            .into_iter()
+            .filter(|&(ea, eb)| (!ea || fusible(gate.a)) && (!eb || fusible(gate.b)))
+            .map(|(ea, eb)| {
+                let mut leaves = expand(gate.a, ea);
+                for x in expand(gate.b, eb) {
+                    if !leaves.contains(&x) {
+                        leaves.push(x);
+                    }
+                }
+                (ea, eb, leaves)
+            })
+            .find(|(_, _, leaves)| leaves.len() <= 3);
+        let Some((ea, eb, leaves)) = choice else {
+            continue;
+        };
+        let pattern = |x: u32| {
+            let i = leaves.iter().position(|&l| l == x).expect("a leaf");
+            [TERN_A, TERN_B, TERN_C][i]
+        };
+        let value = |x: u32, expanded: bool| {
+            if expanded {
+                let node = out[x as usize - n_in];
+                let mut xs = [0u8; 3];
+                for (k, &o) in node.operands().iter().enumerate() {
+                    xs[k] = pattern(o);
+                }
+                eval_table(table_of(&node), xs)
+            } else {
+                pattern(x)
+            }
+        };
+        let imm = apply(gate.kind, value(gate.a, ea), value(gate.b, eb));
+        let mut ops = [0u32; 3];
+        ops[..leaves.len()].copy_from_slice(&leaves);
+        out[g] = Node {
+            op: NodeOp::Tern(imm),
+            ops,
+            n: leaves.len(),
+        };
+    }
+    out
 }
 
 /// The circuit as a list of steps: compute a value (a shifted input or a gate), or
@@ -169,17 +447,23 @@ enum Order {
 
 /// Depth-first evaluation order from the outputs; each shifted input is computed just
 /// before its first use.
-fn schedule(net: &Netlist, shifted: &[bool], order: Order) -> Vec<Step> {
+fn schedule(net: &Netlist, nodes: &[Node], shifted: &[bool], order: Order) -> Vec<Step> {
     let n_in = net.inputs.len();
-    let n = n_in + net.gates.len();
+    let n = n_in + nodes.len();
     // Registers a node's evaluation needs (Sethi–Ullman, counting shared nodes again).
     let mut need = vec![0u32; n];
     for (i, s) in shifted.iter().enumerate() {
         need[i] = *s as u32;
     }
-    for (g, gate) in net.gates.iter().enumerate() {
-        let (a, b) = (need[gate.a as usize], need[gate.b as usize]);
-        need[n_in + g] = if a == b { a + 1 } else { a.max(b) };
+    for (g, node) in nodes.iter().enumerate() {
+        let mut needs: Vec<u32> = node.operands().iter().map(|&x| need[x as usize]).collect();
+        needs.sort_unstable_by(|a, b| b.cmp(a));
+        need[n_in + g] = needs
+            .iter()
+            .enumerate()
+            .map(|(i, &k)| k + i as u32)
+            .max()
+            .unwrap_or(0);
     }
     let mut steps = Vec::with_capacity(n + net.outputs.len());
     let mut done = vec![false; n];
@@ -201,21 +485,19 @@ fn schedule(net: &Netlist, shifted: &[bool], order: Order) -> Vec<Step> {
                     done[vi] = true;
                     steps.push(Step::Value(v));
                 } else {
-                    let gate = net.gates[vi - n_in];
                     stack.push((v, true));
-                    // Popped first = evaluated first: the needier operand.
-                    let (a, b) = (gate.a, gate.b);
-                    let a_first = match order {
-                        Order::Needier => need[a as usize] >= need[b as usize],
-                        Order::A => true,
-                        Order::B => false,
-                    };
-                    if a_first {
-                        stack.push((b, false));
-                        stack.push((a, false));
-                    } else {
-                        stack.push((a, false));
-                        stack.push((b, false));
+                    let mut first: Vec<u32> = nodes[vi - n_in].operands().to_vec();
+                    match order {
+                        // Stable: ties keep the operand order.
+                        Order::Needier => {
+                            first.sort_by(|&a, &b| need[b as usize].cmp(&need[a as usize]))
+                        }
+                        Order::A => {}
+                        Order::B => first.reverse(),
+                    }
+                    // Popped first = evaluated first.
+                    for &x in first.iter().rev() {
+                        stack.push((x, false));
                     }
                 }
             }
@@ -234,13 +516,15 @@ struct Place {
 }
 
 struct Gen<'a> {
-    net: &'a Netlist,
+    isa: Isa,
+    nodes: &'a [Node],
+    outputs: &'a [NetOutput],
     inputs: Vec<InputAt>,
     stride_bytes: i64,
     code: Vec<Instruction>,
     place: Vec<Place>,
     /// Value in each register.
-    holder: [Option<u32>; N_REGS],
+    holder: Vec<Option<u32>>,
     /// Steps at which each value is read, ascending, and how many have passed.
     uses: Vec<Vec<u32>>,
     passed: Vec<usize>,
@@ -251,6 +535,10 @@ struct Gen<'a> {
 impl Gen<'_> {
     fn emit(&mut self, ins: Result<Instruction, IcedError>) {
         self.code.push(ins.expect("valid instruction operands"));
+    }
+
+    fn vreg(&self, r: u8) -> Register {
+        self.isa.reg(r)
     }
 
     fn is_input(&self, v: u32) -> bool {
@@ -270,7 +558,7 @@ impl Gen<'_> {
         let slot = self.place[v as usize]
             .slot
             .expect("spilled value has a slot");
-        spill_mem(slot)
+        spill_mem(slot, self.isa)
     }
 
     fn in_memory(&self, v: u32) -> bool {
@@ -289,10 +577,11 @@ impl Gen<'_> {
 
     /// A free register, evicting the value used furthest ahead (never one in `pinned`).
     fn alloc(&mut self, pinned: &[u8]) -> u8 {
-        if let Some(r) = (0..N_REGS as u8).find(|&r| self.holder[r as usize].is_none()) {
+        let n_regs = self.isa.n_regs() as u8;
+        if let Some(r) = (0..n_regs).find(|&r| self.holder[r as usize].is_none()) {
             return r;
         }
-        let r = (0..N_REGS as u8)
+        let r = (0..n_regs)
             .filter(|r| !pinned.contains(r))
             .max_by_key(|&r| self.next_use(self.holder[r as usize].unwrap()))
             .expect("a register to evict");
@@ -303,11 +592,8 @@ impl Gen<'_> {
                 self.n_slots - 1
             });
             self.place[v as usize].slot = Some(slot);
-            self.emit(Instruction::with2(
-                Code::VEX_Vmovdqu_ymmm256_ymm,
-                spill_mem(slot),
-                ymm(r),
-            ));
+            let (store, reg) = (self.isa.store(), self.vreg(r));
+            self.emit(Instruction::with2(store, spill_mem(slot, self.isa), reg));
         }
         self.place[v as usize].reg = None;
         r
@@ -322,7 +608,8 @@ impl Gen<'_> {
     fn load(&mut self, v: u32, pinned: &[u8]) -> u8 {
         let r = self.alloc(pinned);
         let m = self.mem(v);
-        self.emit(Instruction::with2(Code::VEX_Vmovdqu_ymm_ymmm256, ymm(r), m));
+        let (load, reg) = (self.isa.load(), self.vreg(r));
+        self.emit(Instruction::with2(load, reg, m));
         self.bind(v, r);
         r
     }
@@ -349,53 +636,63 @@ impl Gen<'_> {
         let r = self.alloc(&[]);
         let word =
             |d: i64| MemoryOperand::with_base_index_scale_displ_size(at.base, INDEX, 1, d, 1);
-        let (near, far, carry_from) = if at.dc < 0 {
-            (
-                Code::VEX_Vpsllq_ymm_ymm_imm8,
-                Code::VEX_Vpsrlq_ymm_ymm_imm8,
-                at.disp - 8,
-            )
+        let west = at.dc < 0;
+        let carry_from = if west { at.disp - 8 } else { at.disp + 8 };
+        let (isa, d, s) = (self.isa, self.vreg(r), self.isa.scratch());
+        if let Isa::Avx512 { vbmi2: true } = isa {
+            // The high (west) or low (east) half of each lane pair shifted by one.
+            let code = if west {
+                Code::EVEX_Vpshldq_zmm_k1z_zmm_zmmm512b64_imm8
+            } else {
+                Code::EVEX_Vpshrdq_zmm_k1z_zmm_zmmm512b64_imm8
+            };
+            self.emit(Instruction::with2(isa.load(), d, word(at.disp)));
+            self.emit(Instruction::with4(code, d, d, word(carry_from), 1u32));
+            self.bind(v, r);
+            return;
+        }
+        let (near, far) = if west {
+            (isa.shift_left(), isa.shift_right())
         } else {
-            (
-                Code::VEX_Vpsrlq_ymm_ymm_imm8,
-                Code::VEX_Vpsllq_ymm_ymm_imm8,
-                at.disp + 8,
-            )
+            (isa.shift_right(), isa.shift_left())
         };
-        let s = ymm(SCRATCH);
-        self.emit(Instruction::with2(
-            Code::VEX_Vmovdqu_ymm_ymmm256,
-            ymm(r),
-            word(at.disp),
-        ));
-        self.emit(Instruction::with3(near, ymm(r), ymm(r), 1u32));
-        self.emit(Instruction::with2(
-            Code::VEX_Vmovdqu_ymm_ymmm256,
-            s,
-            word(carry_from),
-        ));
-        self.emit(Instruction::with3(far, s, s, 63u32));
-        self.emit(Instruction::with3(
-            Code::VEX_Vpor_ymm_ymm_ymmm256,
-            ymm(r),
-            ymm(r),
-            s,
-        ));
+        if isa.zmm() {
+            // EVEX shifts take a memory source.
+            self.emit(Instruction::with3(near, d, word(at.disp), 1u32));
+            self.emit(Instruction::with3(far, s, word(carry_from), 63u32));
+        } else {
+            self.emit(Instruction::with2(isa.load(), d, word(at.disp)));
+            self.emit(Instruction::with3(near, d, d, 1u32));
+            self.emit(Instruction::with2(isa.load(), s, word(carry_from)));
+            self.emit(Instruction::with3(far, s, s, 63u32));
+        }
+        self.emit(Instruction::with3(isa.or(), d, d, s));
         self.bind(v, r);
     }
 
     fn gate(&mut self, g: usize, pos: u32) {
+        let node = self.nodes[g];
+        match node.op {
+            NodeOp::Gate(kind) => self.gate2(g, kind, pos),
+            NodeOp::Tern(imm) => self.ternary(g, imm, pos),
+        }
+    }
+
+    /// A two-input gate as one non-destructive three-operand instruction.
+    fn gate2(&mut self, g: usize, kind: Kind, pos: u32) {
         let n_in = self.inputs.len() as u32;
-        let gate = self.net.gates[g];
+        let node = self.nodes[g];
+        let (a, b) = (node.ops[0], node.ops[1]);
         let v = n_in + g as u32;
+        let isa = self.isa;
         // `first op second` with `first` in a register: vpandn negates its first source.
-        let (code, first, second) = match gate.kind {
-            Kind::And => (Code::VEX_Vpand_ymm_ymm_ymmm256, gate.a, gate.b),
-            Kind::Or => (Code::VEX_Vpor_ymm_ymm_ymmm256, gate.a, gate.b),
-            Kind::Xor => (Code::VEX_Vpxor_ymm_ymm_ymmm256, gate.a, gate.b),
-            Kind::AndNot => (Code::VEX_Vpandn_ymm_ymm_ymmm256, gate.b, gate.a),
+        let (code, first, second) = match kind {
+            Kind::And => (isa.and(), a, b),
+            Kind::Or => (isa.or(), a, b),
+            Kind::Xor => (isa.xor(), a, b),
+            Kind::AndNot => (isa.andn(), b, a),
         };
-        let commutative = gate.kind != Kind::AndNot;
+        let commutative = kind != Kind::AndNot;
         let reg = |s: &Self, x: u32| s.place[x as usize].reg;
         let (first, second) =
             if commutative && reg(self, first).is_none() && reg(self, second).is_some() {
@@ -446,11 +743,8 @@ impl Gen<'_> {
             if commutative && reg(self, second) == Some(dst) {
                 self.op3(code, dst, dst, Op::Mem(m));
             } else {
-                self.emit(Instruction::with2(
-                    Code::VEX_Vmovdqu_ymm_ymmm256,
-                    ymm(dst),
-                    m,
-                ));
+                let (load, d) = (isa.load(), self.vreg(dst));
+                self.emit(Instruction::with2(load, d, m));
                 let src2 = match reg(self, second) {
                     Some(r2) => Op::Reg(r2),
                     None => Op::Mem(self.mem(second)),
@@ -459,18 +753,94 @@ impl Gen<'_> {
             }
         }
         // The operands' registers are released first, so that `dst` may be one of them.
-        self.retire(gate.a, pos);
-        self.retire(gate.b, pos);
+        self.retire(a, pos);
+        self.retire(b, pos);
+        self.finish(v, dst);
+    }
+
+    /// Binds the new value `v` to `dst`, whatever `dst` held before.
+    fn finish(&mut self, v: u32, dst: u8) {
         if let Some(old) = self.holder[dst as usize] {
             self.place[old as usize].reg = None;
         }
         self.bind(v, dst);
     }
 
+    /// A ternary node: `vpternlogq dst, B, C, imm`, where `dst` holds `A` on entry.
+    /// At most one operand stays in memory (the `C` operand, or loaded into `dst`).
+    fn ternary(&mut self, g: usize, table: u8, pos: u32) {
+        let n_in = self.inputs.len() as u32;
+        let node = self.nodes[g];
+        let v = n_in + g as u32;
+        let ops = node.operands().to_vec();
+        let reg = |s: &Self, x: u32| s.place[x as usize].reg;
+        let mut pinned: Vec<u8> = ops.iter().filter_map(|&x| reg(self, x)).collect();
+        let mut in_mem = None;
+        for &x in &ops {
+            if reg(self, x).is_none() {
+                if in_mem.is_none() {
+                    in_mem = Some(x);
+                } else {
+                    let r = self.load(x, &pinned);
+                    pinned.push(r);
+                }
+            }
+        }
+        let in_regs: Vec<u32> = ops.iter().copied().filter(|&x| Some(x) != in_mem).collect();
+        // A: an operand whose register is free after this step, else a copy.
+        let (dst, a) = if let Some(&a) = in_regs.iter().find(|&&x| self.dies_at(x, pos)) {
+            (reg(self, a).unwrap(), a)
+        } else {
+            let dst = self.alloc(&pinned);
+            let d = self.vreg(dst);
+            match in_mem {
+                Some(m) => {
+                    let (load, mem) = (self.isa.load(), self.mem(m));
+                    self.emit(Instruction::with2(load, d, mem));
+                    in_mem = None;
+                    (dst, m)
+                }
+                None => {
+                    let (copy, src) = (self.isa.copy(), self.vreg(reg(self, in_regs[0]).unwrap()));
+                    self.emit(Instruction::with2(copy, d, src));
+                    (dst, in_regs[0])
+                }
+            }
+        };
+        let rest: Vec<u32> = in_regs.iter().copied().filter(|&x| x != a).collect();
+        // B a register (A's if none is left), C memory, a register or B again.
+        let b = rest.first().copied().unwrap_or(a);
+        let c = in_mem.or(rest.get(1).copied()).unwrap_or(b);
+        let position = |x: u32| ops.iter().position(|&o| o == x).expect("an operand");
+        let (pa, pb, pc) = (position(a), position(b), position(c));
+        let imm = (0..8u8).fold(0u8, |acc, i| {
+            let mut bits = [0u8; 3];
+            bits[pc] = i & 1;
+            bits[pb] = (i >> 1) & 1;
+            bits[pa] = (i >> 2) & 1;
+            let j = bits[0] << 2 | bits[1] << 1 | bits[2];
+            acc | (((table >> j) & 1) << i)
+        });
+        let d = self.vreg(dst);
+        let rb = self.vreg(if b == a { dst } else { reg(self, b).unwrap() });
+        let ins = if Some(c) == in_mem {
+            Instruction::with4(TERNLOG, d, rb, self.mem(c), imm as u32)
+        } else {
+            let rc = if c == a { dst } else { reg(self, c).unwrap() };
+            Instruction::with4(TERNLOG, d, rb, self.vreg(rc), imm as u32)
+        };
+        self.emit(ins);
+        for &x in &ops {
+            self.retire(x, pos);
+        }
+        self.finish(v, dst);
+    }
+
     fn op3(&mut self, code: Code, dst: u8, src1: u8, src2: Op) {
+        let (d, s1) = (self.vreg(dst), self.vreg(src1));
         let ins = match src2 {
-            Op::Reg(r) => Instruction::with3(code, ymm(dst), ymm(src1), ymm(r)),
-            Op::Mem(m) => Instruction::with3(code, ymm(dst), ymm(src1), m),
+            Op::Reg(r) => Instruction::with3(code, d, s1, self.vreg(r)),
+            Op::Mem(m) => Instruction::with3(code, d, s1, m),
         };
         self.emit(ins);
     }
@@ -478,17 +848,21 @@ impl Gen<'_> {
     /// Channel `c` of the next state: the output (negated), blended with the old state
     /// under the mask, damaged cells cleared, stored.
     fn output(&mut self, c: usize, pos: u32, masked: bool, damaged: bool) {
-        let s = ymm(SCRATCH);
+        let isa = self.isa;
+        let s = isa.scratch();
         let chan = c as i64 * self.stride_bytes;
-        let (r, negate) = match self.net.outputs[c] {
+        let (r, negate) = match self.outputs[c] {
             NetOutput::Const(value) => {
                 let r = self.alloc(&[]);
-                let code = if value {
-                    Code::VEX_Vpcmpeqd_ymm_ymm_ymmm256
-                } else {
-                    Code::VEX_Vpxor_ymm_ymm_ymmm256
+                let d = self.vreg(r);
+                let ins = match (isa.zmm(), value) {
+                    (true, true) => Instruction::with4(TERNLOG, d, d, d, 0xFFu32),
+                    (false, true) => {
+                        Instruction::with3(Code::VEX_Vpcmpeqd_ymm_ymm_ymmm256, d, d, d)
+                    }
+                    (_, false) => Instruction::with3(isa.xor(), d, d, d),
                 };
-                self.emit(Instruction::with3(code, ymm(r), ymm(r), ymm(r)));
+                self.emit(ins);
                 (r, false)
             }
             NetOutput::Node { node, negated } => {
@@ -498,15 +872,10 @@ impl Gen<'_> {
                     _ => {
                         let pinned: Vec<u8> = held.into_iter().collect();
                         let r = self.alloc(&pinned);
+                        let d = self.vreg(r);
                         let ins = match held {
-                            Some(h) => {
-                                Instruction::with2(Code::VEX_Vmovdqa_ymm_ymmm256, ymm(r), ymm(h))
-                            }
-                            None => Instruction::with2(
-                                Code::VEX_Vmovdqu_ymm_ymmm256,
-                                ymm(r),
-                                self.mem(node),
-                            ),
+                            Some(h) => Instruction::with2(isa.copy(), d, self.vreg(h)),
+                            None => Instruction::with2(isa.load(), d, self.mem(node)),
                         };
                         self.emit(ins);
                         r
@@ -520,42 +889,61 @@ impl Gen<'_> {
             }
         };
         self.holder[r as usize] = None; // a temporary from here on
-        let d = ymm(r);
-        if negate {
-            self.emit(Instruction::with3(
-                Code::VEX_Vpcmpeqd_ymm_ymm_ymmm256,
-                s,
-                s,
-                s,
-            ));
-            self.emit(Instruction::with3(Code::VEX_Vpxor_ymm_ymm_ymmm256, d, d, s));
-        }
-        if masked {
-            let mask = MemoryOperand::with_base_index_scale_displ_size(MASK_BASE, INDEX, 1, 0, 1);
-            let old =
-                MemoryOperand::with_base_index_scale_displ_size(ROW_BASE[1], INDEX, 1, chan, 1);
-            self.emit(Instruction::with2(Code::VEX_Vmovdqu_ymm_ymmm256, s, mask));
-            self.emit(Instruction::with3(Code::VEX_Vpand_ymm_ymm_ymmm256, d, d, s));
-            self.emit(Instruction::with3(
-                Code::VEX_Vpandn_ymm_ymm_ymmm256,
-                s,
-                s,
-                old,
-            ));
-            self.emit(Instruction::with3(Code::VEX_Vpor_ymm_ymm_ymmm256, d, d, s));
-        }
-        if damaged {
-            let dead = MemoryOperand::with_base_index_scale_displ_size(DAMAGE_BASE, INDEX, 1, 0, 1);
-            self.emit(Instruction::with2(Code::VEX_Vmovdqu_ymm_ymmm256, s, dead));
-            self.emit(Instruction::with3(
-                Code::VEX_Vpandn_ymm_ymm_ymmm256,
-                d,
-                s,
-                d,
-            ));
+        let d = self.vreg(r);
+        let mask = MemoryOperand::with_base_index_scale_displ_size(MASK_BASE, INDEX, 1, 0, 1);
+        let old = MemoryOperand::with_base_index_scale_displ_size(ROW_BASE[1], INDEX, 1, chan, 1);
+        let dead = MemoryOperand::with_base_index_scale_displ_size(DAMAGE_BASE, INDEX, 1, 0, 1);
+        if isa.zmm() {
+            // A = the output, B = the mask (scratch), C = the old state or the damage;
+            // negation folds into the first ternary op.
+            let mut negate = negate;
+            if masked {
+                let blend = if negate {
+                    (!TERN_A & TERN_B) | (TERN_C & !TERN_B)
+                } else {
+                    (TERN_A & TERN_B) | (TERN_C & !TERN_B)
+                };
+                negate = false;
+                self.emit(Instruction::with2(isa.load(), s, mask));
+                self.emit(Instruction::with4(TERNLOG, d, s, old, blend as u32));
+            }
+            if damaged {
+                let a = if negate { !TERN_A } else { TERN_A };
+                negate = false;
+                self.emit(Instruction::with4(
+                    TERNLOG,
+                    d,
+                    d,
+                    dead,
+                    (a & !TERN_C) as u32,
+                ));
+            }
+            if negate {
+                self.emit(Instruction::with4(TERNLOG, d, d, d, !TERN_A as u32));
+            }
+        } else {
+            if negate {
+                self.emit(Instruction::with3(
+                    Code::VEX_Vpcmpeqd_ymm_ymm_ymmm256,
+                    s,
+                    s,
+                    s,
+                ));
+                self.emit(Instruction::with3(isa.xor(), d, d, s));
+            }
+            if masked {
+                self.emit(Instruction::with2(isa.load(), s, mask));
+                self.emit(Instruction::with3(isa.and(), d, d, s));
+                self.emit(Instruction::with3(isa.andn(), s, s, old));
+                self.emit(Instruction::with3(isa.or(), d, d, s));
+            }
+            if damaged {
+                self.emit(Instruction::with2(isa.load(), s, dead));
+                self.emit(Instruction::with3(isa.andn(), d, s, d));
+            }
         }
         let out = MemoryOperand::with_base_index_scale_displ_size(OUT_BASE, INDEX, 1, chan, 1);
-        self.emit(Instruction::with2(Code::VEX_Vmovdqu_ymmm256_ymm, out, d));
+        self.emit(Instruction::with2(isa.store(), out, d));
     }
 }
 
@@ -565,27 +953,30 @@ enum Op {
     Mem(MemoryOperand),
 }
 
-fn spill_mem(slot: u32) -> MemoryOperand {
-    MemoryOperand::with_base_displ_size(SPILL_BASE, slot as i64 * VBYTES, 1)
+fn spill_mem(slot: u32, isa: Isa) -> MemoryOperand {
+    MemoryOperand::with_base_displ_size(SPILL_BASE, slot as i64 * isa.vbytes(), 1)
 }
 
 /// The loop body for one evaluation order: its instructions and spill slots.
+#[allow(clippy::too_many_arguments)]
 fn loop_body(
     net: &Netlist,
+    nodes: &[Node],
+    isa: Isa,
     inputs: &[InputAt],
     stride_bytes: i64,
     steps: &[Step],
     masked: bool,
     damaged: bool,
 ) -> (Vec<Instruction>, usize) {
-    let n = inputs.len() + net.gates.len();
+    let n = inputs.len() + nodes.len();
     let mut uses = vec![Vec::new(); n];
     for (pos, step) in steps.iter().enumerate() {
         match *step {
             Step::Value(v) if (v as usize) >= inputs.len() => {
-                let g = net.gates[v as usize - inputs.len()];
-                uses[g.a as usize].push(pos as u32);
-                uses[g.b as usize].push(pos as u32);
+                for &x in nodes[v as usize - inputs.len()].operands() {
+                    uses[x as usize].push(pos as u32);
+                }
             }
             Step::Output(c) => {
                 if let NetOutput::Node { node, .. } = net.outputs[c] {
@@ -596,12 +987,14 @@ fn loop_body(
         }
     }
     let mut gen = Gen {
-        net,
+        isa,
+        nodes,
+        outputs: &net.outputs,
         inputs: inputs.to_vec(),
         stride_bytes,
         code: Vec::new(),
         place: vec![Place::default(); n],
-        holder: [None; N_REGS],
+        holder: vec![None; isa.n_regs()],
         uses,
         passed: vec![0; n],
         free_slots: Vec::new(),
@@ -620,6 +1013,7 @@ fn loop_body(
 /// The kernel's machine code and its spill slots.
 fn generate(
     net: &Netlist,
+    isa: Isa,
     stride: usize,
     nw: usize,
     masked: bool,
@@ -636,12 +1030,22 @@ fn generate(
         })
         .collect();
     let shifted: Vec<bool> = inputs.iter().map(|i| i.dc != 0).collect();
+    let nodes = nodes(net, isa);
     // Of a few depth-first orders, the one whose code is shortest (fewest spills).
     let (body, n_slots) = [Order::Needier, Order::A, Order::B]
         .into_iter()
         .map(|order| {
-            let steps = schedule(net, &shifted, order);
-            loop_body(net, &inputs, stride_bytes, &steps, masked, damaged)
+            let steps = schedule(net, &nodes, &shifted, order);
+            loop_body(
+                net,
+                &nodes,
+                isa,
+                &inputs,
+                stride_bytes,
+                &steps,
+                masked,
+                damaged,
+            )
         })
         .min_by_key(|(body, slots)| (body.len(), *slots))
         .expect("three orders");
@@ -655,7 +1059,11 @@ fn generate(
     let rows_field =
         MemoryOperand::with_base_displ_size(Register::RDI, 8 * ARG_REGS.len() as i64, 1);
     head.push(Instruction::with2(Code::Mov_r64_rm64, ROWS, rows_field)?);
-    head.push(Instruction::with2(Code::Shl_rm64_imm8, END, 5u32)?);
+    head.push(Instruction::with2(
+        Code::Shl_rm64_imm8,
+        END,
+        isa.vbytes().trailing_zeros(),
+    )?);
     let mut enc = Encoder::new(64);
     let mut ip = 0u64;
     for ins in &head {
@@ -674,7 +1082,7 @@ fn generate(
     let row_bytes = (net.channels * stride * 8) as i32;
     let mask_bytes = (nw * 8) as i32;
     let mut tail = vec![
-        Instruction::with2(Code::Add_rm64_imm8, INDEX, VBYTES as i32)?,
+        Instruction::with2(Code::Add_rm64_imm8, INDEX, isa.vbytes() as i32)?,
         Instruction::with2(Code::Cmp_r64_rm64, INDEX, END)?,
         Instruction::with_branch(Code::Jb_rel32_64, vector_start)?,
     ];
@@ -746,7 +1154,12 @@ mod tests {
                 },
             ],
         };
-        let steps = schedule(&net, &[false, true], Order::Needier);
+        let steps = schedule(
+            &net,
+            &nodes(&net, Isa::Avx2),
+            &[false, true],
+            Order::Needier,
+        );
         let order: Vec<i64> = steps
             .iter()
             .map(|s| match *s {
@@ -755,5 +1168,44 @@ mod tests {
             })
             .collect();
         assert_eq!(order, vec![1, 2, 3, -1, -2]);
+    }
+
+    #[test]
+    fn a_single_use_gate_is_fused_into_its_reader_on_avx512_only() {
+        let centre = |channel| PatchInput {
+            channel,
+            dr: 0,
+            dc: 0,
+        };
+        // g0 = in0 & in1 (read once), g1 = g0 ^ in2 (the output).
+        let net = Netlist {
+            channels: 3,
+            inputs: vec![centre(0), centre(1), centre(2)],
+            gates: vec![
+                Gate {
+                    kind: Kind::And,
+                    a: 0,
+                    b: 1,
+                },
+                Gate {
+                    kind: Kind::Xor,
+                    a: 3,
+                    b: 2,
+                },
+            ],
+            outputs: vec![NetOutput::Node {
+                node: 4,
+                negated: false,
+            }],
+        };
+        let plain = nodes(&net, Isa::Avx2);
+        assert_eq!(plain[1].op, NodeOp::Gate(Kind::Xor));
+        assert_eq!(plain[1].operands(), &[3, 2]);
+        let fused = nodes(&net, Isa::Avx512 { vbmi2: false });
+        assert_eq!(fused[1].operands(), &[0, 1, 2]);
+        assert_eq!(fused[1].op, NodeOp::Tern((TERN_A & TERN_B) ^ TERN_C));
+        // Only the output's node is scheduled: g0 is never computed.
+        let steps = schedule(&net, &fused, &[false; 3], Order::Needier);
+        assert_eq!(steps.len(), 2);
     }
 }

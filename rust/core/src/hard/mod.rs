@@ -7,9 +7,9 @@
 //! - two engines that run a circuit bit-identically (the same masks, the same damage,
 //!   the same frames): the **slot** interpreter ([`slots`], with its gate [`kernels`]
 //!   and the [`packing`] of grids into words), portable and the oracle of the JIT's
-//!   tests, and the **JIT** ([`jit`], [`grid`]): the pruned netlist compiled to AVX2
-//!   machine code at run time, on x86-64 CPUs with AVX2 whose OS grants executable
-//!   memory;
+//!   tests, and the **JIT** ([`jit`], [`grid`]): the pruned netlist compiled to AVX2 or
+//!   AVX-512 machine code at run time, on x86-64 CPUs with AVX2 (AVX-512F) whose OS
+//!   grants executable memory;
 //! - [`masks`] (sync, given or seeded random updates) and [`options`] (what a run
 //!   steps and returns);
 //! - [`simulator`]: the engine choice, a reusable [`Simulator`] and [`simulate`].
@@ -39,8 +39,8 @@ pub use masks::{draw_masks, Masks, StepMask};
 pub use netlist::{Gate, NetOutput, Netlist, PatchInput};
 pub use options::{frame_steps, is_frame, n_frames, Interrupt, SimOptions, INTERRUPT_CHECK_EVERY};
 pub use simulator::{
-    default_engine, jit_available, output_len, simulate, simulate_into, simulate_on,
-    CompiledCircuit, HardEngine, Simulator,
+    default_engine, jit_available, jit_avx512_available, output_len, simulate, simulate_into,
+    simulate_on, CompiledCircuit, HardEngine, Simulator,
 };
 pub use slots::{auto_words, check_words, SUPPORTED_WORDS};
 

@@ -6,6 +6,8 @@ use std::sync::OnceLock;
 use super::circuit::Circuit;
 #[cfg(target_arch = "x86_64")]
 use super::grid;
+#[cfg(target_arch = "x86_64")]
+use super::jit::Isa;
 use super::masks::{Masks, StepMask};
 #[cfg(target_arch = "x86_64")]
 use super::netlist::Netlist;
@@ -23,6 +25,8 @@ use crate::threads;
 pub enum HardEngine {
     /// Compiled AVX2 machine code ([`super::jit`]).
     Jit,
+    /// Compiled AVX-512 machine code ([`super::jit`]: `zmm` registers, `vpternlogq`).
+    JitAvx512,
     /// The portable slot interpreter ([`super::slots`]).
     Slots,
 }
@@ -31,16 +35,36 @@ impl HardEngine {
     pub fn name(self) -> &'static str {
         match self {
             HardEngine::Jit => "jit-avx2",
+            HardEngine::JitAvx512 => "jit-avx512",
             HardEngine::Slots => "slots",
         }
     }
 
-    /// `jit` or `slots` (as `LOGICARS_HARD_ENGINE` and the Python API spell them).
+    /// Whether this is one of the JIT back ends.
+    pub fn is_jit(self) -> bool {
+        self != HardEngine::Slots
+    }
+
+    /// `jit` (the best JIT back end this machine runs, as [`default_engine`] picks it),
+    /// `jit-avx2`, `jit-avx512` or `slots` (as the Python API spells them).
     pub fn parse(name: &str) -> Result<HardEngine> {
         match name {
-            "jit" => Ok(HardEngine::Jit),
+            "jit" if default_engine() == HardEngine::JitAvx512 => Ok(HardEngine::JitAvx512),
+            "jit" | "jit-avx2" => Ok(HardEngine::Jit),
+            "jit-avx512" => Ok(HardEngine::JitAvx512),
             "slots" => Ok(HardEngine::Slots),
-            _ => value_err!("engine must be 'jit' or 'slots', got {name:?}"),
+            _ => value_err!(
+                "engine must be 'jit', 'jit-avx2', 'jit-avx512' or 'slots', got {name:?}"
+            ),
+        }
+    }
+
+    /// Whether this engine runs here.
+    pub fn available(self) -> bool {
+        match self {
+            HardEngine::Jit => jit_available(),
+            HardEngine::JitAvx512 => jit_avx512_available(),
+            HardEngine::Slots => true,
         }
     }
 }
@@ -54,9 +78,26 @@ pub fn jit_available() -> bool {
     *AVAILABLE.get_or_init(|| {
         #[cfg(target_arch = "x86_64")]
         {
-            is_x86_feature_detected!("avx2")
+            Isa::Avx2.available()
                 && kernels::simd_level() != SimdLevel::Portable
-                && self_test()
+                && self_test(Isa::Avx2)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    })
+}
+
+/// Whether the AVX-512 JIT can run here: [`jit_available`], and a CPU with AVX-512F
+/// whose OS keeps the `zmm` and mask registers (XCR0 bits 5–7, which run-time detection
+/// checks), and the AVX-512 kernel's self-test passes.
+pub fn jit_avx512_available() -> bool {
+    static AVAILABLE: OnceLock<bool> = OnceLock::new();
+    *AVAILABLE.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            jit_available() && Isa::avx512().available() && self_test(Isa::avx512())
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
@@ -67,7 +108,7 @@ pub fn jit_available() -> bool {
 
 /// Compiles and runs a one-gate circuit (`x ^ east neighbour`) on one 64-cell row.
 #[cfg(target_arch = "x86_64")]
-fn self_test() -> bool {
+fn self_test(isa: Isa) -> bool {
     use super::kernels::Kind;
     use super::netlist::{Gate, NetOutput, PatchInput};
     let net = Netlist {
@@ -99,7 +140,7 @@ fn self_test() -> bool {
         height: 1,
         width: 64,
     };
-    let Ok(mut sim) = grid::GridSim::new(grid::KernelCache::new(net), shape, true) else {
+    let Ok(mut sim) = grid::GridSim::new(grid::KernelCache::new(net), shape, true, isa) else {
         return false;
     };
     let x: Vec<u8> = (0..64).map(|i| (i % 3 == 0) as u8).collect();
@@ -111,14 +152,22 @@ fn self_test() -> bool {
     }
 }
 
-/// The engine [`simulate`] and [`Simulator::new`] use when none is asked for: the JIT
-/// where [`jit_available`], else the slot engine; `LOGICARS_HARD_ENGINE=slots` forces
-/// the slot engine.
+/// The engine [`simulate`] and [`Simulator::new`] use when none is asked for: the
+/// AVX-512 JIT where [`jit_avx512_available`] and the kernels run at the AVX-512 level
+/// (not forced to `LOGICARS_SIMD=avx2`), else the AVX2 JIT where [`jit_available`], else
+/// the slot engine; `LOGICARS_HARD_ENGINE=slots` forces the slot engine.
 pub fn default_engine() -> HardEngine {
     static ENGINE: OnceLock<HardEngine> = OnceLock::new();
     *ENGINE.get_or_init(|| {
         let forced = std::env::var("LOGICARS_HARD_ENGINE").ok();
-        if forced.as_deref() != Some("slots") && jit_available() {
+        if forced.as_deref() == Some("slots") {
+            return HardEngine::Slots;
+        }
+        #[cfg(target_arch = "x86_64")]
+        if kernels::simd_level() == SimdLevel::Avx512 && jit_avx512_available() {
+            return HardEngine::JitAvx512;
+        }
+        if jit_available() {
             HardEngine::Jit
         } else {
             HardEngine::Slots
@@ -236,12 +285,24 @@ impl Simulator {
                      this machine runs the 'slots' engine"
                 );
             }
+            HardEngine::JitAvx512 if !jit_avx512_available() => {
+                return value_err!(
+                    "the 'jit-avx512' engine needs an x86-64 CPU with AVX-512F and \
+                     executable memory; this machine runs '{}'",
+                    default_engine().name()
+                );
+            }
             #[cfg(target_arch = "x86_64")]
-            HardEngine::Jit => {
+            HardEngine::Jit | HardEngine::JitAvx512 => {
                 let kernels = jit
                     .kernels
                     .get_or_init(|| grid::KernelCache::new(Netlist::from_circuit(circuit)));
-                let sim = grid::GridSim::new(kernels.clone(), shape, periodic)?;
+                let isa = if engine == HardEngine::Jit {
+                    Isa::Avx2
+                } else {
+                    Isa::avx512()
+                };
+                let sim = grid::GridSim::new(kernels.clone(), shape, periodic, isa)?;
                 Inner::Jit(Box::new(sim))
             }
             _ => Inner::Slots(Box::new(SlotSim::new(circuit, shape, periodic, words)?)),
@@ -265,7 +326,7 @@ impl Simulator {
     pub fn engine(&self) -> HardEngine {
         match self.inner {
             #[cfg(target_arch = "x86_64")]
-            Inner::Jit(_) => HardEngine::Jit,
+            Inner::Jit(ref s) => s.engine(),
             Inner::Slots(_) => HardEngine::Slots,
         }
     }

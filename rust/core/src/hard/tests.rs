@@ -35,8 +35,50 @@ fn jit_here() -> bool {
     jit_available()
 }
 
-/// Every step recorded on both engines, with `masks` and `damage` (all steps) if given.
+/// The JIT back ends this machine runs (AVX2, and AVX-512 where the CPU has it); the
+/// AVX-512 cases are skipped with a note elsewhere. On a CPU with AVX-512F (and the
+/// kernels not forced to a lower level) the AVX-512 JIT must run.
+fn jit_engines() -> Vec<HardEngine> {
+    if !jit_here() {
+        return Vec::new();
+    }
+    #[cfg(target_arch = "x86_64")]
+    if is_x86_feature_detected!("avx512f") && kernels::simd_level() == SimdLevel::Avx512 {
+        assert!(
+            jit_avx512_available(),
+            "this CPU has AVX-512F but the AVX-512 JIT failed its self-test"
+        );
+    }
+    if !jit_avx512_available() {
+        eprintln!("no AVX-512 on this machine: the AVX-512 JIT's cases skipped");
+        return vec![HardEngine::Jit];
+    }
+    vec![HardEngine::Jit, HardEngine::JitAvx512]
+}
+
+/// The kernel instruction sets to fuzz: AVX2, and AVX-512 with and without VBMI2's
+/// double shifts where the CPU has them.
+#[cfg(target_arch = "x86_64")]
+fn jit_isas() -> Vec<jit::Isa> {
+    let mut isas = vec![jit::Isa::Avx2];
+    if jit_engines().contains(&HardEngine::JitAvx512) {
+        for vbmi2 in [false, true] {
+            let isa = jit::Isa::Avx512 { vbmi2 };
+            if isa.available() {
+                isas.push(isa);
+            } else {
+                eprintln!("no AVX-512 VBMI2 on this machine: {isa:?} not fuzzed");
+            }
+        }
+    }
+    isas
+}
+
+/// Every step recorded on `jit` and the slot engine, with `masks` and `damage` (all
+/// steps) if given.
+#[allow(clippy::too_many_arguments)]
 fn both_engines(
+    jit: HardEngine,
     circuit: &Circuit,
     x: &[u8],
     sh: GridShape,
@@ -52,7 +94,7 @@ fn both_engines(
     }
     opts.damage = damage;
     opts.damage_steps = 0..steps;
-    let jit = simulate_on(HardEngine::Jit, circuit, x, sh, &opts).unwrap();
+    let jit = simulate_on(jit, circuit, x, sh, &opts).unwrap();
     let slots = simulate_on(HardEngine::Slots, circuit, x, sh, &opts).unwrap();
     (jit, slots)
 }
@@ -67,10 +109,13 @@ fn first_difference(a: &[u8], b: &[u8]) -> Option<usize> {
 /// the slot engine, and both equal the float hard rollout.
 #[test]
 fn jit_matches_slots_and_float_hard_rollout() {
-    if !jit_here() {
-        return;
+    for engine in jit_engines() {
+        jit_matches_slots_and_float_hard_rollout_on(engine);
     }
-    let widths = [1, 5, 63, 64, 65, 127, 200, 256, 257, 300];
+}
+
+fn jit_matches_slots_and_float_hard_rollout_on(engine: HardEngine) {
+    let widths = [1, 5, 63, 64, 65, 127, 200, 256, 257, 300, 511, 513, 777];
     let mut case = 0u64;
     for c in 1..=8 {
         for periodic in [true, false] {
@@ -85,11 +130,19 @@ fn jit_matches_slots_and_float_hard_rollout() {
                 let steps = 3;
                 let x = random_bits(sh.cells() * c, 0.5, case);
                 let masks = masked.then(|| random_bits(sh.cells() * steps, 0.6, case + 99));
-                let (jit, slots) =
-                    both_engines(&circuit, &x, sh, steps, periodic, masks.as_deref(), None);
+                let (jit, slots) = both_engines(
+                    engine,
+                    &circuit,
+                    &x,
+                    sh,
+                    steps,
+                    periodic,
+                    masks.as_deref(),
+                    None,
+                );
                 if let Some(i) = first_difference(&jit, &slots) {
                     panic!(
-                        "C={c} periodic={periodic} masked={masked} {sh:?}: JIT and slots differ \
+                        "{engine:?} C={c} periodic={periodic} masked={masked} {sh:?}: JIT and slots differ \
                          at flat index {i} of {}; {:?}",
                         jit.len(),
                         circuit.stats()
@@ -107,7 +160,7 @@ fn jit_matches_slots_and_float_hard_rollout() {
                     .unwrap();
                 assert!(
                     jit.iter().zip(&float).all(|(&a, &b)| a as f32 == b),
-                    "C={c} periodic={periodic} masked={masked} {sh:?}: JIT differs from the float rollout"
+                    "{engine:?} C={c} periodic={periodic} masked={masked} {sh:?}: JIT differs from the float rollout"
                 );
             }
         }
@@ -117,11 +170,11 @@ fn jit_matches_slots_and_float_hard_rollout() {
 /// Each of the 16 ops as the last gate of a C = 1 model, on the JIT.
 #[test]
 fn every_gate_op_matches_on_the_jit() {
-    if !jit_here() {
-        return;
-    }
     let sp = spec(1, 1, &[9, 8, 4, 2, 1], &[4], true);
-    for op in 0..N_OPS {
+    for (engine, op) in jit_engines()
+        .into_iter()
+        .flat_map(|e| (0..N_OPS).map(move |op| (e, op)))
+    {
         let mut m = random_model(sp.clone(), 3, 0.0);
         let mut logits = m.logits().to_vec();
         let n = logits.len();
@@ -131,14 +184,14 @@ fn every_gate_op_matches_on_the_jit() {
         let circuit = m.compile_circuit();
         let sh = shape(4, 3, 70);
         let x = random_bits(sh.cells(), 0.5, op as u64);
-        let (jit, slots) = both_engines(&circuit, &x, sh, 2, true, None, None);
-        assert_eq!(jit, slots, "op {op}");
+        let (jit, slots) = both_engines(engine, &circuit, &x, sh, 2, true, None, None);
+        assert_eq!(jit, slots, "{engine:?} op {op}");
         let float = m
             .rollout(&to_f32(&x), sh, 2, Decoding::Hard, None, true)
             .unwrap();
         assert!(
             jit.iter().zip(&float).all(|(&a, &b)| a as f32 == b),
-            "op {op}"
+            "{engine:?} op {op}"
         );
     }
 }
@@ -146,9 +199,12 @@ fn every_gate_op_matches_on_the_jit() {
 /// Damage (per board and shared), masks and seeded masks on both engines.
 #[test]
 fn damage_and_seeded_masks_match_the_slot_engine() {
-    if !jit_here() {
-        return;
+    for engine in jit_engines() {
+        damage_and_seeded_masks_match_on(engine);
     }
+}
+
+fn damage_and_seeded_masks_match_on(engine: HardEngine) {
     for (i, c) in [1usize, 3, 8].into_iter().enumerate() {
         let sp = spec(c, 2, &[9, 8, 4, 2], &[24, 16], i != 1);
         let m = random_model(sp, 77 + i as u64, 0.6);
@@ -160,9 +216,17 @@ fn damage_and_seeded_masks_match_the_slot_engine() {
         let per_board = random_bits(sh.cells(), 0.2, 5);
         let masks = random_bits(sh.cells() * 4, 0.5, 6);
         for damage in [&shared[..], &per_board[..]] {
-            let (jit, slots) =
-                both_engines(&circuit, &x, sh, 4, i != 1, Some(&masks), Some(damage));
-            assert_eq!(first_difference(&jit, &slots), None, "C={c}");
+            let (jit, slots) = both_engines(
+                engine,
+                &circuit,
+                &x,
+                sh,
+                4,
+                i != 1,
+                Some(&masks),
+                Some(damage),
+            );
+            assert_eq!(first_difference(&jit, &slots), None, "{engine:?} C={c}");
         }
         let mut opts = SimOptions::new(5, i != 1);
         opts.masks = Masks::Random {
@@ -172,32 +236,36 @@ fn damage_and_seeded_masks_match_the_slot_engine() {
         opts.damage = Some(&shared);
         opts.damage_steps = 1..3;
         opts.record_every = 2;
-        let jit = simulate_on(HardEngine::Jit, &circuit, &x, sh, &opts).unwrap();
+        let jit = simulate_on(engine, &circuit, &x, sh, &opts).unwrap();
         let slots = simulate_on(HardEngine::Slots, &circuit, &x, sh, &opts).unwrap();
-        assert_eq!(first_difference(&jit, &slots), None, "C={c} seeded");
+        assert_eq!(
+            first_difference(&jit, &slots),
+            None,
+            "{engine:?} C={c} seeded"
+        );
     }
 }
 
 /// A trained-size circuit (the GoL preset's shape) with enough live values to spill.
 #[test]
 fn gol_sized_circuit_matches_on_the_jit() {
-    if !jit_here() {
-        return;
-    }
     let mut hidden = vec![128; 17];
     hidden.extend([64, 32, 16, 8, 4, 2]);
     let sp = spec(1, 16, &[9, 8, 4, 2, 1], &hidden, true);
-    for (seed, pass) in [(42, 0.6), (43, 0.45)] {
+    for (engine, (seed, pass)) in jit_engines()
+        .into_iter()
+        .flat_map(|e| [(42, 0.6), (43, 0.45)].map(|sp| (e, sp)))
+    {
         let m = random_model(sp.clone(), seed, pass);
         let circuit = m.compile_circuit();
         assert!(circuit.stats().active_gates > 100);
         let sh = shape(1, 33, 300);
         let x = random_bits(sh.cells(), 0.5, seed);
-        let (jit, slots) = both_engines(&circuit, &x, sh, 4, true, None, None);
+        let (jit, slots) = both_engines(engine, &circuit, &x, sh, 4, true, None, None);
         assert_eq!(
             first_difference(&jit, &slots),
             None,
-            "{:?}",
+            "{engine:?} {:?}",
             circuit.stats()
         );
     }
@@ -314,6 +382,13 @@ fn fuzz_random_netlists_against_the_interpreter() {
     if !jit_here() {
         return;
     }
+    for isa in jit_isas() {
+        fuzz_random_netlists_on(isa);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn fuzz_random_netlists_on(isa: jit::Isa) {
     let mut rng = ChaCha8Rng::seed_from_u64(2026);
     for case in 0..150 {
         let channels = rng.random_range(1..=4);
@@ -323,7 +398,7 @@ fn fuzz_random_netlists_against_the_interpreter() {
         let sh = shape(
             rng.random_range(1..=2),
             rng.random_range(1..=5),
-            [1, 3, 64, 65, 130, 256, 300][rng.random_range(0..7)],
+            [1, 3, 64, 65, 130, 256, 300, 513, 700][rng.random_range(0..9)],
         );
         let x: Vec<u8> = (0..sh.cells() * channels)
             .map(|_| rng.random_range(0..2))
@@ -333,7 +408,7 @@ fn fuzz_random_netlists_against_the_interpreter() {
             .map(|_| (rng.random_range(0..5) == 0) as u8)
             .collect();
         let mut sim =
-            grid::GridSim::new(grid::KernelCache::new(net.clone()), sh, periodic).unwrap();
+            grid::GridSim::new(grid::KernelCache::new(net.clone()), sh, periodic, isa).unwrap();
         sim.set_damage(Some(&damage)).unwrap();
         for (masked, damaged) in [(false, false), (true, false), (false, true), (true, true)] {
             sim.load(&x).unwrap();
@@ -360,7 +435,7 @@ fn fuzz_random_netlists_against_the_interpreter() {
             assert_eq!(
                 first_difference(&got, &want),
                 None,
-                "case {case}: {n_gates} gates, C={channels}, {sh:?}, periodic={periodic}, \
+                "{isa:?} case {case}: {n_gates} gates, C={channels}, {sh:?}, periodic={periodic}, \
                  masked={masked}, damaged={damaged}"
             );
         }
@@ -369,20 +444,29 @@ fn fuzz_random_netlists_against_the_interpreter() {
 
 #[test]
 fn load_and_read_round_trip_and_reject_non_binary_values() {
-    if !jit_here() {
-        return;
-    }
     let mut rng = ChaCha8Rng::seed_from_u64(5);
-    for (c, w) in [(1, 1), (1, 64), (1, 77), (1, 200), (3, 65), (8, 129)] {
+    let cases = [
+        (1, 1),
+        (1, 64),
+        (1, 77),
+        (1, 200),
+        (3, 65),
+        (8, 129),
+        (2, 600),
+    ];
+    for (engine, (c, w)) in jit_engines()
+        .into_iter()
+        .flat_map(|e| cases.map(|cw| (e, cw)))
+    {
         let sp = spec(c, 1, &[9, 8, 4, 2], &[8], true);
         let circuit = random_model(sp, 1, 0.5).compile_circuit();
         let sh = shape(2, 3, w);
         let x: Vec<u8> = (0..sh.cells() * c)
             .map(|_| rng.random_range(0..2))
             .collect();
-        let mut sim = Simulator::new(&circuit, sh, true, Some(HardEngine::Jit), 0).unwrap();
+        let mut sim = Simulator::new(&circuit, sh, true, Some(engine), 0).unwrap();
         sim.load(&x).unwrap();
-        assert_eq!(read(&sim), x);
+        assert_eq!(read(&sim), x, "{engine:?}");
         let mut bad = x.clone();
         let at = bad.len() - 1 - (rng.next_u32() as usize % bad.len());
         bad[at] = 2;
@@ -401,12 +485,9 @@ fn a_simulator_keeps_its_grid_between_runs() {
     let sh = shape(1, 20, 90);
     let x = random_bits(sh.cells() * 2, 0.5, 1);
     let all = simulate(&circuit, &x, sh, &SimOptions::new(6, true)).unwrap();
-    let engines: &[HardEngine] = if jit_available() {
-        &[HardEngine::Jit, HardEngine::Slots]
-    } else {
-        &[HardEngine::Slots]
-    };
-    for &engine in engines {
+    let mut engines = jit_engines();
+    engines.push(HardEngine::Slots);
+    for engine in engines {
         let mut sim = Simulator::new(&circuit, sh, true, Some(engine), 0).unwrap();
         assert_eq!(sim.engine(), engine);
         sim.load(&x).unwrap();
