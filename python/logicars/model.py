@@ -538,7 +538,9 @@ class Simulator:
         model: the `Model` whose hard circuit runs.
         x: the starting grid `(B, H, W, C)` of 0/1.
         periodic: boundary override (default: the spec's).
-        engine: `"jit"` (compiled AVX2 code; an error where this machine cannot run it),
+        engine: `"jit"` (compiled machine code: AVX-512 where the CPU has it and
+            `LOGICARS_SIMD` does not say `avx2`, else AVX2; an error where this machine
+            cannot run it), `"jit-avx2"` or `"jit-avx512"` (that back end),
             `"slots"` (the portable engine), or `None`: the fastest available, as
             `build_info()["hard_engine"]` reports.
     """
@@ -546,8 +548,10 @@ class Simulator:
     def __init__(
         self, model: Model, x: Any, *, periodic: bool | None = None, engine: str | None = None
     ) -> None:
-        if engine not in (None, "jit", "slots"):
-            raise InvalidValueError(f"engine must be 'jit', 'slots' or None, got {engine!r}")
+        if engine not in (None, "jit", "jit-avx2", "jit-avx512", "slots"):
+            raise InvalidValueError(
+                f"engine must be 'jit', 'jit-avx2', 'jit-avx512', 'slots' or None, got {engine!r}"
+            )
         self._spec = model.spec
         xa = _as_grid(x, self._spec.channels)
         p = None if periodic is None else bool(periodic)
@@ -555,7 +559,7 @@ class Simulator:
 
     @property
     def engine(self) -> str:
-        """`"jit"` or `"slots"`."""
+        """`"jit"` (either back end) or `"slots"`."""
         return self._sim.engine
 
     @property

@@ -20,7 +20,7 @@ def set_num_threads(threads: int) -> None:
 
 def build_info() -> dict[str, str]:
     """Build profile, compiled target features, the SIMD kernels in use and the engine
-    of hard circuits (`hard_engine`: `jit-avx2` or `slots`)."""
+    of hard circuits (`hard_engine`: `jit-avx512`, `jit-avx2` or `slots`)."""
     return dict(_core.build_info())
 
 
