@@ -54,7 +54,7 @@ from .plots import (  # noqa: F401 (write_frames_gif: importable from here too)
     write_frames_gif,
     write_rollout_gif,
 )
-from .presets import Preset, preset_for_task, resolve_preset
+from .presets import TRAIN_OPTIONS, Preset, preset_for_task, read_experiment, resolve_preset
 from .repair import repair as repair_circuit
 from .runlock import RunLock
 from .spec import ModelSpec, Relaxation
@@ -68,6 +68,18 @@ CHECKPOINT_NAME = "model.safetensors"
 BEST_ATTEMPT_NAME = "best-attempt.safetensors"
 TRAIN_STATE_KIND = "logicars-train"
 DEFAULT_CHECKPOINT_EVERY = 50
+
+
+class _FileOrDefault:
+    """The default of `train`'s `checkpoint_every`: an experiment file's value, else
+    `DEFAULT_CHECKPOINT_EVERY`. A sentinel because None is a value (only at the end)
+    that replaces the file's."""
+
+    def __repr__(self) -> str:
+        return f"{DEFAULT_CHECKPOINT_EVERY} (or the experiment file's)"
+
+
+_CHECKPOINT_EVERY_DEFAULT = _FileOrDefault()
 
 
 class EpochMetrics(NamedTuple):
@@ -128,6 +140,29 @@ def _check_lr(lr: Any) -> float:
     if not math.isfinite(lr) or lr <= 0:
         raise InvalidValueError(f"lr must be a finite number > 0, got {lr}")
     return float(lr)
+
+
+def _is_experiment_file(preset: object) -> bool:
+    """A path (or a string ending in `.toml`) names an experiment file."""
+    return isinstance(preset, os.PathLike) or (
+        isinstance(preset, str) and preset.lower().endswith(".toml")
+    )
+
+
+def _experiment_file(
+    path: PathLike, size: int | None, asynchronous: bool
+) -> tuple[Preset, dict[str, Any]]:
+    """The preset an experiment file describes and the other options of `train` it sets
+    (`logicars.presets.read_experiment`)."""
+    if size is not None or asynchronous:
+        raise ValueError(
+            "size (--size) and asynchronous (--async) go into the experiment file "
+            "(size = N, async = true)"
+        )
+    experiment = read_experiment(path)
+    unknown = set(experiment.options) - set(TRAIN_OPTIONS)
+    assert not unknown, f"read_experiment returned options train does not merge: {unknown}"
+    return experiment.preset, experiment.options
 
 
 def _resolve_preset(
@@ -625,7 +660,7 @@ class _StopOnInterrupt:
 
 
 def train(
-    preset: str | Preset | Task | None = None,
+    preset: str | os.PathLike[str] | Preset | Task | None = None,
     *,
     epochs: int | None = None,
     seed: int | None = None,
@@ -635,8 +670,8 @@ def train(
     resume: PathLike | None = None,
     quiet: bool = False,
     early_stop: int | None = None,
-    stop_on_solve: bool = True,
-    checkpoint_every: int | None = DEFAULT_CHECKPOINT_EVERY,
+    stop_on_solve: bool | None = None,
+    checkpoint_every: int | None | _FileOrDefault = _CHECKPOINT_EVERY_DEFAULT,
     init: PathLike | None = None,
     relax: str | Relaxation | None = None,
     tau: float | None = None,
@@ -657,8 +692,12 @@ def train(
     `pattern:TILE.png`, see `logicars.presets.preset_for_kind`; `size` and
     `asynchronous` choose a grow or pattern task's grid and update mode), a `Preset`, or
     a `logicars.Task` (also as `task=`) trained with `spec` (a `ModelSpec` whose
-    channels are the task's) for `epochs`. It may be None when resuming: the run's own
-    preset is used (a run of a custom `Task` subclass needs the task again).
+    channels are the task's) for `epochs`, or an experiment file (a path, or a string
+    ending in `.toml`; `logicars.presets.read_experiment`): its task, model and
+    training options, of which every keyword given here replaces the file's, as the
+    command line's options do (`size` and `asynchronous` belong in the file). It may be
+    None when resuming: the run's own preset is used (a run of a custom `Task` subclass
+    needs the task again).
 
     - `epochs`: total epochs of the run (default: the preset's); on resume, the total to
       reach, counting the epochs already done.
@@ -680,7 +719,8 @@ def train(
       held-out check of `logicars.evaluate` on its own draw of inputs, run after every
       epoch whose training batch the hard circuit got exactly right), so the run ends
       with a circuit that works; False trains every epoch, as the reference notebook.
-      On resume it replaces the run's setting.
+      Default (None): True, unless an experiment file says otherwise. On resume it
+      replaces the run's setting.
     - `repair`: when the hard circuit gets a batch right but fails the validation check,
       search for gate changes that make it pass (`logicars.repair`; at most every
       `REPAIR_EVERY` epochs, and once more at the end of an unsolved run). Default: on
@@ -691,7 +731,8 @@ def train(
       (`Preset.restart_every`); a resumed run keeps its setting unless given. A run whose
       attempts all end unsolved keeps the one closest to passing the validation check
       (fewest inputs, then cells wrong; `summary["kept_attempt"]` when not the last).
-    - `checkpoint_every`: epochs between checkpoints (None: only at the end).
+    - `checkpoint_every`: epochs between checkpoints (None: only at the end; default:
+      an experiment file's, else `DEFAULT_CHECKPOINT_EVERY`).
     - `init`: start from the wiring and logits in this npz (fixture format, see
       `Model.from_npz`; e.g. the reference notebook's own initialisation) instead of a
       fresh `Model(spec, seed)`; its config must be the preset's. `seed` then fixes the
@@ -730,6 +771,24 @@ def train(
     run directory is refused with `logicars.runlock.RunLockedError`. Bad arguments raise
     `ValueError`/`TypeError` before any training starts.
     """
+    if _is_experiment_file(preset):
+        assert preset is not None and not isinstance(preset, (Preset, Task))
+        preset, file_options = _experiment_file(preset, size, bool(asynchronous))
+    else:
+        file_options = {}
+    # The file's options, where this call gives none (each given one replaces the file's).
+    relax = file_options.get("relax") if relax is None else relax
+    tau = file_options.get("tau") if tau is None else tau
+    noise = file_options.get("noise") if noise is None else noise
+    warmup = file_options.get("warmup") if warmup is None else warmup
+    early_stop = file_options.get("early_stop") if early_stop is None else early_stop
+    repair = file_options.get("repair") if repair is None else repair
+    threads = file_options.get("threads") if threads is None else threads
+    if stop_on_solve is None:
+        stop_on_solve = file_options.get("stop_on_solve", True)
+    if isinstance(checkpoint_every, _FileOrDefault):
+        checkpoint_every = file_options.get("checkpoint_every", DEFAULT_CHECKPOINT_EVERY)
+
     # Everything the user can get wrong is checked before any work starts.
     if epochs is not None:
         epochs = check_int("epochs", epochs, 1)
