@@ -202,6 +202,12 @@ def test_every_option_a_file_sets_reaches_the_run(
         ('task = "life:B36/S23"\n[training]\nepochs = "x"\n', ("[training] epochs", "'x'")),
         ('task = "life:B36/S23"\n[model]\nperceive = "8"\n', ("[model] perceive", "list")),
         ('task = "life:B36/S23"\n[model]\nupdate = [4, 1]\n', ("[model]:",)),
+        # Values are the engine's config check, which names the config's field.
+        ('task = "life:B36/S23"\n[model]\nchannels = 0\n', ("[model]:", "channels must be >= 1")),
+        ('task = "life:B36/S23"\n[model]\nkernels = -2\n', ("[model]:", "perceive.n_kernels")),
+        ('task = "life:B36/S23"\n[model]\nnum_steps = 0\n', ("[model]:", "num_steps must be")),
+        ('task = "life:B36/S23"\n[model]\nperceive = []\n', ("[model]:", "perceive.layers")),
+        ('task = "life:B36/S23"\n[model]\nloss_channels = [3]\n', ("loss_channels[0] = 3",)),
         ("[training]\nepochs = 3\n", ("task: missing",)),
         ('task = "life:B9/S23"\n', ("task:",)),
         ('task = "pattern:nowhere.png"\n', ("task:", "nowhere.png")),

@@ -44,7 +44,6 @@ import numpy as np
 from . import _core
 from .callbacks import Callback, EpochContext, check_callbacks, run_callbacks
 from .checkpoint import save_checkpoint
-from .errors import InvalidValueError
 from .evaluate import evaluate
 from .export import active_gates
 from .files import write_atomic
@@ -129,11 +128,10 @@ class RunResult:
 # ---- argument checks ------------------------------------------------------------------
 
 
-def _check_lr(lr: Any) -> float:
+def _as_lr(lr: Any) -> float:
+    """`lr` as a float; its range is the engine's config check (`lr` of the spec)."""
     if isinstance(lr, bool) or not isinstance(lr, (int, float, np.integer, np.floating)):
         raise TypeError(f"lr must be a number, got {lr!r}")
-    if not math.isfinite(lr) or lr <= 0:
-        raise InvalidValueError(f"lr must be a finite number > 0, got {lr}")
     return float(lr)
 
 
@@ -557,7 +555,7 @@ def train(
     if seed is not None:
         seed = check_int("seed", seed, 0, MAX_SEED)
     if lr is not None:
-        lr = _check_lr(lr)
+        lr = _as_lr(lr)
     if threads is not None:
         threads = check_int("threads", threads, 0, MAX_THREADS)
     if early_stop is not None:
