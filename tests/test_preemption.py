@@ -21,6 +21,13 @@ from logicars.train import train
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and flock")
 
 
+def interruptible() -> None:
+    """A child's SIGINT as in a terminal's foreground process: a test suite started as a
+    background job (`cmd &`, nohup) inherits SIGINT ignored, and Python then never raises
+    KeyboardInterrupt, which is not what these tests are about."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_training(out: Path, *extra: str) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "logicars", "train", "gol", "--epochs", "1000000", "--quiet",
@@ -29,6 +36,7 @@ def start_training(out: Path, *extra: str) -> subprocess.Popen:
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        preexec_fn=interruptible,
     )  # fmt: skip
 
 
@@ -149,7 +157,10 @@ except KeyboardInterrupt:
 @pytest.mark.parametrize("how", ["simulate", "Simulator.run", "rollout"])
 def test_ctrl_c_stops_a_long_run_within_a_second(how: str) -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-c", SIMULATE_FOREVER, how], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", SIMULATE_FOREVER, how],
+        stdout=subprocess.PIPE,
+        text=True,
+        preexec_fn=interruptible,
     )
     assert proc.stdout is not None and proc.stdout.readline().strip() == "started"
     time.sleep(0.5)  # well inside the run
@@ -170,6 +181,7 @@ def test_ctrl_c_stops_cli_simulate(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=interruptible,
     )
     time.sleep(3)  # the interpreter starts and the run begins
     assert proc.poll() is None
