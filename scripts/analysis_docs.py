@@ -176,6 +176,18 @@ def _observations(sync: dict[str, Any], asyn: dict[str, Any] | None) -> list[str
     return lines
 
 
+def _train_command(summary: dict[str, Any]) -> str:
+    """The command that trains the run again, from its summary.json: its epoch budget
+    and, for a run that trained past its solve, `--no-stop-on-solve` (older summaries
+    lack the keys: the preset's defaults)."""
+    words = ["python -m logicars train", summary["preset"], f"--seed {summary['seed']}"]
+    if "target_epochs" in summary:
+        words.append(f"--epochs {summary['target_epochs']}")
+    if summary.get("stop_on_solve") is False:
+        words.append("--no-stop-on-solve")
+    return " ".join(words)
+
+
 def _table(label: str, report: dict[str, Any]) -> list[str]:
     t = report["training"]
     rows = [
@@ -230,7 +242,7 @@ def main() -> None:
     for label, rep in reports.items():
         t = rep["training"]
         lines.append(
-            f"- {label}: `python -m logicars train {t['preset']} --seed {t['seed']}` "
+            f"- {label}: `{_train_command(t)}` "
             f"({t['epochs']} epochs, final hard loss {_fmt(t['final_hard_loss'])}, first 0 "
             f"at epoch {t['first_epoch_hard_zero']}, {t['active_gates']} active gates); "
             f"analysis seed {rep['seed']}."

@@ -530,7 +530,7 @@ API_CASES = [
         lambda: MODEL.simulate(X, damage=np.zeros((H + 1, W))),
         ShapeError,
         "damage",
-        "(5, 6)",
+        "5, 6",  # the expected (H, W)
     ),
     case(
         "sim-damage-steps",

@@ -4,14 +4,17 @@
 from __future__ import annotations
 
 import csv
+import importlib
 import json
 from pathlib import Path
+from typing import Any, NoReturn
 
 import numpy as np
 import pytest
 
+import logicars
 from logicars.cli import main
-from logicars.model import load_checkpoint
+from logicars.model import Model, load_checkpoint
 from logicars.presets import PRESET_NAMES, PRESETS, preset_file_text, read_experiment
 
 
@@ -59,28 +62,44 @@ def test_a_saved_preset_file_trains_exactly_as_the_preset(
     assert json.loads((by_file / "summary.json").read_text())["preset"] == "mine"
 
 
+STRIPES = (
+    'task = "pattern:images/tile.png"  # relative to this file\n'
+    "size = 8\n"
+    "[model]\n"
+    "channels = 4\nkernels = 2\nperceive = [8, 4]\nupdate = [32, 16, 8]\nnum_steps = 4\n"
+    "[training]\n"
+    "epochs = 2\nseed = 3\nlr = 0.02\n"
+)
+STRIPES_OPTIONS = 'relax = "gumbel-st"\ntau = 0.5\nstop_on_solve = false\n'
+
+
+def write_stripes(directory: Path, training: str = STRIPES_OPTIONS) -> Path:
+    """A pattern: experiment file with its tile image; `training`: more lines of
+    [training]."""
+    from PIL import Image
+
+    images = directory / "images"
+    images.mkdir(exist_ok=True)
+    tile = np.array([[1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 1, 1], [0, 0, 1, 1]], dtype=np.uint8)
+    Image.fromarray(tile * 255).save(images / "tile.png")
+    path = directory / "stripes.toml"
+    path.write_text(STRIPES + training)
+    return path
+
+
+def same_params(a: Path, b: Path) -> bool:
+    ma, _ = load_checkpoint(a / "model.safetensors")
+    mb, _ = load_checkpoint(b / "model.safetensors")
+    pa, pb = ma.params(), mb.params()
+    return pa.keys() == pb.keys() and all(np.array_equal(pa[k], pb[k]) for k in pa)
+
+
 def test_a_task_kind_file_with_options_that_the_command_line_replaces(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    from PIL import Image
-
-    images = tmp_path / "images"
-    images.mkdir()
-    tile = np.array([[1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 1, 1], [0, 0, 1, 1]], dtype=np.uint8)
-    Image.fromarray(tile * 255).save(images / "tile.png")
-    (tmp_path / "stripes.toml").write_text(
-        'task = "pattern:images/tile.png"  # relative to this file\n'
-        "size = 8\n"
-        "[model]\n"
-        "channels = 4\nkernels = 2\nperceive = [8, 4]\nupdate = [32, 16, 8]\nnum_steps = 4\n"
-        "[training]\n"
-        'epochs = 2\nseed = 3\nlr = 0.02\nrelax = "gumbel-st"\ntau = 0.5\n'
-        "stop_on_solve = false\n"
-    )
+    path = write_stripes(tmp_path)
     run = tmp_path / "run"
-    code, out, err = run_cli(
-        capsys, "train", str(tmp_path / "stripes.toml"), "--tau", "2", "--quiet", "--out", str(run)
-    )
+    code, out, err = run_cli(capsys, "train", str(path), "--tau", "2", "--quiet", "--out", str(run))
     assert code == 0, err
     summary = json.loads((run / "summary.json").read_text())
     assert summary["epochs"] == 2 and summary["seed"] == 3 and summary["grid"] == [8, 8]
@@ -90,6 +109,92 @@ def test_a_task_kind_file_with_options_that_the_command_line_replaces(
     assert model.spec.update.layers == [4 + 4 * 4 * 2, 32, 16, 8, 4]
 
 
+@pytest.mark.parametrize("as_path", [False, True])
+def test_train_from_python_takes_the_file_as_the_command_line_does(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, as_path: bool
+) -> None:
+    path = write_stripes(tmp_path)
+    by_cli, by_python = tmp_path / "cli", tmp_path / "python"
+    argv = ("train", str(path), "--epochs", "4", "--quiet", "--out", str(by_cli))
+    assert run_cli(capsys, *argv)[0] == 0
+    result = logicars.train(path if as_path else str(path), epochs=4, out=by_python, quiet=True)
+    assert result.run_dir == by_python
+    assert losses(by_python) == losses(by_cli) and len(losses(by_cli)) == 4
+    assert same_params(by_python, by_cli)
+    a = json.loads((by_cli / "summary.json").read_text())
+    b = json.loads((by_python / "summary.json").read_text())
+    assert a["preset"] == b["preset"] == "stripes" and a["relax"] == b["relax"]
+    assert a["seed"] == b["seed"] == 3 and a["config"] == b["config"]
+
+
+def test_a_keyword_replaces_the_files_value(tmp_path: Path) -> None:
+    path = write_stripes(tmp_path, STRIPES_OPTIONS + "checkpoint_every = 1\n")
+    result = logicars.train(path, tau=2.0, seed=4, lr=0.03, out=tmp_path / "r", quiet=True)
+    summary = result.summary
+    assert summary["relax"]["mode"] == "gumbel-st"  # the file's
+    assert summary["relax"]["tau"] == 2.0 and summary["seed"] == 4  # the keywords'
+    assert summary["config"]["lr"] == 0.03 and summary["epochs"] == 2
+    with pytest.raises(ValueError, match="size = N"):
+        logicars.train(path, size=8, out=tmp_path / "s", quiet=True)
+    with pytest.raises(ValueError, match="size = N"):
+        logicars.train(path, asynchronous=True, out=tmp_path / "s", quiet=True)
+    assert not (tmp_path / "s").exists()
+
+
+class RunArguments(Exception):
+    """Raised by a stand-in for the loop with what `train` passed it."""
+
+
+def test_every_option_a_file_sets_reaches_the_run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from logicars import _core
+    from logicars.presets import TRAIN_OPTIONS
+
+    values = {
+        "relax": '"gumbel-soft"',
+        "tau": "0.25",
+        "noise": "0.5",
+        "early_stop": "7",
+        "stop_on_solve": "false",
+        "repair": "false",
+        "checkpoint_every": "3",
+        "threads": "1",
+    }
+    hard_st = {"relax": '"hard-st"', "tau": "0.25", "warmup": "2"}
+
+    def capture(
+        model: Model, state: Any, dataset: Any, run_dir: Path, quiet: bool, every: Any, *_: Any
+    ) -> NoReturn:
+        raise RunArguments(state, every, _core.num_threads(), model.spec.relax)
+
+    # `logicars.train` is the function; the module is in sys.modules
+    monkeypatch.setattr(importlib.import_module("logicars.train"), "_run", capture)
+    assert set(values) | set(hard_st) == set(TRAIN_OPTIONS)  # a new option needs a line here
+    seen = []
+    for i, chosen in enumerate((values, hard_st)):
+        lines = "".join(f"{k} = {v}\n" for k, v in chosen.items())
+        path = write_stripes(tmp_path, lines)
+        with pytest.raises(RunArguments) as caught:
+            logicars.train(path, out=tmp_path / f"r{i}", quiet=True)
+        seen.append(caught.value.args)
+    state, every, threads, relax = seen[0]
+    assert (state.early_stop, state.stop_on_solve, state.repair) == (7, False, False)
+    assert every == 3 and threads == 1
+    assert (relax.mode, relax.tau, relax.noise) == ("gumbel-soft", 0.25, 0.5)
+    state, every, _, relax = seen[1]
+    assert (relax.mode, relax.tau, relax.warmup) == ("hard-st", 0.25, 2)
+    assert state.stop_on_solve is True and state.repair is True and every == 50  # defaults
+    # Given values, None included, replace the file's.
+    path = write_stripes(tmp_path, "checkpoint_every = 3\nearly_stop = 7\nstop_on_solve = false\n")
+    with pytest.raises(RunArguments) as caught:
+        logicars.train(
+            path, out=tmp_path / "r2", quiet=True, checkpoint_every=None, stop_on_solve=True
+        )
+    state, every, _, _ = caught.value.args
+    assert every is None and state.stop_on_solve is True and state.early_stop == 7
+
+
 @pytest.mark.parametrize(
     ("text", "needles"),
     [
@@ -97,6 +202,12 @@ def test_a_task_kind_file_with_options_that_the_command_line_replaces(
         ('task = "life:B36/S23"\n[training]\nepochs = "x"\n', ("[training] epochs", "'x'")),
         ('task = "life:B36/S23"\n[model]\nperceive = "8"\n', ("[model] perceive", "list")),
         ('task = "life:B36/S23"\n[model]\nupdate = [4, 1]\n', ("[model]:",)),
+        # Values are the engine's config check, which names the config's field.
+        ('task = "life:B36/S23"\n[model]\nchannels = 0\n', ("[model]:", "channels must be >= 1")),
+        ('task = "life:B36/S23"\n[model]\nkernels = -2\n', ("[model]:", "perceive.n_kernels")),
+        ('task = "life:B36/S23"\n[model]\nnum_steps = 0\n', ("[model]:", "num_steps must be")),
+        ('task = "life:B36/S23"\n[model]\nperceive = []\n', ("[model]:", "perceive.layers")),
+        ('task = "life:B36/S23"\n[model]\nloss_channels = [3]\n', ("loss_channels[0] = 3",)),
         ("[training]\nepochs = 3\n", ("task: missing",)),
         ('task = "life:B9/S23"\n', ("task:",)),
         ('task = "pattern:nowhere.png"\n', ("task:", "nowhere.png")),

@@ -28,7 +28,7 @@ from logicars.checkpoint import save_checkpoint
 from logicars.errors import CheckpointError, CheckpointMemoryError, MemoryLimitError
 from logicars.model import load_checkpoint
 from logicars.runs import load_run
-from logicars.train import EpochMetrics, _State
+from logicars.runstate import EpochMetrics, RunState
 
 
 def crafted(path: Path, tensors: dict[str, np.ndarray], meta: dict[str, str]) -> Path:
@@ -56,7 +56,7 @@ def train_extra(seed: int = 3) -> dict[str, Any]:
     )
     rng = np.random.default_rng(seed)
     rng.random(3)
-    state = _State(
+    state = RunState(
         preset=preset,
         seed=seed,
         target_epochs=10,
@@ -95,7 +95,7 @@ def refused(path: Path, match: str | None = None) -> CheckpointError:
     t0 = time.perf_counter()
     with deadline(10), pytest.raises(CheckpointError, match=match) as info:
         model, extra = load_checkpoint(path)
-        _State.from_extra(extra, model.spec, path)
+        RunState.from_extra(extra, model.spec, path)
     assert time.perf_counter() - t0 < 2.0
     assert str(path) in str(info.value)
     return info.value
@@ -103,7 +103,7 @@ def refused(path: Path, match: str | None = None) -> CheckpointError:
 
 def test_the_good_file_loads(good: Path) -> None:
     model, extra = load_checkpoint(good)
-    state = _State.from_extra(extra, model.spec, good)
+    state = RunState.from_extra(extra, model.spec, good)
     assert state.epoch == 2 and state.seed == 3
 
 

@@ -352,6 +352,10 @@ def test_model_spec_build_derives_widths_and_wiring() -> None:
         num_steps=1, periodic=True, lr=0.05,
     )  # fmt: skip
     assert again == gol
+    # No perceive width: the engine's config check says so, naming the field.
+    empty = ModelSpec.build(channels=1, kernels=2, perceive=[], update=[4], num_steps=1)
+    with pytest.raises(ValueError, match=r"perceive\.layers needs an input width"):
+        logicars.Model(empty, seed=0)
 
 
 def test_task_options_are_checked() -> None:

@@ -291,7 +291,7 @@ class Model:
         steps = self._spec.num_steps if steps is None else check_int("steps", steps, 0, MAX_STEPS)
         xa = _as_grid(x, self._spec.channels)
         run = _run_arguments(
-            self._spec, xa.shape, steps, fire_rate, seed, masks, damage, damage_steps, record
+            self._spec, steps, fire_rate, seed, masks, damage, damage_steps, record
         )
         return self._hard_circuit().simulate(
             xa, steps, periodic=None if periodic is None else bool(periodic), **run
@@ -451,7 +451,6 @@ def _as_grid(x: Any, channels: int) -> np.ndarray:
 
 def _run_arguments(
     spec: ModelSpec,
-    grid: tuple[int, ...],
     steps: int,
     fire_rate: float | None,
     seed: int,
@@ -461,35 +460,20 @@ def _run_arguments(
     record: bool | int,
 ) -> dict[str, Any]:
     """The keyword arguments of a hard-circuit run (`_core.HardCircuit.simulate`,
-    `_core.Simulator.run`) from those of `Model.simulate`, checked."""
-    b, h, w = grid[:3]
+    `_core.Simulator.run`) from those of `Model.simulate`, converted; the run checks
+    them against the grid (shapes, `fire_rate` in (0, 1], masks or fire_rate)."""
     ma = None
     if masks is not None:
-        if fire_rate is not None:
-            raise InvalidValueError("give either masks or fire_rate, not both")
         ma = _as_binary("masks", masks)
         if ma.ndim == 5 and ma.shape[-1] == 1:
-            ma = ma[..., 0]
-        if ma.shape != (b, steps, h, w):
-            raise ShapeError(
-                f"masks: expected shape (B, steps, H, W[, 1]) = {(b, steps, h, w)}, got {ma.shape}"
-            )
-        ma = np.ascontiguousarray(ma)
+            ma = np.ascontiguousarray(ma[..., 0])
     elif fire_rate is None:
         fire_rate = spec.fire_rate if spec.is_async else None
     if fire_rate is not None:
         fire_rate = float(fire_rate)
-        if not 0.0 < fire_rate <= 1.0:
-            raise InvalidValueError(f"fire_rate must be in (0, 1], got {fire_rate}")
-        if fire_rate == 1.0:
-            fire_rate = None
-    da = None
-    if damage is not None:
-        da = _as_binary("damage", damage)
-        if da.shape not in ((h, w), (b, h, w)):
-            raise ShapeError(
-                f"damage: expected shape (H, W) = {(h, w)} or (B, H, W), got {da.shape}"
-            )
+        if fire_rate == 1.0 and ma is None:
+            fire_rate = None  # every cell fires: the synchronous step
+    da = None if damage is None else _as_binary("damage", damage)
     if damage_steps is None:
         d_from, d_until = 0, steps
     else:
@@ -590,7 +574,7 @@ class Simulator:
         `Model.simulate` (the random masks of a seed start again at each call)."""
         steps = check_int("steps", steps, 0, MAX_STEPS)
         run = _run_arguments(
-            self._spec, self.shape, steps, fire_rate, seed, masks, damage, damage_steps, record
+            self._spec, steps, fire_rate, seed, masks, damage, damage_steps, record
         )
         return self._sim.run(steps, **run)
 
@@ -606,9 +590,7 @@ class Simulator:
     ) -> None:
         """`run` without reading any grid back (`state()` reads the grid when needed)."""
         steps = check_int("steps", steps, 0, MAX_STEPS)
-        run = _run_arguments(
-            self._spec, self.shape, steps, fire_rate, seed, masks, damage, damage_steps, False
-        )
+        run = _run_arguments(self._spec, steps, fire_rate, seed, masks, damage, damage_steps, False)
         self._sim.run(steps, read=False, **run)
 
 

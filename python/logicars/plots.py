@@ -13,7 +13,7 @@ from .files import save_atomic
 if TYPE_CHECKING:
     from .model import Model
     from .presets import Preset
-    from .train import EpochMetrics
+    from .runstate import EpochMetrics
 
 PathLike = Union[str, "os.PathLike[str]"]
 

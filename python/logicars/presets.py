@@ -335,7 +335,8 @@ class Experiment:
     options: dict[str, Any]
 
 
-# Each key's expected value: "int", "int>=0", "float", "bool", "str" or "ints" (a list).
+# Each key's expected value: "integer", "int" (>= 1), "int>=0", "float", "bool", "str" or
+# "ints" (a list of integers).
 _TOP_KEYS = {
     "task": "str",
     "description": "str",
@@ -344,13 +345,14 @@ _TOP_KEYS = {
     "model": "table",
     "training": "table",
 }
-# ModelSpec.build's arguments (lr is the run's: [training]).
+# ModelSpec.build's arguments (lr is the run's: [training]): types only, the engine's
+# config validation checks the values (`_core.Engine.create` below).
 _MODEL_KEYS = {
-    "channels": "int",
-    "kernels": "int",
+    "channels": "integer",
+    "kernels": "integer",
     "perceive": "ints",
     "update": "ints",
-    "num_steps": "int",
+    "num_steps": "integer",
     "periodic": "bool",
     "fire_rate": "float",
     "loss_channels": "ints",
@@ -381,6 +383,7 @@ TRAIN_OPTIONS = {
     "threads": "int>=0",
 }
 _EXPECTED = {
+    "integer": "an integer",
     "int": "an integer >= 1",
     "int>=0": "an integer >= 0",
     "float": "a number",
@@ -396,6 +399,7 @@ def _checked(source: str, section: str, key: str, value: Any, kind: str) -> Any:
         return isinstance(v, int) and not isinstance(v, bool)
 
     ok = {
+        "integer": is_int(value),
         "int": is_int(value) and value >= 1,
         "int>=0": is_int(value) and value >= 0,
         "float": (is_int(value) or isinstance(value, float)) and value == value,

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, Union
 if TYPE_CHECKING:
     from .model import Model
     from .presets import Preset
+    from .runstate import EpochMetrics
     from .sweep import SweepReport
-    from .train import EpochMetrics
 
 PathLike = Union[str, "os.PathLike[str]"]
 

@@ -14,7 +14,7 @@ from .model import Model, PathLike
 from .presets import PRESETS, Preset
 
 if TYPE_CHECKING:
-    from .train import EpochMetrics
+    from .runstate import EpochMetrics
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ def load_run(path: PathLike) -> LoadedRun:
     """
     from .errors import CheckpointError
     from .model import load_checkpoint
-    from .train import CHECKPOINT_NAME, TRAIN_STATE_KIND, _State, with_recorded_task
+    from .runstate import CHECKPOINT_NAME, TRAIN_STATE_KIND, RunState, with_recorded_task
 
     p = Path(path)
     if not p.exists():
@@ -70,7 +70,7 @@ def load_run(path: PathLike) -> LoadedRun:
     if extra.get("kind") == TRAIN_STATE_KIND:
         state = None
         try:
-            state = _State.from_extra(extra, model.spec, p)
+            state = RunState.from_extra(extra, model.spec, p)
             metrics = state.metrics
         except CheckpointError:
             pass  # the model is usable without its training record (nor its preset)

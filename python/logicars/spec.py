@@ -136,15 +136,14 @@ class ModelSpec:
         derived; the engine checks the rest when a model is built.
         """
         perceive, update = [int(w) for w in perceive], [int(w) for w in update]
-        if not perceive:
-            raise InvalidValueError("perceive needs at least one layer width")
-        update_in = channels + channels * perceive[-1] * kernels
+        # No perceive width: the engine's check of `perceive.layers` reports it.
+        update_in = channels + channels * (perceive[-1] if perceive else 0) * kernels
         return cls(
             channels=channels,
             perceive=PerceiveSpec(
                 n_kernels=kernels,
                 layers=[9, *perceive],
-                connections=["first_kernel"] + ["unique"] * (len(perceive) - 1),
+                connections=(["first_kernel"] + ["unique"] * (len(perceive) - 1))[: len(perceive)],
             ),
             update=UpdateSpec(
                 layers=[update_in, *update, channels],

@@ -326,7 +326,7 @@ def point_state(run_dir: Path, options: Mapping[str, Any]) -> str:
     """What a point's directory holds: `"done"` (finished run), `"resume"` (a
     checkpoint to continue) or `"new"` (nothing to keep). Raises `PointConflictError`
     when the directory holds another run."""
-    from .train import CHECKPOINT_NAME
+    from .runstate import CHECKPOINT_NAME
 
     point = _read_json(run_dir / POINT_FILE)
     if point is None:
@@ -502,7 +502,7 @@ def point_record(run_dir: Path) -> dict[str, Any] | None:
     check (the stop of `stop_on_solve`).
     `hard_minus_soft`: final hard loss minus final soft loss.
     """
-    from .train import CHECKPOINT_NAME
+    from .runstate import CHECKPOINT_NAME
 
     point = _read_json(run_dir / POINT_FILE)
     if not isinstance(point, dict) or not isinstance(point.get("options"), dict):

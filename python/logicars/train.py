@@ -37,14 +37,13 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from types import FrameType
-from typing import Any, BinaryIO, NamedTuple, Union
+from typing import Any, BinaryIO, Union
 
 import numpy as np
 
 from . import _core
 from .callbacks import Callback, EpochContext, check_callbacks, run_callbacks
-from .checkpoint import memory_cap_bytes, save_checkpoint
-from .errors import CheckpointError, InvalidValueError
+from .checkpoint import save_checkpoint
 from .evaluate import evaluate
 from .export import active_gates
 from .files import write_atomic
@@ -54,29 +53,36 @@ from .plots import (  # noqa: F401 (write_frames_gif: importable from here too)
     write_frames_gif,
     write_rollout_gif,
 )
-from .presets import Preset, preset_for_task, resolve_preset
+from .presets import TRAIN_OPTIONS, Preset, preset_for_task, read_experiment, resolve_preset
 from .repair import repair as repair_circuit
 from .runlock import RunLock
+from .runstate import (  # noqa: F401 (EpochMetrics, TRAIN_STATE_KIND: importable from here too)
+    CHECKPOINT_NAME,
+    TRAIN_STATE_KIND,
+    EpochMetrics,
+    RunState,
+)
 from .spec import ModelSpec, Relaxation
-from .tasks import Task, task_from_dict
+from .tasks import Task
 from .tensorboard_log import TensorBoardLog, require_writer
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-CHECKPOINT_NAME = "model.safetensors"
 # The best unsolved attempt so far of a run that restarts (see `_keep_if_best`).
 BEST_ATTEMPT_NAME = "best-attempt.safetensors"
-TRAIN_STATE_KIND = "logicars-train"
 DEFAULT_CHECKPOINT_EVERY = 50
 
 
-class EpochMetrics(NamedTuple):
-    """One row of `metrics.csv`."""
+class _FileOrDefault:
+    """The default of `train`'s `checkpoint_every`: an experiment file's value, else
+    `DEFAULT_CHECKPOINT_EVERY`. A sentinel because None is a value (only at the end)
+    that replaces the file's."""
 
-    epoch: int
-    soft_loss: float
-    hard_loss: float
-    elapsed_s: float
+    def __repr__(self) -> str:
+        return f"{DEFAULT_CHECKPOINT_EVERY} (or the experiment file's)"
+
+
+_CHECKPOINT_EVERY_DEFAULT = _FileOrDefault()
 
 
 @dataclasses.dataclass
@@ -122,12 +128,34 @@ class RunResult:
 # ---- argument checks ------------------------------------------------------------------
 
 
-def _check_lr(lr: Any) -> float:
+def _as_lr(lr: Any) -> float:
+    """`lr` as a float; its range is the engine's config check (`lr` of the spec)."""
     if isinstance(lr, bool) or not isinstance(lr, (int, float, np.integer, np.floating)):
         raise TypeError(f"lr must be a number, got {lr!r}")
-    if not math.isfinite(lr) or lr <= 0:
-        raise InvalidValueError(f"lr must be a finite number > 0, got {lr}")
     return float(lr)
+
+
+def _is_experiment_file(preset: object) -> bool:
+    """A path (or a string ending in `.toml`) names an experiment file."""
+    return isinstance(preset, os.PathLike) or (
+        isinstance(preset, str) and preset.lower().endswith(".toml")
+    )
+
+
+def _experiment_file(
+    path: PathLike, size: int | None, asynchronous: bool
+) -> tuple[Preset, dict[str, Any]]:
+    """The preset an experiment file describes and the other options of `train` it sets
+    (`logicars.presets.read_experiment`)."""
+    if size is not None or asynchronous:
+        raise ValueError(
+            "size (--size) and asynchronous (--async) go into the experiment file "
+            "(size = N, async = true)"
+        )
+    experiment = read_experiment(path)
+    unknown = set(experiment.options) - set(TRAIN_OPTIONS)
+    assert not unknown, f"read_experiment returned options train does not merge: {unknown}"
+    return experiment.preset, experiment.options
 
 
 def _resolve_preset(
@@ -246,239 +274,6 @@ def _file_kind(mode: int) -> str:
         (stat.S_ISBLK, "a block device"),
     )
     return next((name for test, name in kinds if test(mode)), "not a regular file")
-
-
-# ---- resume state ---------------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class _State:
-    """Everything the loop needs besides the model; stored as the checkpoint's `extra`."""
-
-    preset: Preset
-    seed: int
-    target_epochs: int
-    early_stop: int | None
-    rng: np.random.Generator
-    metrics: list[EpochMetrics]
-    zero_streak: int = 0
-    first_zero: int | None = None
-    init: str | None = None  # the npz the run started from, if not a fresh Model(spec, seed)
-    stop_on_solve: bool = False
-    # The first epoch after which the hard circuit passed the validation check, and the
-    # training seconds until then.
-    solved_epoch: int | None = None
-    solved_seconds: float | None = None
-    # Discrete repair (`logicars.repair`): whether the run tries it, and each attempt
-    # (its epoch and `RepairResult.to_dict()`).
-    repair: bool = False
-    repairs: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-    # Restarts: an attempt unsolved after `restart_every` epochs is replaced by a fresh
-    # wiring; each restart's `{"epoch": the last epoch of the old attempt, "seed": the
-    # new wiring's}`.
-    restart_every: int | None = None
-    restarts: list[dict[str, int]] = dataclasses.field(default_factory=list)
-    # The unsolved attempt with the best validation score so far, `{"attempt": index from
-    # 0, "epoch": its last epoch, "score": [inputs wrong, cells wrong]}` (its model is
-    # BEST_ATTEMPT_NAME in the run directory), and the attempt a run that ended unsolved
-    # kept as its final circuit when that was not its last one.
-    best_attempt: dict[str, Any] | None = None
-    kept_attempt: int | None = None
-
-    @property
-    def epoch(self) -> int:
-        return self.metrics[-1].epoch if self.metrics else 0
-
-    @property
-    def attempt_start(self) -> int:
-        """The epoch after which the current attempt (wiring) started."""
-        return self.restarts[-1]["epoch"] if self.restarts else 0
-
-    @property
-    def elapsed(self) -> float:
-        return self.metrics[-1].elapsed_s if self.metrics else 0.0
-
-    def to_extra(self, *, interrupted: bool = False, early_stopped: bool = False) -> dict[str, Any]:
-        p = self.preset
-        return {
-            "kind": TRAIN_STATE_KIND,
-            "preset": {
-                "name": p.name,
-                "batch": p.batch,
-                "height": p.height,
-                "width": p.width,
-                "epochs": p.epochs,
-                "description": p.description,
-                "seed": p.seed,
-                # The task with any tile or image's pixels: resume, simulate and analyze
-                # need neither the preset table nor the file it came from.
-                "task": p.task_record(),
-            },
-            "seed": self.seed,
-            "target_epochs": self.target_epochs,
-            "early_stop": self.early_stop,
-            "epoch": self.epoch,
-            "rng_state": self.rng.bit_generator.state,
-            "metrics": [list(r) for r in self.metrics],
-            "zero_streak": self.zero_streak,
-            "first_epoch_hard_zero": self.first_zero,
-            "init": self.init,
-            "stop_on_solve": self.stop_on_solve,
-            "solved_epoch": self.solved_epoch,
-            "solved_seconds": self.solved_seconds,
-            "repair": self.repair,
-            "repairs": self.repairs,
-            "restart_every": self.restart_every,
-            "restarts": self.restarts,
-            "best_attempt": self.best_attempt,
-            "kept_attempt": self.kept_attempt,
-            "interrupted": interrupted,
-            "early_stopped": early_stopped,
-        }
-
-    @classmethod
-    def from_extra(cls, extra: dict[str, Any], spec: ModelSpec, where: Path) -> _State:
-        if extra.get("kind") != TRAIN_STATE_KIND:
-            raise CheckpointError(
-                f"{where} holds a model but no training state; it cannot be resumed"
-            )
-        try:
-            _check_state_fields(extra, spec)
-            p = extra["preset"]
-            preset = Preset(
-                name=str(p["name"]),
-                spec=spec,
-                batch=int(p["batch"]),
-                height=int(p["height"]),
-                width=int(p["width"]),
-                epochs=int(p["epochs"]),
-                description=str(p["description"]),
-                seed=int(p.get("seed", extra["seed"])),
-            )
-            preset = with_recorded_task(preset, p.get("task"))
-            state = extra["rng_state"]
-            if state.get("bit_generator") != "PCG64":
-                raise ValueError(f"unsupported generator {state.get('bit_generator')!r}")
-            rng = np.random.Generator(np.random.PCG64())
-            rng.bit_generator.state = state
-            metrics = [
-                EpochMetrics(int(e), float(s), float(h), float(t))
-                for e, s, h, t in extra["metrics"]
-            ]
-            if len(metrics) != int(extra["epoch"]):
-                raise ValueError(f"{len(metrics)} metrics rows for {extra['epoch']} epochs")
-            early = extra["early_stop"]
-            first = extra["first_epoch_hard_zero"]
-            solved = extra.get("solved_epoch")
-            solved_s = extra.get("solved_seconds")
-            every = extra.get("restart_every")
-            best = extra.get("best_attempt")
-            kept = extra.get("kept_attempt")
-            return cls(
-                preset=preset,
-                seed=int(extra["seed"]),
-                target_epochs=int(extra["target_epochs"]),
-                early_stop=None if early is None else int(early),
-                rng=rng,
-                metrics=metrics,
-                zero_streak=int(extra["zero_streak"]),
-                first_zero=None if first is None else int(first),
-                init=None if extra.get("init") is None else str(extra["init"]),
-                stop_on_solve=bool(extra.get("stop_on_solve", False)),
-                solved_epoch=None if solved is None else int(solved),
-                solved_seconds=None if solved_s is None else float(solved_s),
-                repair=bool(extra.get("repair", False)),
-                repairs=[dict(r) for r in extra.get("repairs", [])],
-                restart_every=None if every is None else int(every),
-                restarts=[
-                    {"epoch": int(r["epoch"]), "seed": int(r["seed"])}
-                    for r in extra.get("restarts", [])
-                ],
-                best_attempt=None
-                if best is None
-                else {
-                    "attempt": int(best["attempt"]),
-                    "epoch": int(best["epoch"]),
-                    "score": [int(v) for v in best["score"]],
-                },
-                kept_attempt=None if kept is None else int(kept),
-            )
-        except (KeyError, TypeError, ValueError, OverflowError) as e:
-            raise CheckpointError(
-                f"{where}: invalid training state in the checkpoint: {e}"
-            ) from None
-
-
-def with_recorded_task(preset: Preset, record: dict[str, Any] | None) -> Preset:
-    """`preset` with the task a run recorded (`Preset.task_record`); a run from before
-    tasks were recorded trained a preset's own (by its name). A custom `Task` subclass
-    is not rebuilt: the preset then names no task (resume it with the task again)."""
-    if record is None:
-        return preset  # `Preset` gives a preset's name its own task
-    kind = str(record.get("task_kind", ""))
-    if ":" not in kind:
-        # A Task built in Python: the three kinds rebuild from their record; a custom
-        # subclass does not (the preset then names no task).
-        task = task_from_dict(record)
-        return preset if task is None else dataclasses.replace(preset, custom_task=task)
-    pixels = record.get("tile", record.get("image"))
-    pixels = None if pixels is None else np.asarray(pixels, dtype=np.float32)
-    out = dataclasses.replace(preset, task_kind=kind, task_pixels=pixels)
-    out.task()  # a damaged record fails here, as invalid training state
-    return out
-
-
-# Bounds of a training state's counts: far above any real run, low enough that nothing
-# derived from them overflows.
-_MAX_EPOCHS = 2**40
-
-
-def _check_state_fields(extra: dict[str, Any], spec: ModelSpec) -> None:
-    """Types and ranges of the training state's numbers before any is used: a file with a
-    recomputed checksum can hold anything (a list for `rng_state`, 1e308 for `batch`)."""
-
-    def count(name: str, v: Any, lo: int, hi: int, optional: bool = False) -> None:
-        if optional and v is None:
-            return
-        if type(v) is not int or not lo <= v <= hi:
-            raise ValueError(f"{name} must be an integer in [{lo}, {hi}], got {str(v)[:40]}")
-
-    p = extra["preset"]
-    if not isinstance(p, dict):
-        raise TypeError("preset is not an object")
-    for key in ("batch", "height", "width"):
-        count(f"preset.{key}", p[key], 1, 2**31)
-    count("preset.epochs", p["epochs"], 1, _MAX_EPOCHS)
-    count("preset.seed", p.get("seed", 0), 0, MAX_SEED)
-    # A batch of inputs and targets must fit the memory cap (the dataset draws them).
-    grid_bytes = 2 * 4 * p["batch"] * p["height"] * p["width"] * spec.channels
-    if grid_bytes > memory_cap_bytes():
-        raise ValueError(
-            f"a batch of {p['batch']} grids of {p['height']}x{p['width']} needs "
-            f"{grid_bytes >> 20} MB, over the memory limit of {memory_cap_bytes() >> 20} MB"
-        )
-    count("seed", extra["seed"], 0, MAX_SEED)
-    count("target_epochs", extra["target_epochs"], 1, _MAX_EPOCHS)
-    count("epoch", extra["epoch"], 0, _MAX_EPOCHS)
-    count("early_stop", extra["early_stop"], 1, _MAX_EPOCHS, optional=True)
-    count("zero_streak", extra["zero_streak"], 0, _MAX_EPOCHS)
-    for key in ("first_epoch_hard_zero", "solved_epoch", "kept_attempt"):
-        count(key, extra.get(key), 0, _MAX_EPOCHS, optional=True)
-    count("restart_every", extra.get("restart_every"), 1, _MAX_EPOCHS, optional=True)
-    state = extra["rng_state"]
-    if not isinstance(state, dict) or not isinstance(state.get("state"), dict):
-        raise TypeError(f"rng_state must be a numpy generator state object, got {str(state)[:40]}")
-    for key in ("state", "inc"):
-        count(f"rng_state.state.{key}", state["state"].get(key), 0, 2**128 - 1)
-    rows = extra["metrics"]
-    if not isinstance(rows, list) or not all(
-        isinstance(r, list)
-        and len(r) == 4
-        and type(r[0]) is int
-        and all(type(v) in (int, float) and math.isfinite(v) for v in r[1:])
-        for r in rows
-    ):
-        raise ValueError("metrics must be rows [epoch, soft_loss, hard_loss, elapsed_s] of numbers")
 
 
 def _check_tensorboard(tensorboard: Any) -> Path | bool | None:
@@ -625,7 +420,7 @@ class _StopOnInterrupt:
 
 
 def train(
-    preset: str | Preset | Task | None = None,
+    preset: str | os.PathLike[str] | Preset | Task | None = None,
     *,
     epochs: int | None = None,
     seed: int | None = None,
@@ -635,8 +430,8 @@ def train(
     resume: PathLike | None = None,
     quiet: bool = False,
     early_stop: int | None = None,
-    stop_on_solve: bool = True,
-    checkpoint_every: int | None = DEFAULT_CHECKPOINT_EVERY,
+    stop_on_solve: bool | None = None,
+    checkpoint_every: int | None | _FileOrDefault = _CHECKPOINT_EVERY_DEFAULT,
     init: PathLike | None = None,
     relax: str | Relaxation | None = None,
     tau: float | None = None,
@@ -657,8 +452,12 @@ def train(
     `pattern:TILE.png`, see `logicars.presets.preset_for_kind`; `size` and
     `asynchronous` choose a grow or pattern task's grid and update mode), a `Preset`, or
     a `logicars.Task` (also as `task=`) trained with `spec` (a `ModelSpec` whose
-    channels are the task's) for `epochs`. It may be None when resuming: the run's own
-    preset is used (a run of a custom `Task` subclass needs the task again).
+    channels are the task's) for `epochs`, or an experiment file (a path, or a string
+    ending in `.toml`; `logicars.presets.read_experiment`): its task, model and
+    training options, of which every keyword given here replaces the file's, as the
+    command line's options do (`size` and `asynchronous` belong in the file). It may be
+    None when resuming: the run's own preset is used (a run of a custom `Task` subclass
+    needs the task again).
 
     - `epochs`: total epochs of the run (default: the preset's); on resume, the total to
       reach, counting the epochs already done.
@@ -680,7 +479,8 @@ def train(
       held-out check of `logicars.evaluate` on its own draw of inputs, run after every
       epoch whose training batch the hard circuit got exactly right), so the run ends
       with a circuit that works; False trains every epoch, as the reference notebook.
-      On resume it replaces the run's setting.
+      Default (None): True, unless an experiment file says otherwise. On resume it
+      replaces the run's setting.
     - `repair`: when the hard circuit gets a batch right but fails the validation check,
       search for gate changes that make it pass (`logicars.repair`; at most every
       `REPAIR_EVERY` epochs, and once more at the end of an unsolved run). Default: on
@@ -691,7 +491,8 @@ def train(
       (`Preset.restart_every`); a resumed run keeps its setting unless given. A run whose
       attempts all end unsolved keeps the one closest to passing the validation check
       (fewest inputs, then cells wrong; `summary["kept_attempt"]` when not the last).
-    - `checkpoint_every`: epochs between checkpoints (None: only at the end).
+    - `checkpoint_every`: epochs between checkpoints (None: only at the end; default:
+      an experiment file's, else `DEFAULT_CHECKPOINT_EVERY`).
     - `init`: start from the wiring and logits in this npz (fixture format, see
       `Model.from_npz`; e.g. the reference notebook's own initialisation) instead of a
       fresh `Model(spec, seed)`; its config must be the preset's. `seed` then fixes the
@@ -730,13 +531,31 @@ def train(
     run directory is refused with `logicars.runlock.RunLockedError`. Bad arguments raise
     `ValueError`/`TypeError` before any training starts.
     """
+    if _is_experiment_file(preset):
+        assert preset is not None and not isinstance(preset, (Preset, Task))
+        preset, file_options = _experiment_file(preset, size, bool(asynchronous))
+    else:
+        file_options = {}
+    # The file's options, where this call gives none (each given one replaces the file's).
+    relax = file_options.get("relax") if relax is None else relax
+    tau = file_options.get("tau") if tau is None else tau
+    noise = file_options.get("noise") if noise is None else noise
+    warmup = file_options.get("warmup") if warmup is None else warmup
+    early_stop = file_options.get("early_stop") if early_stop is None else early_stop
+    repair = file_options.get("repair") if repair is None else repair
+    threads = file_options.get("threads") if threads is None else threads
+    if stop_on_solve is None:
+        stop_on_solve = file_options.get("stop_on_solve", True)
+    if isinstance(checkpoint_every, _FileOrDefault):
+        checkpoint_every = file_options.get("checkpoint_every", DEFAULT_CHECKPOINT_EVERY)
+
     # Everything the user can get wrong is checked before any work starts.
     if epochs is not None:
         epochs = check_int("epochs", epochs, 1)
     if seed is not None:
         seed = check_int("seed", seed, 0, MAX_SEED)
     if lr is not None:
-        lr = _check_lr(lr)
+        lr = _as_lr(lr)
     if threads is not None:
         threads = check_int("threads", threads, 0, MAX_THREADS)
     if early_stop is not None:
@@ -770,7 +589,7 @@ def train(
     if resume is not None:
         ckpt = _checkpoint_path(resume)
         model, extra = load_checkpoint(ckpt)
-        state = _State.from_extra(extra, model.spec, ckpt)
+        state = RunState.from_extra(extra, model.spec, ckpt)
         if given is not None and (
             state.preset.name != given.name
             or (isinstance(preset, (Preset, Task)) and not _same_preset(given, state.preset))
@@ -829,7 +648,7 @@ def train(
         if init is None and seed is None and p.init is not None:
             init = p.init_path()  # the preset's default start (see `Preset.init`)
         seed = p.seed if seed is None else seed
-        state = _State(
+        state = RunState(
             preset=p,
             seed=seed,
             target_epochs=p.epochs if epochs is None else epochs,
@@ -868,7 +687,7 @@ def train(
 
 def _run(
     model: Model,
-    state: _State,
+    state: RunState,
     dataset: Any,
     run_dir: Path,
     quiet: bool,
@@ -897,7 +716,7 @@ def _run(
 
 def _train_epochs(
     model: Model,
-    state: _State,
+    state: RunState,
     dataset: Any,
     run_dir: Path,
     quiet: bool,
@@ -1018,7 +837,7 @@ def _epoch_callbacks(
     callbacks: list[Callback],
     row: EpochMetrics,
     model: Model,
-    state: _State,
+    state: RunState,
     run_dir: Path,
     start_epoch: int,
 ) -> str | None:
@@ -1075,7 +894,7 @@ FINAL_REPAIR_BUDGET = 2000
 CLOSE_FRACTION = 0.05
 
 
-def _final_repair(model: Model, state: _State) -> bool:
+def _final_repair(model: Model, state: RunState) -> bool:
     """The repair at the end of an unsolved attempt that came close (some epoch's hard
     loss, the wrong cells of its batch, at most `CLOSE_FRACTION` of the batch's cells,
     or 1); whether it made the circuit pass."""
@@ -1092,7 +911,7 @@ def _final_repair(model: Model, state: _State) -> bool:
     return _repaired(model, state, FINAL_REPAIR_BUDGET)
 
 
-def _attempt_over(state: _State) -> bool:
+def _attempt_over(state: RunState) -> bool:
     """Whether the current attempt has trained its `restart_every` epochs unsolved."""
     return (
         state.restart_every is not None
@@ -1108,7 +927,7 @@ def restart_seed(seed: int, attempt: int) -> int:
     return int(words[0]) | int(words[1]) << 32
 
 
-def _restart(model: Model, state: _State) -> Model:
+def _restart(model: Model, state: RunState) -> Model:
     """A fresh model (new wiring and logits, fresh optimizer) for the next attempt."""
     seed = restart_seed(state.seed, len(state.restarts) + 1)
     state.restarts.append({"epoch": state.epoch, "seed": seed})
@@ -1123,7 +942,7 @@ def _validation_score(model: Model, preset: Preset) -> list[int]:
     return [check["samples"] - check["solved"], check["wrong_cells"]]
 
 
-def _keep_if_best(model: Model, state: _State, run_dir: Path) -> None:
+def _keep_if_best(model: Model, state: RunState, run_dir: Path) -> None:
     """Before a restart: keep the ending attempt's model (BEST_ATTEMPT_NAME) if it scores
     better than every earlier one, so that a run whose attempts all fail ends with the
     best of them rather than the last (an async run's first attempt can be right on all
@@ -1135,7 +954,7 @@ def _keep_if_best(model: Model, state: _State, run_dir: Path) -> None:
         state.best_attempt = {"attempt": attempt, "epoch": state.epoch, "score": score}
 
 
-def _best_of_attempts(model: Model, state: _State, run_dir: Path) -> Model:
+def _best_of_attempts(model: Model, state: RunState, run_dir: Path) -> Model:
     """The final circuit of a run that ended unsolved: its last attempt's, or an earlier
     attempt's that scored better on the validation check."""
     best = state.best_attempt
@@ -1145,7 +964,7 @@ def _best_of_attempts(model: Model, state: _State, run_dir: Path) -> Model:
     return Model.load(run_dir / BEST_ATTEMPT_NAME)
 
 
-def _solves_or_repairs(model: Model, state: _State) -> bool:
+def _solves_or_repairs(model: Model, state: RunState) -> bool:
     """Whether the hard circuit passes the validation check, or a repair due now makes it."""
     if _solves(model, state.preset):
         return True
@@ -1155,7 +974,7 @@ def _solves_or_repairs(model: Model, state: _State) -> bool:
     return _repaired(model, state, REPAIR_BUDGET)
 
 
-def _repaired(model: Model, state: _State, budget: int) -> bool:
+def _repaired(model: Model, state: RunState, budget: int) -> bool:
     """Runs `repair` on the validation inputs (so 0 wrong cells means the check passes)."""
     result = repair_circuit(
         model, state.preset, budget=budget, samples=VALIDATION_SAMPLES, seed=VALIDATION_SEED
@@ -1166,7 +985,7 @@ def _repaired(model: Model, state: _State, budget: int) -> bool:
 
 def _summary(
     model: Model,
-    state: _State,
+    state: RunState,
     interrupted: bool,
     early_stopped: bool,
     stopped_by_callback: str | None = None,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import signal
-from typing import Any
 
 from .common import PROG, UsageError, fail, int_at_least, non_negative_float, positive_float
 
@@ -122,24 +121,28 @@ def add_relax_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..presets import read_experiment
     from ..spec import Relaxation
     from ..tensorboard_log import require_writer
-    from ..train import DEFAULT_CHECKPOINT_EVERY, train
+    from ..train import train
 
     if args.preset is None and args.resume is None:
         raise UsageError(f"{PROG} train: a preset is required (or --resume DIR); see --help")
-    preset: Any = args.preset
-    options: dict[str, Any] = {}
-    if preset is not None and preset.lower().endswith(".toml"):
-        if args.size is not None or args.use_async:
-            raise UsageError(
-                f"{PROG} train: --size and --async go into the experiment file "
-                "(size = N, async = true)"
-            )
-        experiment = read_experiment(preset)
-        preset, options = experiment.preset, experiment.options
+    if args.tensorboard:
+        try:
+            require_writer()
+        except ImportError as e:  # a missing extra: one line, before any work
+            raise UsageError(f"{PROG} train: --tensorboard: {e}") from None
+    # Only the options given: `train` takes the rest from an experiment file or its
+    # defaults, so a file's options are replaced by the command line's in one place.
     given = {
+        "epochs": args.epochs,
+        "seed": args.seed,
+        "lr": args.lr,
+        "out": args.out,
+        "resume": args.resume,
+        "restart_every": args.restart_every,
+        "init": args.init,
+        "size": args.size,
         "threads": args.threads,
         "early_stop": args.early_stop,
         "stop_on_solve": args.stop_on_solve,
@@ -150,31 +153,12 @@ def run(args: argparse.Namespace) -> int:
         "noise": args.noise,
         "warmup": args.warmup,
     }
-    # The command line's options replace the file's.
-    chosen = {k: v if v is not None else options.get(k) for k, v in given.items()}
-    if args.tensorboard:
-        try:
-            require_writer()
-        except ImportError as e:  # a missing extra: one line, before any work
-            raise UsageError(f"{PROG} train: --tensorboard: {e}") from None
     result = train(
-        preset,
-        size=args.size,
+        args.preset,
         asynchronous=args.use_async,
-        epochs=args.epochs,
-        seed=args.seed,
-        lr=args.lr,
-        out=args.out,
-        resume=args.resume,
         quiet=args.quiet,
-        restart_every=args.restart_every,
-        init=args.init,
         tensorboard=True if args.tensorboard else None,
-        **{
-            **chosen,
-            "stop_on_solve": True if chosen["stop_on_solve"] is None else chosen["stop_on_solve"],
-            "checkpoint_every": chosen["checkpoint_every"] or DEFAULT_CHECKPOINT_EVERY,
-        },
+        **{key: value for key, value in given.items() if value is not None},
     )
     s = result.summary
     zero = s["first_epoch_hard_zero"]
