@@ -87,6 +87,15 @@ impl Isa {
         matches!(self, Isa::Avx512 { .. })
     }
 
+    /// The AVX-512 encoding of an instruction or its AVX2 twin.
+    fn pick(self, zmm: Code, ymm: Code) -> Code {
+        if self.zmm() {
+            zmm
+        } else {
+            ymm
+        }
+    }
+
     /// Registers that hold values; the next one is scratch.
     fn n_regs(self) -> usize {
         if self.zmm() {
@@ -109,76 +118,67 @@ impl Isa {
     }
 
     fn load(self) -> Code {
-        if self.zmm() {
-            Code::EVEX_Vmovdqu64_zmm_k1z_zmmm512
-        } else {
-            Code::VEX_Vmovdqu_ymm_ymmm256
-        }
+        self.pick(
+            Code::EVEX_Vmovdqu64_zmm_k1z_zmmm512,
+            Code::VEX_Vmovdqu_ymm_ymmm256,
+        )
     }
 
     fn store(self) -> Code {
-        if self.zmm() {
-            Code::EVEX_Vmovdqu64_zmmm512_k1z_zmm
-        } else {
-            Code::VEX_Vmovdqu_ymmm256_ymm
-        }
+        self.pick(
+            Code::EVEX_Vmovdqu64_zmmm512_k1z_zmm,
+            Code::VEX_Vmovdqu_ymmm256_ymm,
+        )
     }
 
     fn copy(self) -> Code {
-        if self.zmm() {
-            Code::EVEX_Vmovdqa64_zmm_k1z_zmmm512
-        } else {
-            Code::VEX_Vmovdqa_ymm_ymmm256
-        }
+        self.pick(
+            Code::EVEX_Vmovdqa64_zmm_k1z_zmmm512,
+            Code::VEX_Vmovdqa_ymm_ymmm256,
+        )
     }
 
     fn and(self) -> Code {
-        if self.zmm() {
-            Code::EVEX_Vpandq_zmm_k1z_zmm_zmmm512b64
-        } else {
-            Code::VEX_Vpand_ymm_ymm_ymmm256
-        }
+        self.pick(
+            Code::EVEX_Vpandq_zmm_k1z_zmm_zmmm512b64,
+            Code::VEX_Vpand_ymm_ymm_ymmm256,
+        )
     }
 
     /// `!first & second`.
     fn andn(self) -> Code {
-        if self.zmm() {
-            Code::EVEX_Vpandnq_zmm_k1z_zmm_zmmm512b64
-        } else {
-            Code::VEX_Vpandn_ymm_ymm_ymmm256
-        }
+        self.pick(
+            Code::EVEX_Vpandnq_zmm_k1z_zmm_zmmm512b64,
+            Code::VEX_Vpandn_ymm_ymm_ymmm256,
+        )
     }
 
     fn or(self) -> Code {
-        if self.zmm() {
-            Code::EVEX_Vporq_zmm_k1z_zmm_zmmm512b64
-        } else {
-            Code::VEX_Vpor_ymm_ymm_ymmm256
-        }
+        self.pick(
+            Code::EVEX_Vporq_zmm_k1z_zmm_zmmm512b64,
+            Code::VEX_Vpor_ymm_ymm_ymmm256,
+        )
     }
 
     fn xor(self) -> Code {
-        if self.zmm() {
-            Code::EVEX_Vpxorq_zmm_k1z_zmm_zmmm512b64
-        } else {
-            Code::VEX_Vpxor_ymm_ymm_ymmm256
-        }
+        self.pick(
+            Code::EVEX_Vpxorq_zmm_k1z_zmm_zmmm512b64,
+            Code::VEX_Vpxor_ymm_ymm_ymmm256,
+        )
     }
 
     fn shift_left(self) -> Code {
-        if self.zmm() {
-            Code::EVEX_Vpsllq_zmm_k1z_zmmm512b64_imm8
-        } else {
-            Code::VEX_Vpsllq_ymm_ymm_imm8
-        }
+        self.pick(
+            Code::EVEX_Vpsllq_zmm_k1z_zmmm512b64_imm8,
+            Code::VEX_Vpsllq_ymm_ymm_imm8,
+        )
     }
 
     fn shift_right(self) -> Code {
-        if self.zmm() {
-            Code::EVEX_Vpsrlq_zmm_k1z_zmmm512b64_imm8
-        } else {
-            Code::VEX_Vpsrlq_ymm_ymm_imm8
-        }
+        self.pick(
+            Code::EVEX_Vpsrlq_zmm_k1z_zmmm512b64_imm8,
+            Code::VEX_Vpsrlq_ymm_ymm_imm8,
+        )
     }
 }
 
