@@ -243,11 +243,19 @@ class Reference:
         tape["perc_shape"] = perc.shape
         return v, tape, pp, up, c
 
+    def _binarized(self, x, t, steps):
+        """State `t + 1`: with `binarize_states`, rounded to 0/1 unless it is the last;
+        the backward passes through the rounding unchanged (straight-through)."""
+        if self.cfg.get("binarize_states", False) and t + 1 < steps:
+            return (x >= 0.5).astype(np.float64)
+        return x
+
     def rollout(self, x, steps, hard=False, masks=None):
         x = np.asarray(x, np.float64)
         for t in range(steps):
             new = self._step(x, hard)[0]
             x = new if masks is None else x * (1 - masks[:, t]) + new * masks[:, t]
+            x = self._binarized(x, t, steps)
         return x
 
     def loss_and_grad(self, x, y, steps, masks=None):
@@ -257,7 +265,8 @@ class Reference:
             new, tape, pp, up, c = self._step(states[-1], False, self.step)
             tapes.append(tape)
             m = None if masks is None else masks[:, t]
-            states.append(new if m is None else states[-1] * (1 - m) + new * m)
+            state = new if m is None else states[-1] * (1 - m) + new * m
+            states.append(self._binarized(state, t, steps))
         ch = self.cfg["loss_channels"]
         out = states[-1]
         diff = out[..., ch] - np.asarray(y, np.float64)[..., ch]

@@ -376,6 +376,7 @@ TRAIN_OPTIONS = {
     "tau": "float",
     "noise": "float",
     "warmup": "int>=0",
+    "binarize_states": "bool",
     "early_stop": "int",
     "stop_on_solve": "bool",
     "repair": "bool",

@@ -94,6 +94,10 @@ class ModelSpec:
     loss_channels: list[int] = field(default_factory=lambda: [0])
     lr: float = 0.05
     relax: Relaxation = field(default_factory=Relaxation)
+    # Training rounds the state to 0/1 between steps, straight-through (the last state,
+    # which the loss sees, stays relaxed): the relaxed circuit then cannot pass
+    # information from step to step in fractional values its hard circuit lacks.
+    binarize_states: bool = False
 
     @property
     def is_async(self) -> bool:
@@ -124,6 +128,7 @@ class ModelSpec:
         loss_channels: Sequence[int] = (0,),
         lr: float = 0.05,
         relax: Relaxation | None = None,
+        binarize_states: bool = False,
     ) -> ModelSpec:
         """A spec wired as the reference notebook wires its models, from the widths alone.
 
@@ -155,6 +160,7 @@ class ModelSpec:
             loss_channels=[int(c) for c in loss_channels],
             lr=lr,
             relax=Relaxation() if relax is None else relax,
+            binarize_states=binarize_states,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -165,6 +171,8 @@ class ModelSpec:
             del d["relax"]
         else:
             d["relax"] = self.relax.to_dict()
+        if not self.binarize_states:  # likewise
+            del d["binarize_states"]
         return d
 
     def to_json(self) -> str:
@@ -213,6 +221,7 @@ class ModelSpec:
             loss_channels=_ints(d, "loss_channels", default=[0]),
             lr=_number(d, "lr", 0.05),
             relax=_relaxation(d),
+            binarize_states=_bool(d, "binarize_states", False),
         )
 
     @classmethod

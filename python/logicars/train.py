@@ -437,6 +437,7 @@ def train(
     tau: float | None = None,
     noise: float | None = None,
     warmup: int | None = None,
+    binarize_states: bool | None = None,
     repair: bool | None = None,
     restart_every: int | None = None,
     size: int | None = None,
@@ -469,6 +470,11 @@ def train(
       its Gumbel noise scale and `warmup` its softmax epochs before the straight-through
       forward (for the modes that take them; see `logicars.spec.Relaxation`).
       `relax="softmax"` is the reference notebook's. A resumed run keeps its relaxation.
+    - `binarize_states`: round the state to 0 or 1 between the training rollout's steps,
+      straight-through (the last state stays relaxed for the loss); default: the
+      preset's. The relaxed circuit then cannot carry information from step to step in
+      fractional values, which is what most often leaves its hard circuit wrong
+      (docs/results.md). A resumed run keeps it.
     - `out`: run directory (default `runs/<preset>-<timestamp>`; on resume, the resumed
       directory).
     - `threads`: engine worker threads for this run (0: one per core); results do not
@@ -541,6 +547,8 @@ def train(
     tau = file_options.get("tau") if tau is None else tau
     noise = file_options.get("noise") if noise is None else noise
     warmup = file_options.get("warmup") if warmup is None else warmup
+    if binarize_states is None:
+        binarize_states = file_options.get("binarize_states")
     early_stop = file_options.get("early_stop") if early_stop is None else early_stop
     repair = file_options.get("repair") if repair is None else repair
     threads = file_options.get("threads") if threads is None else threads
@@ -580,6 +588,11 @@ def train(
         raise ValueError(
             "a resumed run keeps its relaxation; relax, tau, noise and warmup start new runs"
         )
+    if binarize_states is not None:
+        if not isinstance(binarize_states, bool):
+            raise TypeError(f"binarize_states must be True or False, got {binarize_states!r}")
+        if resume is not None:
+            raise ValueError("a resumed run keeps its binarize_states; it starts new runs")
     if init is not None and resume is not None:
         raise ValueError("init starts a new run; a resumed run continues from its checkpoint")
     given = (
@@ -645,6 +658,8 @@ def train(
         if new_relax:
             relaxation = _relaxation(p, relax, relax_options)
             p = dataclasses.replace(p, spec=p.spec.replace(relax=relaxation))
+        if binarize_states is not None:
+            p = dataclasses.replace(p, spec=p.spec.replace(binarize_states=binarize_states))
         if init is None and seed is None and p.init is not None:
             init = p.init_path()  # the preset's default start (see `Preset.init`)
         seed = p.seed if seed is None else seed

@@ -118,6 +118,12 @@ def add_relax_arguments(p: argparse.ArgumentParser) -> None:
         metavar="EPOCHS",
         help="epochs trained as softmax before the straight-through forward (gumbel-st, hard-st)",
     )
+    p.add_argument(
+        "--binarize-states",
+        action=argparse.BooleanOptionalAction,
+        help="round the state to 0/1 between training steps, straight-through "
+        "(default: the preset's)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -152,6 +158,7 @@ def run(args: argparse.Namespace) -> int:
         "tau": args.tau,
         "noise": args.noise,
         "warmup": args.warmup,
+        "binarize_states": args.binarize_states,
     }
     result = train(
         args.preset,

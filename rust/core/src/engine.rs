@@ -367,12 +367,16 @@ impl Workspace {
     }
 
     /// Runs `steps` steps from state 0, keeping every state. `coefs`: 4 per parameter.
+    /// With `binarize`, every state but the last is rounded to 0 or 1 (see
+    /// [`binarize_row`]).
+    #[allow(clippy::too_many_arguments)]
     pub fn forward(
         &mut self,
         program: &Program,
         coefs: &[[f32; 4]],
         steps: usize,
         masked: bool,
+        binarize: bool,
         interrupt: Option<Interrupt<'_>>,
     ) -> Result<()> {
         let pool = threads::pool();
@@ -413,6 +417,9 @@ impl Workspace {
                                     dst[i] = old[i] * (1.0 - m[i]) + new[i] * m[i];
                                 }
                             }
+                        }
+                        if binarize && t + 1 < steps {
+                            binarize_row(dst);
                         }
                     }
                 });
@@ -532,6 +539,16 @@ impl Workspace {
         }
         Ok(total)
     }
+}
+
+/// Rounds a state row to 0 or 1 (`≥ 0.5` is 1). The backward treats the rounding as the
+/// identity (straight-through): it reads the rounded states, so each step's gradient is
+/// that of the step the hard circuit would take from the same state. A relaxed circuit
+/// trained this way cannot carry information from step to step in fractional values,
+/// which its hard circuit does not have.
+fn binarize_row(row: &mut [f32]) {
+    row.iter_mut()
+        .for_each(|v| *v = if *v >= 0.5 { 1.0 } else { 0.0 });
 }
 
 /// Writes a chunk's gradient w.r.t. the next state (`g`, one `CHUNK` row per channel)

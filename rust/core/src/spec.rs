@@ -41,6 +41,10 @@ pub struct Spec {
     /// softmax, so configs from before relaxations existed read as softmax.
     #[serde(default, skip_serializing_if = "Relax::is_softmax")]
     pub relax: Relax,
+    /// Training rounds every state between steps to 0 or 1, straight-through (the last
+    /// state, which the loss sees, stays relaxed); absent (and not written) when off.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub binarize_states: bool,
 }
 
 impl Spec {

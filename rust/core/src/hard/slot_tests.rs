@@ -52,6 +52,7 @@ pub(crate) fn spec(
         },
         lr: 0.05,
         relax: Default::default(),
+        binarize_states: false,
     }
 }
 

@@ -1,0 +1,102 @@
+"""`binarize_states`: the training rollout rounds every state but the last to 0/1 and
+back-propagates through the rounding unchanged (straight-through)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from reference import Reference
+from test_engine import random_model, small_spec
+from test_train import losses, same_state, tiny_async_preset
+
+import logicars
+from logicars.train import train
+
+RELAXATIONS = [{"mode": "softmax"}, {"mode": "gumbel-st", "tau": 0.7}]
+
+
+def binarized_model(relax: dict, fire_rate, seed: int) -> logicars.Model:
+    spec = small_spec(2, True, fire_rate, steps=4).replace(
+        relax=logicars.Relaxation(**relax), binarize_states=True
+    )
+    return random_model(spec, seed)
+
+
+@pytest.mark.parametrize("relax", RELAXATIONS, ids=lambda r: r["mode"])
+@pytest.mark.parametrize("fire_rate", [None, 0.6])
+def test_forward_and_gradient_match_float64_oracle(relax: dict, fire_rate) -> None:
+    for seed in (1, 2):
+        model = binarized_model(relax, fire_rate, seed)
+        rng = np.random.default_rng(seed)
+        bhw = (2, 5, 6)
+        x = (rng.random(bhw + (2,)) < 0.5).astype(np.float32)
+        y = (rng.random(bhw + (2,)) < 0.5).astype(np.float32)
+        steps = model.spec.num_steps
+        masks = None
+        if fire_rate is not None:
+            masks = (rng.random((2, steps, 5, 6, 1)) < fire_rate).astype(np.float32)
+        ref = Reference(model.spec.to_dict(), model.wires(), model.params(), seed=seed)
+        np.testing.assert_allclose(
+            model.rollout(x, masks=masks), ref.rollout(x, steps, masks=masks), atol=1e-5
+        )
+        loss, grads = model.loss_and_grad(x, y, masks=masks)
+        ref_loss, ref_grads = ref.loss_and_grad(x, y, steps, masks=masks)
+        assert loss == pytest.approx(ref_loss, rel=1e-5)
+        for name, g in grads.items():
+            np.testing.assert_allclose(g, ref_grads[name], atol=1e-6, rtol=1e-3, err_msg=name)
+
+
+def test_every_state_but_the_last_is_binary() -> None:
+    model = binarized_model({"mode": "softmax"}, None, 3)
+    x = (np.random.default_rng(3).random((1, 6, 6, 2)) < 0.5).astype(np.float32)
+    grids = model.rollout(x, record=True)
+    assert set(np.unique(grids[:-1])) <= {0.0, 1.0}
+    assert not set(np.unique(grids[-1])) <= {0.0, 1.0}  # the loss sees the relaxed state
+    plain = random_model(small_spec(2, True, None, steps=4), 3)
+    assert not set(np.unique(plain.rollout(x, record=True)[1:-1])) <= {0.0, 1.0}
+
+
+def test_training_is_bit_identical_across_thread_counts() -> None:
+    spec = small_spec(2, False, 0.6).replace(binarize_states=True)
+    rng = np.random.default_rng(5)
+    x = (rng.random((2, 6, 7, 2)) < 0.5).astype(np.float32)
+    y = (rng.random((2, 6, 7, 2)) < 0.5).astype(np.float32)
+    results = []
+    for threads in (1, 2):
+        logicars.set_num_threads(threads)
+        model = logicars.Model(spec, seed=4)
+        results.append(([model.train_step(x, y) for _ in range(6)], model.params()))
+    logicars.set_num_threads(0)
+    assert results[0][0] == results[1][0]
+    for name, p in results[0][1].items():
+        np.testing.assert_array_equal(p, results[1][1][name], err_msg=name)
+
+
+def test_spec_field_is_optional_and_round_trips() -> None:
+    spec = small_spec(2, False)
+    assert "binarize_states" not in spec.to_dict()  # configs without it read as before
+    on = spec.replace(binarize_states=True)
+    assert on.to_dict()["binarize_states"] is True
+    assert logicars.ModelSpec.from_json(on.to_json()) == on
+    with pytest.raises(ValueError, match="binarize_states"):
+        logicars.ModelSpec.from_dict({**on.to_dict(), "binarize_states": "yes"})
+
+
+def test_train_stores_it_and_resume_is_bit_identical(tmp_path: Path) -> None:
+    preset = tiny_async_preset()
+    kw = {"binarize_states": True, "seed": 3, "quiet": True, "stop_on_solve": False}
+    straight = train(preset, epochs=6, out=tmp_path / "straight", **kw)
+    assert straight.summary["config"]["binarize_states"] is True
+    assert logicars.Model.load(straight.checkpoint).spec.binarize_states
+    first = train(preset, epochs=3, out=tmp_path / "split", **kw)
+    resumed = train(None, epochs=6, resume=first.run_dir, quiet=True, stop_on_solve=False)
+    assert same_state(straight.model, resumed.model)
+    assert losses(straight) == losses(resumed)
+    plain = train(preset, epochs=6, out=tmp_path / "plain", **{**kw, "binarize_states": False})
+    assert losses(plain) != losses(straight)
+    with pytest.raises(ValueError, match="keeps its binarize_states"):
+        train(None, resume=first.run_dir, epochs=8, binarize_states=False, quiet=True)
+    with pytest.raises(TypeError, match="binarize_states must be True or False"):
+        train(preset, epochs=1, out=tmp_path / "never", binarize_states=1, quiet=True)
