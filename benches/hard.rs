@@ -82,6 +82,7 @@ fn gol_spec() -> Spec {
         },
         lr: 0.05,
         relax: Default::default(),
+        binarize_states: false,
     }
 }
 

@@ -133,6 +133,7 @@ fn checkerboard_spec() -> Spec {
         },
         lr: 0.05,
         relax: Default::default(),
+        binarize_states: false,
     }
 }
 
