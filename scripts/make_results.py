@@ -95,22 +95,30 @@ def lowest_hard_loss(metrics: Path) -> tuple[float, int]:
     return min(rows)
 
 
-def seed_runs(sweeps: list[Path]) -> dict[str, list[dict]]:
-    """Per preset, the finished runs of the sweep directories (their `*/summary.json`)
-    by seed, in seed order; a seed's run in a later directory replaces an earlier one
-    (e.g. a sweep that re-ran with restarts the seeds whose first attempt failed)."""
-    found: dict[tuple[str, int], dict] = {}
+def training(s: dict) -> str:
+    """How a run trained: its relaxation, and whether it binarized the states."""
+    label = logicars.Relaxation(**s["relax"]).label()
+    return f"{label} + binarized states" if s["config"].get("binarize_states") else label
+
+
+def seed_runs(sweeps: list[Path]) -> dict[tuple[str, str], list[dict]]:
+    """Per preset and training method, the finished runs of the sweep directories (their
+    `*/summary.json`) by seed, in seed order; a seed's run in a later directory replaces
+    an earlier one (e.g. a sweep that re-ran with restarts the seeds whose first attempt
+    failed)."""
+    found: dict[tuple[str, str, int], dict] = {}
     for d in sweeps:
         for path in sorted(d.glob("*/summary.json")):
             s = json.loads(path.read_text())
             if s.get("interrupted") or (s["epochs"] < s["target_epochs"] and not s["solved_epoch"]):
                 continue  # unfinished
             s["run_dir"] = path.parent
-            found[(s["preset"], s["seed"])] = s
-    by_preset: dict[str, list[dict]] = {}
-    for (preset, _), s in sorted(found.items()):
-        by_preset.setdefault(preset, []).append(s)
-    return by_preset
+            found[(s["preset"], training(s), s["seed"])] = s
+    groups: dict[tuple[str, str], list[dict]] = {}
+    order = {name: i for i, name in enumerate(logicars.PRESETS)}
+    for (preset, method, _), s in sorted(found.items(), key=lambda kv: (order[kv[0][0]], kv[0])):
+        groups.setdefault((preset, method), []).append(s)
+    return groups
 
 
 def held_out_ok(s: dict) -> bool:
@@ -148,18 +156,15 @@ def budget(s: dict) -> str:
     return str(s["target_epochs"]) if every is None else f"{s['target_epochs']} ({every})"
 
 
-def solving_table(runs: dict[str, list[dict]]) -> list[str]:
+def solving_table(runs: dict[tuple[str, str], list[dict]]) -> list[str]:
     lines = [
-        "| preset | seeds | epochs (attempt) | solved | passed its own validation check "
+        "| preset | training | seeds | epochs (attempt) | solved | passed its own validation check "
         f"| solved {WIDE_SAMPLES} more inputs | solved by the first wiring in the "
         "notebook's epochs | epochs to solve (median / p90) | seconds to solve (median / "
         "p90) | attempts (max) | final hard − soft loss (median) | active gates (median) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for name in logicars.PRESETS:
-        rs = runs.get(name)
-        if not rs:
-            continue
+    for (name, method), rs in runs.items():
         ok = [s for s in rs if held_out_ok(s)]
         first = [s for s in rs if first_attempt_ok(s)]
         paper = logicars.get_preset(name).paper_epochs()
@@ -168,7 +173,7 @@ def solving_table(runs: dict[str, list[dict]]) -> list[str]:
         budgets = sorted({budget(s) for s in rs})
         gap = [s["final_hard_loss"] - s["final_soft_loss"] for s in rs]
         lines.append(
-            f"| `{name}` | {len(rs)} | {', '.join(budgets)} "
+            f"| `{name}` | {method} | {len(rs)} | {', '.join(budgets)} "
             f"| **{len(ok)} ({100 * len(ok) / len(rs):.0f}%)** "
             f"| {len(validated)} "
             f"| {sum(map(wide_ok, rs))} "
@@ -181,21 +186,22 @@ def solving_table(runs: dict[str, list[dict]]) -> list[str]:
     return lines
 
 
-def solving_plot(runs: dict[str, list[dict]]) -> None:
+def solving_plot(runs: dict[tuple[str, str], list[dict]]) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = [n for n in logicars.PRESETS if runs.get(n)]
-    fig, ax = plt.subplots(figsize=(7.5, 3.4))
+    groups = list(runs)
+    names = [name if method == "softmax" else f"{name}\n{method}" for name, method in groups]
+    fig, ax = plt.subplots(figsize=(max(7.5, 1.5 * len(groups)), 3.6))
     for i, (label, ok) in enumerate(
         [("first wiring, notebook's epochs", first_attempt_ok), ("repair + restarts", held_out_ok)]
     ):
-        ys = [100 * sum(map(ok, runs[n])) / len(runs[n]) for n in names]
+        ys = [100 * sum(map(ok, runs[g])) / len(runs[g]) for g in groups]
         bars = ax.bar([j + (i - 0.5) * 0.38 for j in range(len(names))], ys, 0.38, label=label)
         ax.bar_label(bars, fmt="%.0f", fontsize=7)
-    ax.set_xticks(range(len(names)), names)
+    ax.set_xticks(range(len(names)), names, fontsize=7)
     ax.set_ylabel("seeds solved (%)")
     ax.set_ylim(0, 105)
     ax.legend(fontsize=8, loc="upper right")
@@ -391,10 +397,14 @@ def write(runs: Path, sweeps: list[Path], train: bool) -> Path:
                 f"![{name} rollout](img/results/{name}-rollout.gif)"
             )
             out.append("")
-        rows = seeds.get(name)
-        if rows:
+        for (preset, method), rows in seeds.items():
+            if preset != name:
+                continue
             ok = sum(held_out_ok(r) for r in rows)
-            out.append(f"Seeds that solve every held-out input: {ok} of {len(rows)}.")
+            out.append(
+                f"Trained with {method}: seeds that solve every held-out input: "
+                f"{ok} of {len(rows)}."
+            )
             out.append("")
             out.extend(seed_table(rows))
             out.append("")

@@ -48,3 +48,13 @@ def test_bench_json_fields(capsys: pytest.CaptureFixture[str]) -> None:
     } <= set(r)
     assert r["peak_basis"].startswith("measured: ")
     assert 0 < r["fma_fraction_of_peak"] < 1
+
+
+def test_bench_times_relaxations_side_by_side(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["bench", "gol", "--threads", "1", "--epochs", "5", "--warmup", "0", "--json"]
+    assert main([*argv, "--relax", "softmax,softmax+binarized"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.strip().splitlines()]
+    assert [r["relax"] for r in rows] == ["softmax", "softmax+binarized"]
+    assert rows[1]["vs_softmax"] > 0 and "vs_softmax" not in rows[0]
+    assert main([*argv, "--relax", "softmax+rounded"]) == 2
+    assert "unknown mode(s) ['softmax+rounded']" in capsys.readouterr().err

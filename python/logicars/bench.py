@@ -4,7 +4,8 @@ Each epoch is one `Model.train_step` (soft rollout, back-propagation through eve
 step, hard rollout, AdamW), exactly what training runs. The figure is the median over
 repeated epochs after a warm-up, on one fixed batch of the preset's own data.
 `--relax softmax,gumbel-st` times each relaxation on the same batch in alternating
-rounds and reports its cost against the first one's.
+rounds and reports its cost against the first one's; `MODE+binarized` is the mode with
+the states binarized between steps (`binarize_states`).
 
 `bench --hard` times the trained Game of Life circuit instead, beside a compiled-C
 reference in the same run (`logicars.hard_bench`).
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .presets import Preset
+    from .spec import ModelSpec
 
 # FMA-equivalent vector operations per gate-cell in one epoch: 3 multiply-adds in each
 # of the two float forward passes (soft, and soft again during BPTT; the hard pass runs
@@ -44,6 +46,17 @@ def cpu_peak_fma_per_s(threads: int) -> tuple[float, str]:
     return peak, how
 
 
+BINARIZED = "+binarized"  # the suffix of a relaxation timed with binarize_states
+
+
+def _variant(spec: ModelSpec, relax: str) -> ModelSpec:
+    """`spec` with relaxation `relax`, or `MODE+binarized` (binarize_states on)."""
+    from .spec import Relaxation
+
+    mode, binarized = relax.removesuffix(BINARIZED), relax.endswith(BINARIZED)
+    return spec.replace(relax=Relaxation(mode), binarize_states=binarized)
+
+
 ROUNDS = 5  # alternating rounds when several relaxations are timed side by side
 
 
@@ -64,11 +77,10 @@ def bench_preset(
     from .model import Model
     from .presets import get_preset
     from .runtime import set_num_threads
-    from .spec import Relaxation
 
     set_num_threads(threads)
     preset = get_preset(name) if isinstance(name, str) else name
-    specs = [preset.spec.replace(relax=Relaxation(r)) for r in relaxes] or [preset.spec]
+    specs = [_variant(preset.spec, r) for r in relaxes] or [preset.spec]
     models = [Model(spec, seed=23) for spec in specs]
     x, y = preset.task().sample(np.random.default_rng(23))
     for model in models:
@@ -91,7 +103,7 @@ def bench_preset(
         rows.append(
             {
                 "preset": preset.name,
-                "relax": spec.relax.mode,
+                "relax": spec.relax.mode + ("+binarized" if spec.binarize_states else ""),
                 "threads": threads,
                 "ms_per_epoch": round(ms, 3),
                 "ms_min": round(min(t) * 1e3, 3),
