@@ -1,9 +1,9 @@
 """The paper's five experiments as named presets, with the reference notebook's numbers.
 
 Every number here is the one the "Differentiable Logic CA" notebook (Google Research)
-uses, so that training a preset reproduces the paper's run; the one exception is the epoch
+uses, so that training a preset reproduces the paper's run; the exceptions are the epoch
 budget of a preset that restarts, which allows several attempts of the notebook's length
-(`notebook_epochs` keeps the notebook's). The specs are
+(`notebook_epochs` keeps the notebook's), and the coloured G's `binarize_states`. The specs are
 `ModelSpec.build`'s: hidden widths only, the update network's input width `C + C * S * K`
 (the centre cell's channels plus every channel's perception output: S = last perceive
 width, K = kernels) and its output `C` derived.
@@ -22,14 +22,15 @@ right circuits (`logicars.repair`), and a preset with `restart_every` trains up 
 `epochs // restart_every` attempts, each from a fresh wiring, so that most seeds solve;
 `seed` is the preset's default seed.
 
-Start: the growth presets are the exception. None of the 11 seeds of this engine tried
-solves the lizard (seeds 0-10; 0-5 again with repair), and 1 of 16 colored-G seeds does
-(seed 13, its default; 0-9 again with repair: none), see docs/results.md. The one lizard
-start known to solve (1 of 15 tried, docs/notebook.md) is the notebook's own seed-23
-wiring. So the lizard starts, unless a seed is given, from that wiring, shipped in
-`logicars/data/` (`init`; drawn with `scripts/notebook_init.py`, which needs JAX):
-`train lizard` is the notebook's run, up to float rounding. The Game of Life's and the
-checkerboards' default seed is 0.
+The coloured G trains with its states binarized between steps (`binarize_states`): with
+the notebook's softmax alone none of seeds 0-9 solves it, with binarized states and
+restarts most do (docs/results.md). The lizard is the exception: none of the 11 seeds of
+this engine tried solves it (seeds 0-10; 0-5 again with repair; binarized states made it
+worse), and the one lizard start known to solve (1 of 15 tried, docs/notebook.md) is
+the notebook's own seed-23 wiring. So the lizard starts, unless a seed is given, from
+that wiring, shipped in `logicars/data/` (`init`; drawn with `scripts/notebook_init.py`,
+which needs JAX): `train lizard` is the notebook's run, up to float rounding. Every
+other preset's default seed is 0.
 """
 
 from __future__ import annotations
@@ -356,6 +357,7 @@ _MODEL_KEYS = {
     "periodic": "bool",
     "fire_rate": "float",
     "loss_channels": "ints",
+    "binarize_states": "bool",
 }
 _MODEL_REQUIRED = ("channels", "kernels", "perceive", "update", "num_steps")
 # The Preset's own numbers.
@@ -376,7 +378,6 @@ TRAIN_OPTIONS = {
     "tau": "float",
     "noise": "float",
     "warmup": "int>=0",
-    "binarize_states": "bool",
     "early_stop": "int",
     "stop_on_solve": "bool",
     "repair": "bool",
@@ -484,6 +485,7 @@ def experiment_from_dict(
                 "periodic": b.periodic,
                 "fire_rate": b.fire_rate,
                 "loss_channels": b.loss_channels,
+                "binarize_states": b.binarize_states,
             }
         try:
             spec = ModelSpec.build(**{**defaults, **model}, lr=value("lr"))
