@@ -249,7 +249,7 @@ impl Workspace {
             .saturating_add(2 * state_len)
             .saturating_add(2 * (n_chunks + 1) * 9 * c * CHUNK)
             .saturating_add(
-                threads.saturating_mul((program.gates.n_rows + program.backward.n_rows) * CHUNK),
+                threads.saturating_mul((program.kept.gates.n_rows + program.backward.n_rows) * CHUNK),
             );
         let tables = 2 * 9 * n_chunks * CHUNK * 4;
         floats
@@ -314,7 +314,7 @@ impl Workspace {
             ],
             acc: memory::try_zeros(n_chunks * program.n_coefs(), WHAT)?,
             arenas: Vec::new(),
-            n_rows: (program.gates.n_rows, program.backward.n_rows),
+            n_rows: (program.kept.gates.n_rows, program.backward.n_rows),
             layout,
             steps,
         };
@@ -510,16 +510,25 @@ impl Workspace {
                         let arena = &mut *guard;
                         layout.fill_patch(cur, k, &mut arena.act);
                         let cells = layout.chunk_cells(k);
-                        kernels::forward(&program.gates, coefs, &mut arena.act, cells, level);
+                        let kept = &program.kept;
+                        kernels::forward(&kept.gates, coefs, &mut arena.act, cells, level);
                         arena.grad[..n_patch_rows * CHUNK]
                             .iter_mut()
                             .for_each(|v| *v = 0.0);
                         let back = &program.backward;
                         let m = mask.map(|m| &m[k * CHUNK..][..CHUNK]);
                         seed_outputs(&back.out_rows, g, m, &mut arena.grad);
-                        let arenas = (&arena.act[..], &mut arena.grad[..]);
-                        let act_rows = program.gates.n_rows;
-                        kernels::backward(back, act_rows, back_coefs, arenas, acc, cells, level);
+                        let rows = (kept.gates.n_rows, back.n_rows);
+                        for (replay, part) in &kept.segments {
+                            let replay = &kept.replay[replay.clone()];
+                            let act = &mut arena.act[..];
+                            kernels::forward_instrs(replay, rows.0, coefs, act, cells, level);
+                            let arenas = (&arena.act[..], &mut arena.grad[..]);
+                            let part = &kept.backward[part.clone()];
+                            kernels::backward_instrs(
+                                part, rows, back_coefs, arenas, acc, cells, level,
+                            );
+                        }
                         gp.copy_from_slice(&arena.grad[..n_patch_rows * CHUNK]);
                     });
             }

@@ -12,6 +12,7 @@
 //! to its last reader) and the backward list's gradient rows (a gradient lives from its
 //! first write, walking backwards, to the gate that produced the value).
 
+use crate::kernels::CHUNK;
 use crate::spec::Spec;
 use crate::wiring::Wires;
 
@@ -71,7 +72,32 @@ pub struct Program {
     pub rollout: Gates,
     /// The backward pass over the activations of `instrs`, gradient rows reused.
     pub backward: Backward,
+    /// What back-propagation runs: the forward pass it keeps and the backward in parts.
+    pub kept: Kept,
 }
+
+/// The forward pass kept for back-propagation, and the backward pass as segments that
+/// each first replay some forward gates. For a wide model every channel's hidden
+/// perception rows do not fit in cache next to the update network's (the lizard's 13,312
+/// rows are 3.4 MB per 64-cell chunk), so the kept pass stores one channel's hidden rows
+/// at a time, and the backward recomputes a channel's hidden rows just before its
+/// perception gates. Every value and every sum is computed in the same order as with the
+/// whole arena kept, so the results are bit for bit the same.
+#[derive(Debug, Clone)]
+pub struct Kept {
+    /// The forward gates over the kept arena (`gates.n_rows` rows).
+    pub gates: Gates,
+    /// `backward.instrs` with activation rows in the kept arena's numbering.
+    pub backward: Vec<BackInstr>,
+    /// Forward gates replayed by the segments, over the kept arena.
+    pub replay: Vec<Instr>,
+    /// In order: run `replay[r]` forward, then `backward[b]`.
+    pub segments: Vec<(std::ops::Range<usize>, std::ops::Range<usize>)>,
+}
+
+/// Replay the perception when the whole forward arena of one chunk would take more than
+/// this many bytes (about an L2 cache; docs/performance.md, issue 18).
+const REPLAY_ABOVE_BYTES: usize = 1536 << 10;
 
 /// Row numbers handed out above a fixed base, recycling the freed ones most recent
 /// first (they are the likeliest still in cache).
@@ -237,6 +263,34 @@ impl Program {
         let instrs = drop_dead_gates(instrs, n_rows, &out_rows);
         let rollout = reuse_rows(&instrs, n_rows, &out_rows, 9 * c_n);
         let backward = backward_gates(&instrs, n_rows, &out_rows, 9 * c_n);
+        let per_channel = k_n * hidden;
+        let replay = match std::env::var("LOGICARS_REPLAY").as_deref() {
+            Ok("0") => false,
+            Ok("1") => true,
+            _ => n_rows * CHUNK * 4 > REPLAY_ABOVE_BYTES,
+        };
+        let kept = if replay && per_channel > 0 && c_n > 1 {
+            let rows = PerceptionRows {
+                hidden_base,
+                per_channel,
+                perception_base,
+                outputs_per_channel: s_n * k_n,
+                update_base,
+                channels: c_n,
+            };
+            kept_with_replay(&instrs, n_rows, &out_rows, &backward, &rows)
+        } else {
+            Kept {
+                gates: Gates {
+                    instrs: instrs.clone(),
+                    n_rows,
+                    out_rows: out_rows.clone(),
+                },
+                backward: backward.instrs.clone(),
+                replay: Vec::new(),
+                segments: vec![(0..0, 0..backward.instrs.len())],
+            }
+        };
         Program {
             channels: c_n,
             gates: Gates {
@@ -247,12 +301,115 @@ impl Program {
             n_params,
             rollout,
             backward,
+            kept,
         }
     }
 
     /// Coefficient count: four per parameter gate.
     pub fn n_coefs(&self) -> usize {
         4 * self.n_params
+    }
+}
+
+/// Where the perception's rows lie in the whole program's arena (`Program::compile`).
+struct PerceptionRows {
+    hidden_base: usize,
+    /// Hidden rows of one channel (all kernels).
+    per_channel: usize,
+    perception_base: usize,
+    outputs_per_channel: usize,
+    update_base: usize,
+    channels: usize,
+}
+
+impl PerceptionRows {
+    /// The row in the kept arena: every channel's hidden rows share one channel's.
+    fn kept(&self, r: u32) -> u32 {
+        let r = r as usize;
+        let kept = if r < self.hidden_base {
+            r
+        } else if r < self.perception_base {
+            self.hidden_base + (r - self.hidden_base) % self.per_channel
+        } else {
+            r - (self.channels - 1) * self.per_channel
+        };
+        kept as u32
+    }
+
+    fn is_hidden(&self, r: u32) -> bool {
+        (self.hidden_base..self.perception_base).contains(&(r as usize))
+    }
+
+    /// The perception channel a gate writing row `r` belongs to (None: the update).
+    fn channel(&self, r: u32) -> Option<usize> {
+        let r = r as usize;
+        if r < self.hidden_base {
+            None
+        } else if r < self.perception_base {
+            Some((r - self.hidden_base) / self.per_channel)
+        } else if r < self.update_base {
+            Some((r - self.perception_base) / self.outputs_per_channel)
+        } else {
+            None
+        }
+    }
+}
+
+/// The kept pass and segmented backward of `Kept`, for the gates `instrs` (forward
+/// order: perception channel by channel, then the update) and their `backward`.
+fn kept_with_replay(
+    instrs: &[Instr],
+    n_rows: usize,
+    out_rows: &[u32],
+    backward: &Backward,
+    rows: &PerceptionRows,
+) -> Kept {
+    let map = |ins: &Instr| Instr {
+        a: rows.kept(ins.a),
+        b: rows.kept(ins.b),
+        out: rows.kept(ins.out),
+        coef: ins.coef,
+    };
+    let gates = Gates {
+        instrs: instrs.iter().map(map).collect(),
+        n_rows: n_rows - (rows.channels - 1) * rows.per_channel,
+        out_rows: out_rows.iter().map(|&r| rows.kept(r)).collect(),
+    };
+    let back: Vec<BackInstr> = backward
+        .instrs
+        .iter()
+        .map(|b| BackInstr {
+            a: rows.kept(b.a),
+            b: rows.kept(b.b),
+            ..*b
+        })
+        .collect();
+    // Backward gate `i` is forward gate `n - 1 - i`; cut it where the channel changes.
+    let n = instrs.len();
+    let channel_of = |i: usize| rows.channel(instrs[n - 1 - i].out);
+    let mut replay = Vec::new();
+    let mut segments = Vec::new();
+    let mut start = 0;
+    while start < n {
+        let channel = channel_of(start);
+        let end = (start..n).find(|&i| channel_of(i) != channel).unwrap_or(n);
+        let from = replay.len();
+        if let Some(c) = channel {
+            replay.extend(
+                instrs
+                    .iter()
+                    .filter(|ins| rows.is_hidden(ins.out) && rows.channel(ins.out) == Some(c))
+                    .map(map),
+            );
+        }
+        segments.push((from..replay.len(), start..end));
+        start = end;
+    }
+    Kept {
+        gates,
+        backward: back,
+        replay,
+        segments,
     }
 }
 
