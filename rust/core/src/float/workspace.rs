@@ -44,8 +44,22 @@ pub(crate) struct Layout {
     pub n_chunks: usize,
     /// State addresses (channel 0) of patch entry `e` of chunk `k`'s cells.
     nbr: Runs,
-    /// Patch-gradient addresses of the cells that see chunk `k`'s cells as entry `e`.
-    inv: Runs,
+    /// Where chunk `k`'s patch gradients go, chunk by chunk (`Scatter`).
+    scatter: Vec<Vec<Scatter>>,
+}
+
+/// Lanes `src..src + len` of patch-gradient row `e` (of every channel) of one chunk
+/// are the gradients that the cells `at..at + len` of chunk `to` receive through their
+/// patch entry `e`: they are copied to chunk `to`'s rows of the patch-gradient buffer,
+/// so that a chunk's gather reads its own nine rows per channel, whole. Each
+/// (chunk, entry, lane) of that buffer has one source at most; the others stay zero.
+#[derive(Debug, Clone, Copy)]
+struct Scatter {
+    to: u32,
+    e: u8,
+    at: u8,
+    len: u8,
+    src: u8,
 }
 
 /// Lanes `at..at + len` of a chunk's row take the `len` floats from address `src` on,
@@ -156,12 +170,30 @@ impl Layout {
                 }
             }
         }
+        let inv = Runs::new(&inv, n_pad, zero_gpatch);
+        let chunk_gpatch = 9 * channels * CHUNK;
+        let mut scatter = vec![Vec::new(); n_chunks];
+        for k in 0..n_chunks {
+            for e in 0..9 {
+                for run in inv.get(k, e).iter().filter(|r| r.src != Run::ZERO) {
+                    // A run never crosses chunks: lane 63 + 1 is no cell's address.
+                    let (m, lane) = (run.src as usize / chunk_gpatch, run.src as usize % chunk_gpatch);
+                    scatter[m].push(Scatter {
+                        to: k as u32,
+                        e: e as u8,
+                        at: run.at,
+                        len: run.len,
+                        src: lane as u8,
+                    });
+                }
+            }
+        }
         Layout {
             shape,
             channels,
             n_chunks,
             nbr: Runs::new(&nbr, n_pad, zero_state),
-            inv: Runs::new(&inv, n_pad, zero_gpatch),
+            scatter,
         }
     }
 
@@ -515,12 +547,12 @@ impl Workspace {
                         mask: mask_of(t + 1),
                     }
                 };
-                gp_new[..gpatch_len]
-                    .par_chunks_mut(n_patch_rows * CHUNK)
-                    .zip(gs_new[..layout.n_chunks * chunk_len].par_chunks_mut(chunk_len))
+                let gp_new = SharedRows::new(&mut gp_new[..gpatch_len]);
+                gs_new[..layout.n_chunks * chunk_len]
+                    .par_chunks_mut(chunk_len)
                     .zip(acc.par_chunks_mut(n_coefs))
                     .enumerate()
-                    .for_each(|(k, ((gp, g), acc))| {
+                    .for_each(|(k, (g, acc))| {
                         layout.state_gradient(k, &after, g);
                         let mut guard = lock_arena(arenas);
                         let arena = &mut *guard;
@@ -545,7 +577,7 @@ impl Workspace {
                                 part, rows, back_coefs, arenas, acc, cells, level,
                             );
                         }
-                        gp.copy_from_slice(&arena.grad[..n_patch_rows * CHUNK]);
+                        layout.scatter_patch_gradient(k, &arena.grad, &gp_new);
                     });
             }
         });
@@ -606,19 +638,17 @@ impl Layout {
                 mask,
             } => (gpatch, grad_state, mask),
         };
-        // Channel by channel, summing a row in registers: the nine patch-gradient rows of
-        // a channel lie side by side, so the reads stream (entry by entry, they jumped
-        // between channels and took twice as long for the lizard's 128 channels). Every
-        // cell adds its terms in entry order, then the pass-through. Zero runs add
-        // nothing: a sum that starts at +0 is never -0, so adding +0 leaves it as it is.
-        for (c, row) in g.chunks_exact_mut(CHUNK).enumerate() {
+        // The chunk's own nine rows per channel, which the chunks that read its cells
+        // scattered there (`scatter_patch_gradient`), summed whole rows at a time. Every
+        // cell adds its terms in entry order, then the pass-through. Entries with no
+        // source are +0, and a sum that starts at +0 is never -0, so adding +0 leaves it
+        // as it is.
+        let rows = &gpatch[k * 9 * chunk_len..][..9 * chunk_len];
+        for (row, patch) in g.chunks_exact_mut(CHUNK).zip(rows.chunks_exact(9 * CHUNK)) {
             let mut sum = [0f32; CHUNK];
-            for e in 0..9 {
-                let rows = &gpatch[(c * 9 + e) * CHUNK..];
-                for run in self.inv.get(k, e).iter().filter(|r| r.src != Run::ZERO) {
-                    let dst = &mut sum[run.at as usize..][..run.len as usize];
-                    let src = &rows[run.src as usize..][..dst.len()];
-                    dst.iter_mut().zip(src).for_each(|(v, x)| *v += x);
+            for entry in patch.chunks_exact(CHUNK) {
+                for i in 0..CHUNK {
+                    sum[i] += entry[i];
                 }
             }
             row.copy_from_slice(&sum);
@@ -637,6 +667,50 @@ impl Layout {
         for row in g.chunks_exact_mut(CHUNK) {
             row[real..].iter_mut().for_each(|v| *v = 0.0);
         }
+    }
+}
+
+impl Layout {
+    /// Copies chunk `k`'s patch gradients (`grad`'s first `9 · channels` rows) to the
+    /// chunks whose cells receive them (`Scatter`).
+    fn scatter_patch_gradient(&self, k: usize, grad: &[f32], out: &SharedRows) {
+        let chunk_gpatch = 9 * self.channels * CHUNK;
+        for c in 0..self.channels {
+            for s in &self.scatter[k] {
+                let row = (c * 9 + s.e as usize) * CHUNK;
+                let src = &grad[row + s.src as usize..][..s.len as usize];
+                let at = s.to as usize * chunk_gpatch + row + s.at as usize;
+                // SAFETY: `(s.to, row, s.at..s.at + s.len)` has this chunk as its only
+                // source, so no other task writes it, and nothing reads `out` in this
+                // parallel region.
+                unsafe { out.write(at, src) };
+            }
+        }
+    }
+}
+
+/// A buffer that the tasks of one parallel region write at disjoint places.
+struct SharedRows {
+    ptr: *mut f32,
+    len: usize,
+}
+
+// SAFETY: writers promise disjoint places (`write`).
+unsafe impl Sync for SharedRows {}
+
+impl SharedRows {
+    fn new(buf: &mut [f32]) -> SharedRows {
+        SharedRows {
+            ptr: buf.as_mut_ptr(),
+            len: buf.len(),
+        }
+    }
+
+    /// Copies `src` to `at..`. Safety: no other thread reads or writes those floats
+    /// while the buffer is shared.
+    unsafe fn write(&self, at: usize, src: &[f32]) {
+        assert!(at + src.len() <= self.len);
+        std::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.add(at), src.len());
     }
 }
 
