@@ -710,7 +710,21 @@ impl SharedRows {
     /// while the buffer is shared.
     unsafe fn write(&self, at: usize, src: &[f32]) {
         assert!(at + src.len() <= self.len);
-        std::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.add(at), src.len());
+        let mut dst = self.ptr.add(at);
+        // In fixed-size pieces: a run is a few dozen floats, and a `memcpy` call per
+        // run cost more than the copy.
+        let mut rest = src;
+        macro_rules! pieces {
+            ($($n:literal),*) => {$(
+                while rest.len() >= $n {
+                    let piece: [f32; $n] = rest[..$n].try_into().unwrap();
+                    (dst as *mut [f32; $n]).write_unaligned(piece);
+                    dst = dst.add($n);
+                    rest = &rest[$n..];
+                }
+            )*};
+        }
+        pieces!(16, 4, 1);
     }
 }
 
