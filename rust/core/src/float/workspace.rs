@@ -237,15 +237,15 @@ impl Layout {
                 let row = &mut act[(c * 9 + e) * CHUNK..];
                 for run in self.nbr.get(k, e) {
                     let (at, len) = (run.at as usize, run.len as usize);
-                    for b in (0..len).step_by(BLOCK) {
-                        let dst: &mut [f32; BLOCK] =
-                            (&mut row[at + b..][..BLOCK]).try_into().unwrap();
-                        *dst = match run.src {
-                            Run::ZERO => [0.0; BLOCK],
-                            // The state's zero chunk follows every grid chunk, so a
-                            // block running past a run stays inside the buffer.
-                            src => channel[src as usize + b..][..BLOCK].try_into().unwrap(),
-                        };
+                    let blocks = (0..len).step_by(BLOCK);
+                    match run.src {
+                        Run::ZERO => blocks.for_each(|b| row[at + b..][..BLOCK].fill(0.0)),
+                        // The state's zero chunk follows every grid chunk, so a block
+                        // running past a run stays inside the buffer.
+                        src => blocks.for_each(|b| {
+                            let src = &channel[src as usize + b..][..BLOCK];
+                            row[at + b..][..BLOCK].copy_from_slice(src)
+                        }),
                     }
                 }
             }
