@@ -209,6 +209,17 @@ impl Program {
     /// Lays out the rows and emits every gate of one step. `spec` and the wires must
     /// have been validated (widths chain, wires in range).
     pub fn compile(spec: &Spec, perceive: &[Wires], update: &[Wires]) -> Program {
+        Self::compile_with(spec, perceive, update, None)
+    }
+
+    /// `compile`, replaying the perception in the backward (`Kept`) when `replay` says
+    /// so, or else when the whole forward arena would be larger than about an L2 cache.
+    pub(crate) fn compile_with(
+        spec: &Spec,
+        perceive: &[Wires],
+        update: &[Wires],
+        replay: Option<bool>,
+    ) -> Program {
         let c_n = spec.channels;
         let k_n = spec.perceive.n_kernels;
         let p_layers = &spec.perceive.layers;
@@ -267,7 +278,7 @@ impl Program {
         let replay = match std::env::var("LOGICARS_REPLAY").as_deref() {
             Ok("0") => false,
             Ok("1") => true,
-            _ => n_rows * CHUNK * 4 > REPLAY_ABOVE_BYTES,
+            _ => replay.unwrap_or(n_rows * CHUNK * 4 > REPLAY_ABOVE_BYTES),
         };
         let kept = if replay && per_channel > 0 && c_n > 1 {
             let rows = PerceptionRows {
@@ -522,7 +533,12 @@ mod tests {
     use crate::model::Model;
 
     fn checkerboard_program() -> Program {
-        let spec = Spec::from_json(
+        let model = Model::new(checkerboard_program_spec(), 3).unwrap();
+        Program::compile(model.spec(), model.perceive_wires(), model.update_wires())
+    }
+
+    fn checkerboard_program_spec() -> Spec {
+        Spec::from_json(
             r#"{"channels": 8, "periodic": false, "num_steps": 20, "loss_channels": [0],
                 "lr": 0.05, "perceive": {"n_kernels": 16, "layers": [9, 8, 4, 2],
                 "connections": ["first_kernel", "unique", "unique"]},
@@ -530,9 +546,7 @@ mod tests {
                 "connections": ["unique", "random", "unique", "unique", "unique", "unique",
                                 "unique", "unique"]}}"#,
         )
-        .unwrap();
-        let model = Model::new(spec, 3).unwrap();
-        Program::compile(model.spec(), model.perceive_wires(), model.update_wires())
+        .unwrap()
     }
 
     fn test_coefs(p: &Program) -> Vec<[f32; 4]> {
@@ -610,6 +624,66 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    /// The kept pass with the perception replayed per channel gives the same next
+    /// state, patch gradients and coefficient sums, bit for bit, as the whole arena kept.
+    #[test]
+    fn replaying_the_perception_changes_no_bit() {
+        let spec = checkerboard_program_spec();
+        let model = Model::new(spec, 3).unwrap();
+        let compile = |replay| {
+            let (p, u) = (model.perceive_wires(), model.update_wires());
+            Program::compile_with(model.spec(), p, u, Some(replay))
+        };
+        let (whole, replayed) = (compile(false), compile(true));
+        assert_eq!(whole.kept.segments.len(), 1);
+        assert_eq!(replayed.kept.segments.len(), 1 + whole.channels);
+        assert!(replayed.kept.gates.n_rows < whole.kept.gates.n_rows);
+        let coefs = test_coefs(&whole);
+        let n_patch = 9 * whole.channels;
+        let run = |p: &Program, level: SimdLevel| {
+            let mut act = vec![f32::NAN; p.kept.gates.n_rows * CHUNK];
+            for (i, v) in act[..n_patch * CHUNK].iter_mut().enumerate() {
+                *v = ((i * 31) % 11) as f32 / 10.0;
+            }
+            kernels::forward(&p.kept.gates, &coefs, &mut act, CHUNK, level);
+            let next: Vec<u32> = p
+                .kept
+                .gates
+                .out_rows
+                .iter()
+                .flat_map(|&r| {
+                    act[r as usize * CHUNK..][..CHUNK]
+                        .iter()
+                        .map(|v| v.to_bits())
+                })
+                .collect();
+            let mut grad = vec![0f32; p.backward.n_rows * CHUNK];
+            for &r in &p.backward.out_rows {
+                for i in 0..CHUNK {
+                    grad[r as usize * CHUNK + i] = ((i * 17 + r as usize) % 7) as f32 - 3.0;
+                }
+            }
+            let mut acc = vec![0f64; p.n_coefs()];
+            let rows = (p.kept.gates.n_rows, p.backward.n_rows);
+            for (replay, part) in &p.kept.segments {
+                let replay = &p.kept.replay[replay.clone()];
+                kernels::forward_instrs(replay, rows.0, &coefs, &mut act, CHUNK, level);
+                let part = &p.kept.backward[part.clone()];
+                let arenas = (&act[..], &mut grad[..]);
+                kernels::backward_instrs(part, rows, &coefs, arenas, &mut acc, CHUNK, level);
+            }
+            let patch: Vec<u32> = grad[..n_patch * CHUNK]
+                .iter()
+                .map(|v| v.to_bits())
+                .collect();
+            let sums: Vec<u64> = acc.iter().map(|v| v.to_bits()).collect();
+            (next, patch, sums)
+        };
+        for level in [SimdLevel::Portable, kernels::simd_level()] {
+            assert!(run(&whole, level) == run(&replayed, level), "{level:?}");
         }
     }
 

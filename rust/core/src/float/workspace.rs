@@ -177,7 +177,10 @@ impl Layout {
             for e in 0..9 {
                 for run in inv.get(k, e).iter().filter(|r| r.src != Run::ZERO) {
                     // A run never crosses chunks: lane 63 + 1 is no cell's address.
-                    let (m, lane) = (run.src as usize / chunk_gpatch, run.src as usize % chunk_gpatch);
+                    let (m, lane) = (
+                        run.src as usize / chunk_gpatch,
+                        run.src as usize % chunk_gpatch,
+                    );
                     scatter[m].push(Scatter {
                         to: k as u32,
                         e: e as u8,
@@ -297,7 +300,8 @@ impl Workspace {
             .saturating_add(2 * state_len)
             .saturating_add(2 * (n_chunks + 1) * 9 * c * CHUNK)
             .saturating_add(
-                threads.saturating_mul((program.kept.gates.n_rows + program.backward.n_rows) * CHUNK),
+                threads
+                    .saturating_mul((program.kept.gates.n_rows + program.backward.n_rows) * CHUNK),
             );
         let tables = 2 * 9 * n_chunks * CHUNK * 4;
         floats
@@ -738,6 +742,51 @@ fn lock_arena(arenas: &[Mutex<Arena>]) -> std::sync::MutexGuard<'_, Arena> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The scatter writes each (chunk, entry, lane) of the patch-gradient buffer from one
+    /// chunk at most (the tasks of a region write it without locks), and exactly the
+    /// cells' neighbours: a cell in the grid receives the gradient of entry `e` from the
+    /// cell it appears in as entry `e`, and a padding cell nothing.
+    #[test]
+    fn scatter_reaches_every_neighbour_once() {
+        for periodic in [false, true] {
+            let shape = GridShape {
+                batch: 2,
+                height: 9,
+                width: 13,
+            };
+            let layout = Layout::new(shape, 3, periodic);
+            let chunk_gpatch = 9 * CHUNK;
+            // (destination chunk, entry, lane) -> (source chunk, source lane)
+            let mut from = vec![None; layout.n_chunks * chunk_gpatch];
+            for (m, list) in layout.scatter.iter().enumerate() {
+                for s in list {
+                    for j in 0..s.len as usize {
+                        let at = s.to as usize * chunk_gpatch + s.e as usize * CHUNK;
+                        let slot = &mut from[at + s.at as usize + j];
+                        assert!(slot.is_none(), "written twice");
+                        *slot = Some(m * CHUNK + s.src as usize + j);
+                    }
+                }
+            }
+            let (h, w) = (shape.height as isize, shape.width as isize);
+            for n in 0..layout.n_pad() {
+                for e in 0..9 {
+                    let (dr, dc) = (e as isize / 3 - 1, e as isize % 3 - 1);
+                    let want = (n < shape.cells()).then(|| {
+                        let hw = (h * w) as usize;
+                        let (b, r, c) = (n / hw, (n % hw) as isize / w, (n % hw) as isize % w);
+                        let (r, c) = (r - dr, c - dc);
+                        let inside = (0..h).contains(&r) && (0..w).contains(&c);
+                        let (r, c) = (r.rem_euclid(h), c.rem_euclid(w));
+                        (periodic || inside).then_some(b * hw + (r * w + c) as usize)
+                    });
+                    let got = from[(n / CHUNK) * chunk_gpatch + e * CHUNK + n % CHUNK];
+                    assert_eq!(got, want.flatten(), "cell {n} entry {e}");
+                }
+            }
+        }
+    }
 
     /// Expanding the runs gives back every address, whatever mix of consecutive
     /// addresses, jumps and zero cells a chunk holds.
