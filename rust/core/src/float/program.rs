@@ -10,7 +10,9 @@
 //! Two more views of the same gates reuse rows once their value is dead, so that the
 //! hot data stays in cache: the rollout's forward-only list (a row lives from its gate
 //! to its last reader) and the backward list's gradient rows (a gradient lives from its
-//! first write, walking backwards, to the gate that produced the value).
+//! first write, walking backwards, to the gate that produced the value). For a wide
+//! model, the forward pass that back-propagation keeps shares one channel's hidden
+//! perception rows among all channels and replays them per channel (`Kept`).
 
 use crate::kernels::CHUNK;
 use crate::spec::Spec;
@@ -275,11 +277,7 @@ impl Program {
         let rollout = reuse_rows(&instrs, n_rows, &out_rows, 9 * c_n);
         let backward = backward_gates(&instrs, n_rows, &out_rows, 9 * c_n);
         let per_channel = k_n * hidden;
-        let replay = match std::env::var("LOGICARS_REPLAY").as_deref() {
-            Ok("0") => false,
-            Ok("1") => true,
-            _ => replay.unwrap_or(n_rows * CHUNK * 4 > REPLAY_ABOVE_BYTES),
-        };
+        let replay = replay.unwrap_or(n_rows * CHUNK * 4 > REPLAY_ABOVE_BYTES);
         let kept = if replay && per_channel > 0 && c_n > 1 {
             let rows = PerceptionRows {
                 hidden_base,
