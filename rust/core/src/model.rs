@@ -5,8 +5,8 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
-use crate::engine::{GridShape, Workspace};
 use crate::error::{shape_err, value_err, Result};
+use crate::float::{GridShape, Workspace};
 use crate::gates::M;
 use crate::hard::{self, Circuit, HardEngine, Masks, SimOptions};
 use crate::interrupt::Interrupt;

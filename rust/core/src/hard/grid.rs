@@ -23,8 +23,8 @@ use super::masks::{random_mask, StepMask};
 use super::netlist::Netlist;
 use super::packing::Geo;
 use crate::aligned::AlignedVec;
-use crate::engine::GridShape;
 use crate::error::{shape_err, value_err, Result};
+use crate::float::GridShape;
 use crate::memory;
 use crate::threads;
 

@@ -6,8 +6,8 @@ use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
 use super::packing::Geo;
-use crate::engine::GridShape;
 use crate::error::{shape_err, value_err, Error, Result};
+use crate::float::GridShape;
 use crate::memory;
 use crate::threads;
 

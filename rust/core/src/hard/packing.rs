@@ -10,7 +10,7 @@
 
 use rayon::prelude::*;
 
-use crate::engine::GridShape;
+use crate::float::GridShape;
 
 /// Sizes of one packed grid and how its edges behave.
 #[derive(Debug, Clone, Copy)]

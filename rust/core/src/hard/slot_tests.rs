@@ -4,8 +4,8 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::*;
-use crate::engine::GridShape;
 use crate::error::Error;
+use crate::float::GridShape;
 use crate::gates::{self, N_OPS};
 use crate::model::{Decoding, Model};
 use crate::spec::{PerceiveSpec, Spec, UpdateSpec};

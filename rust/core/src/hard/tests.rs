@@ -6,7 +6,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::slot_tests::{random_bits, random_model, shape, spec, to_f32};
 use super::*;
-use crate::engine::GridShape;
+use crate::float::GridShape;
 use crate::gates::N_OPS;
 use crate::kernels::{self, SimdLevel};
 use crate::model::{Decoding, Model};

@@ -1,0 +1,10 @@
+//! The float engine: the relaxed model's gate program (`program`), the SIMD kernels
+//! that run it over a chunk of cells (`kernels`), and the rollout/back-propagation
+//! buffers over a batch of grids (`workspace`).
+
+pub mod kernels;
+pub mod program;
+mod workspace;
+
+pub use workspace::GridShape;
+pub(crate) use workspace::Workspace;
