@@ -230,21 +230,36 @@ def seed_table(rows: list[dict]) -> list[str]:
     return lines
 
 
-# What was tried on the growth presets' discretization gap (2026-11-24 and -26, this machine;
-# probes on colored-G runs of the sweep above, not part of the generated tables).
+# The growth presets' discretization gap: what closed it for colored-G, what was tried
+# before (2026-11-24 to -26, this machine; probes on colored-G runs of the softmax sweep,
+# not part of the generated tables).
 GROWTH_GAP = [
-    "## Growth presets: the discretization gap stays open",
+    "## Growth presets: binarized states close the gap for the coloured G, not the lizard",
     "",
-    "Most `lizard` and `colored-g` wiring draws do not solve their task in the notebook's "
-    "epochs: `colored-g` solves none of seeds 0–9 (the table above; 2–61 wrong cells "
-    "after the final repair), and `lizard` solved none of seeds 0–5 in a sweep of "
+    "With the notebook's softmax, most `lizard` and `colored-g` wiring draws do not solve "
+    "their task: `colored-g` solves none of seeds 0–9 (the softmax rows above; 2–61 wrong "
+    "cells after the final repair), and `lizard` solved none of seeds 0–5 in a sweep of "
     "2026-11-25 on the same training code (3500 epochs, 2–90 wrong cells; its directory "
-    "was lost with that session's machine, and at about 2 h of this 2-core machine the "
-    "sweep was not rerun for this page, so the table has no row for it). The relaxed "
-    "circuit does solve: colored-G's soft loss falls to 1e-3 and below while the hard "
-    "circuit keeps wrong cells, because some gates are still mixtures whose most likely "
-    "op computes something else. What was tried on the "
-    "failing colored-G runs (seeds 0, 1, 3, 9), none of which closed it:",
+    "was lost with that session's machine). The relaxed circuit does solve: colored-G's "
+    "soft loss falls to 1e-3 and below while the hard circuit keeps wrong cells.",
+    "",
+    "**Binarized states** (`binarize_states`, `train --binarize-states`, 2026-11-26): the "
+    "training rollout rounds every state but the last to 0 or 1 and back-propagates "
+    "through the rounding unchanged (straight-through). The relaxed circuit can then no "
+    "longer carry information from step to step in fractional cell values, which its hard "
+    "circuit does not have. On `colored-g` the first wiring solves in the notebook's 3000 "
+    "epochs from many more seeds (the column *solved by the first wiring* above; softmax: "
+    "0 of 10), and with attempts of 3000 epochs up to 9000 (the preset's default now) "
+    "from the seeds of the row above. On the `lizard` it fails: seed 0 trained "
+    "with binarized states falls to the all-dead grid (soft loss 84 = the target's 84 "
+    "cells, hard loss 86 after 3500 epochs), and switching the rounding on after 1000 "
+    "softmax epochs collapses the run the same way (hard loss 24 at epoch 1030, then "
+    "stuck at the dead grid): a lizard grows from one seed cell, and rounded states kill "
+    "the seed before the circuit learns to keep it. The lizard keeps the notebook's "
+    "wiring and softmax.",
+    "",
+    "What was tried before on the failing softmax colored-G runs (seeds 0, 1, 3, 9), none "
+    "of which closed the gap:",
     "",
     "- **Training longer**: seeds 1 and 9 resumed from 3000 to 7000 epochs end at hard "
     "loss 6 both (soft 1e-6 and 1e-3): with the soft loss near 0 the gradient is too.",
@@ -254,16 +269,15 @@ GROWTH_GAP = [
     "- **Fine-tuning the converged run in another relaxation** (600–800 epochs, the "
     "optimizer state kept): `gumbel-st` and `hard-st` lose the task (hard loss 109–449), "
     "`gumbel-soft` wanders between 4 and 16 wrong cells, `anneal` (τ → 0.3) stays at 2–4.",
-    "- **Progressive hardening** (2026-11-26, `python scripts/probe_hardening.py colored-g "
-    "RUN`): the most confident gates frozen to their op in 12 rounds from 45% to 100% of "
-    "the gates, 200 epochs of training the others after each. The soft loss climbs to "
-    "the hard loss (seed 1: 1e-4 to 6.0; seed 9: 1e-3 to 8) while the hard circuit "
-    "stays where training left it (6 and 8 wrong cells): the gates still soft cannot "
-    "make up for the frozen gates' mixtures.",
-    "",
-    "So the growth presets keep starts that solve: `colored-g` seed 13 (this engine's "
-    "draw) and `lizard` the notebook's own seed-23 wiring (`logicars/data`), until a "
-    "method closes the gap for most draws.",
+    "- **Progressive hardening** (`python scripts/probe_hardening.py colored-g RUN`): the "
+    "most confident gates frozen to their op in 12 rounds from 45% to 100% of the gates, "
+    "200 epochs of training the others after each. The soft loss climbs to the hard loss "
+    "(seed 1: 1e-4 to 6.0; seed 9: 1e-3 to 8) while the hard circuit stays where training "
+    "left it (6 and 8 wrong cells): the gates still soft cannot make up for the frozen "
+    "gates' mixtures.",
+    "- **Binarizing the last state too** (the loss then sees only 0/1 cells): seed 0 did "
+    "not learn at all (hard loss 109 to 397 in 2200 epochs), so the last state stays "
+    "relaxed.",
     "",
 ]
 
@@ -354,8 +368,9 @@ def write(runs: Path, sweeps: list[Path], train: bool) -> Path:
             "others ended their budget with the kept attempt. The relaxation modes of the "
             "literature (Gumbel "
             "straight-through, hard straight-through, truth tables, annealing) are measured "
-            "in [relaxations.md](relaxations.md): none beat the notebook's softmax, which "
-            "every preset trains with.",
+            "in [relaxations.md](relaxations.md): none beat the notebook's softmax. What "
+            "does is binarizing the states between steps (see *Growth presets* below), "
+            "which `colored-g` trains with; every other preset trains with softmax alone.",
             "",
             *solving_table(seeds),
             "",

@@ -473,7 +473,7 @@ def train(
     - `binarize_states`: round the state to 0 or 1 between the training rollout's steps,
       straight-through (the last state stays relaxed for the loss); default: the
       preset's. The relaxed circuit then cannot carry information from step to step in
-      fractional values, which is what most often leaves its hard circuit wrong
+      fractional values, which is what left the coloured G's hard circuits wrong
       (docs/results.md). A resumed run keeps it.
     - `out`: run directory (default `runs/<preset>-<timestamp>`; on resume, the resumed
       directory).

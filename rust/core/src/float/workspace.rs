@@ -603,10 +603,9 @@ impl Workspace {
 }
 
 /// Rounds a state row to 0 or 1 (`≥ 0.5` is 1). The backward treats the rounding as the
-/// identity (straight-through): it reads the rounded states, so each step's gradient is
-/// that of the step the hard circuit would take from the same state. A relaxed circuit
-/// trained this way cannot carry information from step to step in fractional values,
-/// which its hard circuit does not have.
+/// identity (straight-through): it recomputes each step from the rounded state the step
+/// ran from. A relaxed circuit trained this way cannot carry information from step to
+/// step in fractional values, which its hard circuit does not have.
 fn binarize_row(row: &mut [f32]) {
     row.iter_mut()
         .for_each(|v| *v = if *v >= 0.5 { 1.0 } else { 0.0 });
