@@ -1,19 +1,25 @@
 //! A DiffLogic CA model: spec, wiring, logits, optimizer state, and the public
-//! operations (rollout, loss and gradient, training step).
+//! operations (rollout, loss and gradient, training step). The input checks are in
+//! [`checks`], the losses in [`loss`].
+
+mod checks;
+mod loss;
+#[cfg(test)]
+mod tests;
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
+use self::checks::{check_finite, check_wires};
 use crate::error::{shape_err, value_err, Result};
 use crate::float::{GridShape, Workspace};
 use crate::gates::M;
-use crate::hard::{self, Circuit, HardEngine, Masks, SimOptions};
+use crate::hard::Circuit;
 use crate::interrupt::Interrupt;
 use crate::memory;
 use crate::optim::AdamW;
 use crate::program::{param_offsets, Program};
-use crate::relax::{self, Relaxed};
 use crate::spec::Spec;
 use crate::threads;
 use crate::wiring::{self, Wires};
@@ -221,87 +227,6 @@ impl Model {
             .collect()
     }
 
-    fn check_grid(
-        &self,
-        name: &str,
-        data: &[f32],
-        shape: GridShape,
-        channels: usize,
-    ) -> Result<()> {
-        if shape.batch == 0 || shape.height == 0 || shape.width == 0 {
-            return shape_err!("{name}: batch, height and width must be >= 1, got {shape:?}");
-        }
-        let want = shape.cells() * channels;
-        if data.len() != want {
-            return shape_err!(
-                "{name}: expected {} values (B={} H={} W={} C={channels}), got {}",
-                want,
-                shape.batch,
-                shape.height,
-                shape.width,
-                data.len()
-            );
-        }
-        check_finite(name, data)
-    }
-
-    /// Checks a target grid: all channels, or only the loss channels, per cell.
-    fn check_target(&self, y: &[f32], shape: GridShape) -> Result<usize> {
-        let (c, n_loss) = (self.spec.channels, self.spec.loss_channels.len());
-        let per_cell = if y.len() == shape.cells() * c {
-            c
-        } else {
-            n_loss
-        };
-        self.check_grid("y", y, shape, per_cell)?;
-        check_unit_range("y", y)?;
-        Ok(per_cell)
-    }
-
-    /// Everything a rollout of `steps` steps from `x` needs, checked before any state
-    /// changes (a refused call must not advance the mask stream) and before anything
-    /// is allocated. `masks`: whether update masks will be drawn or copied; `record`:
-    /// whether every grid is returned.
-    fn check_rollout(
-        &self,
-        x: &[f32],
-        shape: GridShape,
-        steps: usize,
-        masks: bool,
-        record: bool,
-    ) -> Result<()> {
-        let c = self.spec.channels;
-        self.check_grid("x", x, shape, c)?;
-        check_unit_range("x", x)?;
-        if steps == 0 {
-            return value_err!("steps must be >= 1, got 0");
-        }
-        // The masks (B × steps × H × W floats) and recorded grids come on top of the
-        // workspace.
-        let cells = shape.cells();
-        let float_bytes = |n: usize| n.saturating_mul(std::mem::size_of::<f32>());
-        let mask_bytes = if masks {
-            float_bytes(cells.saturating_mul(steps))
-        } else {
-            0
-        };
-        let record_bytes = if record {
-            float_bytes(
-                cells
-                    .saturating_mul(c)
-                    .saturating_mul(steps.saturating_add(1)),
-            )
-        } else {
-            0
-        };
-        Workspace::check_budget(
-            &self.program,
-            shape,
-            steps,
-            mask_bytes.saturating_add(record_bytes),
-        )
-    }
-
     /// Masks for a rollout: the ones given (`B × steps × H × W`), draws from the
     /// model's mask stream when the model is asynchronous, else none.
     pub fn resolve_masks(
@@ -430,157 +355,6 @@ impl Model {
         Ok(out)
     }
 
-    /// Loss of the final state against `y`, and optionally its gradient as a state buffer.
-    fn loss(
-        &self,
-        y: &[f32],
-        y_per_cell: usize,
-        steps: usize,
-        mut grad: Option<&mut Vec<f32>>,
-    ) -> f64 {
-        let ws = self.workspace.as_ref().expect("forward ran");
-        let state = ws.state(steps);
-        if let Some(g) = grad.as_deref_mut() {
-            g.clear();
-            g.resize(ws.layout.state_len(), 0.0);
-        }
-        let cells = ws.layout.shape.cells();
-        let value = |n: usize, ch: usize| state[ws.layout.addr(n, ch)];
-        self.squared_error(y, y_per_cell, cells, value, |n, ch, diff| {
-            if let Some(g) = grad.as_deref_mut() {
-                g[ws.layout.addr(n, ch)] = 2.0 * diff;
-            }
-        })
-    }
-
-    /// `Σ (out − y)²` over cells and loss channels, `out(n, ch)` giving the final state;
-    /// `on_diff(n, ch, out − y)` sees every difference (for the gradient).
-    fn squared_error(
-        &self,
-        y: &[f32],
-        y_per_cell: usize,
-        cells: usize,
-        out: impl Fn(usize, usize) -> f32,
-        mut on_diff: impl FnMut(usize, usize, f32),
-    ) -> f64 {
-        let mut loss = 0f64;
-        for n in 0..cells {
-            for (i, &ch) in self.spec.loss_channels.iter().enumerate() {
-                let col = if y_per_cell == self.spec.channels {
-                    ch
-                } else {
-                    i
-                };
-                let diff = out(n, ch) - y[n * y_per_cell + col];
-                loss += (diff as f64) * (diff as f64);
-                on_diff(n, ch, diff);
-            }
-        }
-        loss
-    }
-
-    /// Soft loss after `spec.num_steps` steps and its gradient w.r.t. every logit
-    /// (same layout as `logits()`).
-    pub fn loss_and_grad(
-        &mut self,
-        x: &[f32],
-        y: &[f32],
-        shape: GridShape,
-        masks: Option<&[f32]>,
-    ) -> Result<(f64, Vec<f32>)> {
-        let steps = self.spec.num_steps;
-        let per_cell = self.check_target(y, shape)?;
-        let drawn = masks.is_some() || self.spec.is_async;
-        self.check_rollout(x, shape, steps, drawn, false)?;
-        let masks = self.resolve_masks(masks, shape, steps)?;
-        self.soft_loss_and_grad(x, y, per_cell, shape, masks.as_deref())
-    }
-
-    fn soft_loss_and_grad(
-        &mut self,
-        x: &[f32],
-        y: &[f32],
-        per_cell: usize,
-        shape: GridShape,
-        masks: Option<&[f32]>,
-    ) -> Result<(f64, Vec<f32>)> {
-        let steps = self.spec.num_steps;
-        // One relaxation per gate (a softmax, with the step's noise) serves the forward,
-        // the backward and the parameter gradient. Per-gate work, so running it on the
-        // pool changes no result, only the wall time (50k f64 exps would otherwise be a
-        // serial ~0.5 ms of every epoch).
-        let pool = threads::pool();
-        let relax = self.spec.relax;
-        let (seed, step) = (self.mask_seed, self.optimizer.t);
-        let relaxed: Vec<Relaxed> = pool.install(|| {
-            let gates = self.logits.par_chunks(self.per_gate()).enumerate();
-            gates
-                .map(|(g, w)| {
-                    let noise = relax::GateNoise::new(seed, step, g as u64);
-                    relax.relax(w, step, || noise.draws())
-                })
-                .collect()
-        });
-        let coefs: Vec<[f32; 4]> = pool.install(|| relaxed.par_iter().map(|r| r.coefs).collect());
-        let back_coefs: Vec<[f32; 4]> = if relax.straight_through() {
-            pool.install(|| relaxed.par_iter().map(|r| r.back).collect())
-        } else {
-            Vec::new() // the forward's own
-        };
-        self.forward(x, shape, steps, &coefs, masks, None)?;
-        let mut seed = Vec::new();
-        let loss = self.loss(y, per_cell, steps, Some(&mut seed));
-        let ws = self.workspace.as_mut().unwrap();
-        let back = if back_coefs.is_empty() {
-            &coefs
-        } else {
-            &back_coefs
-        };
-        let gc = ws.backward(&self.program, &coefs, back, steps, masks.is_some(), &seed)?;
-        let mut grad = memory::try_vec(self.logits.len(), 0f32, "the gradient")?;
-        let per_gate = self.per_gate();
-        pool.install(|| {
-            (
-                relaxed.par_iter(),
-                grad.par_chunks_mut(per_gate),
-                gc.par_chunks(4),
-            )
-                .into_par_iter()
-                .for_each(|(r, g, gc)| relax.params_grad(r, &[gc[0], gc[1], gc[2], gc[3]], g));
-        });
-        Ok((loss, grad))
-    }
-
-    /// Hard loss after `spec.num_steps` steps. Binary grids and masks (the usual case)
-    /// run on the bit-sliced engine, 64 cells per word; anything else on the float path.
-    fn hard_loss(
-        &mut self,
-        x: &[f32],
-        y: &[f32],
-        per_cell: usize,
-        shape: GridShape,
-        masks: Option<&[f32]>,
-    ) -> Result<f64> {
-        let steps = self.spec.num_steps;
-        let binary = |v: &[f32]| v.iter().all(|&b| b == 0.0 || b == 1.0);
-        if !(binary(x) && masks.is_none_or(binary)) {
-            let coefs = self.coefficients(Decoding::Hard);
-            self.forward(x, shape, steps, &coefs, masks, None)?;
-            return Ok(self.loss(y, per_cell, steps, None));
-        }
-        self.check_grid("x", x, shape, self.spec.channels)?;
-        let bits: Vec<u8> = x.iter().map(|&v| v as u8).collect();
-        let mask_bits: Option<Vec<u8>> = masks.map(|m| m.iter().map(|&v| v as u8).collect());
-        let mut opts = SimOptions::new(steps, self.spec.periodic);
-        if let Some(m) = &mask_bits {
-            opts.masks = Masks::Given(m);
-        }
-        let out = hard::simulate_on(HardEngine::Slots, self.hard_circuit(), &bits, shape, &opts)?;
-        let c = self.spec.channels;
-        let value = |n: usize, ch: usize| out[n * c + ch] as f32;
-        Ok(self.squared_error(y, per_cell, shape.cells(), value, |_, _, _| {}))
-    }
-
     /// The hard circuit of the current logits, compiled afresh (see
     /// [`Model::hard_circuit`] for the cached one).
     pub fn compile_circuit(&self) -> Circuit {
@@ -632,131 +406,5 @@ impl Model {
             self.optimizer.step(&mut self.logits, &grad, lr);
             Ok((soft, hard))
         })
-    }
-}
-
-fn check_wires(name: &str, layers: &[usize], wires: &[Wires]) -> Result<()> {
-    if wires.len() != layers.len() - 1 {
-        return shape_err!(
-            "{name}: expected wires for {} layers, got {}",
-            layers.len() - 1,
-            wires.len()
-        );
-    }
-    for (i, (w, pair)) in wires.iter().zip(layers.windows(2)).enumerate() {
-        w.check(pair[0], pair[1], &format!("{name}_wires_{i}"))?;
-    }
-    Ok(())
-}
-
-fn check_unit_range(name: &str, v: &[f32]) -> Result<()> {
-    match v.iter().position(|x| !(0.0..=1.0).contains(x)) {
-        Some(i) => value_err!(
-            "{name}: values must lie in [0, 1], found {} at flat index {i}",
-            v[i]
-        ),
-        None => Ok(()),
-    }
-}
-
-fn check_finite(name: &str, v: &[f32]) -> Result<()> {
-    match v.iter().position(|x| !x.is_finite()) {
-        Some(i) => value_err!(
-            "{name}: values must be finite, found {} at flat index {i}",
-            v[i]
-        ),
-        None => Ok(()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::error::Error;
-    use crate::gates::N_OPS;
-
-    fn async_model() -> Model {
-        let json = r#"{"channels": 2, "periodic": true, "num_steps": 2, "async": true,
-            "fire_rate": 0.5, "loss_channels": [0], "lr": 0.05,
-            "perceive": {"n_kernels": 1, "layers": [9, 8, 4],
-                         "connections": ["first_kernel", "unique"]},
-            "update": {"layers": [10, 6, 4, 2],
-                       "connections": ["unique", "unique", "unique"]}}"#;
-        Model::new(Spec::from_json(json).unwrap(), 7).unwrap()
-    }
-
-    const SHAPE: GridShape = GridShape {
-        batch: 1,
-        height: 3,
-        width: 4,
-    };
-
-    #[test]
-    fn refused_calls_draw_no_masks() {
-        let mut m = async_model();
-        let mut x = vec![0.0f32; 24];
-        x[5] = f32::NAN;
-        let soft = Decoding::Soft;
-        assert!(matches!(
-            m.rollout(&x, SHAPE, 2, soft, None, false),
-            Err(Error::Value(_))
-        ));
-        x[5] = 2.0;
-        assert!(matches!(
-            m.rollout(&x, SHAPE, 2, soft, None, false),
-            Err(Error::Value(_))
-        ));
-        x[5] = 1.0;
-        assert!(matches!(
-            m.rollout(&x, SHAPE, 0, soft, None, false),
-            Err(Error::Value(_))
-        ));
-        let y = vec![3.0f32; 24];
-        assert!(matches!(
-            m.train_step(&x, &y, SHAPE, None),
-            Err(Error::Value(_))
-        ));
-        assert_eq!(m.mask_draws, 0);
-        m.rollout(&x, SHAPE, 2, soft, None, false).unwrap();
-        assert_eq!(m.mask_draws, 1);
-    }
-
-    /// The hard circuit is cached across steps, but follows the logits: after new ones,
-    /// a step's hard loss is that of a fresh model holding them.
-    #[test]
-    fn the_hard_loss_follows_changed_logits() {
-        let json = r#"{"channels": 2, "periodic": true, "num_steps": 2, "async": false,
-            "loss_channels": [0, 1], "lr": 0.05,
-            "perceive": {"n_kernels": 2, "layers": [9, 8, 4],
-                         "connections": ["first_kernel", "unique"]},
-            "update": {"layers": [18, 12, 6, 4, 2],
-                       "connections": ["unique", "unique", "unique", "unique"]}}"#;
-        let spec = Spec::from_json(json).unwrap();
-        let mut m = Model::new(spec.clone(), 7).unwrap();
-        let x: Vec<f32> = (0..24).map(|i| (i % 3 == 0) as u8 as f32).collect();
-        let y: Vec<f32> = (0..24).map(|i| (i % 3 == 1) as u8 as f32).collect();
-        let (_, first) = m.train_step(&x, &y, SHAPE, None).unwrap();
-        // Every gate constant 1 (op 15): every output 1, a hard loss of 16 zeros of y.
-        let logits: Vec<f32> = (0..m.logits().len())
-            .map(|i| if i % N_OPS == 15 { 5.0 } else { 0.0 })
-            .collect();
-        m.set_logits(&logits).unwrap();
-        let (perceive, update) = (m.perceive_wires().to_vec(), m.update_wires().to_vec());
-        let mut fresh = Model::from_parts(spec, perceive, update, logits, 7).unwrap();
-        let (_, want) = fresh.train_step(&x, &y, SHAPE, None).unwrap();
-        assert_eq!(want, 16.0);
-        assert_ne!(want, first, "the new logits must change the hard loss");
-        assert_eq!(m.train_step(&x, &y, SHAPE, None).unwrap().1, want);
-    }
-
-    #[test]
-    fn absurd_step_counts_are_refused_before_allocating() {
-        let mut m = async_model();
-        let x = vec![0.0f32; 24];
-        for steps in [1usize << 40, usize::MAX / 2, usize::MAX] {
-            let r = m.rollout(&x, SHAPE, steps, Decoding::Hard, None, true);
-            assert!(matches!(r, Err(Error::Memory(_))), "{steps}: {r:?}");
-        }
-        assert_eq!(m.mask_draws, 0);
     }
 }
