@@ -21,7 +21,7 @@ from .errors import (
     MemoryLimitError,
     ShapeError,
 )
-from .spec import ModelSpec
+from .spec import DEFAULT_LR, ModelSpec
 
 if TYPE_CHECKING:
     from .export import Netlist
@@ -233,12 +233,16 @@ class Model:
         loss, grad = self._engine.loss_and_grad(xa, ya, _as_masks(masks, xa, self._spec.num_steps))
         return loss, _unflatten(self._engine.param_info(), grad)
 
-    def train_step(self, x: Any, y: Any, masks: Any = None) -> tuple[float, float]:
-        """One clip + AdamW step with the spec's lr; returns (soft_loss, hard_loss)
-        measured at the logits before the update."""
+    def train_step(
+        self, x: Any, y: Any, masks: Any = None, *, lr: float = DEFAULT_LR
+    ) -> tuple[float, float]:
+        """One clip + AdamW step with learning rate `lr` (a training option, not part of
+        the spec); returns (soft_loss, hard_loss) measured at the logits before the
+        update."""
         xa = _as_unit_array("x", x)
         ya = _as_unit_array("y", y)
-        return self._engine.train_step(xa, ya, _as_masks(masks, xa, self._spec.num_steps))
+        masks = _as_masks(masks, xa, self._spec.num_steps)
+        return self._engine.train_step(xa, ya, masks, lr=lr)
 
     def simulate(
         self,

@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from .spec import ModelSpec
+from .spec import DEFAULT_LR, ModelSpec
 from .tasks import Task, is_builtin_kind, kind_data, make_task, normalise_rule, split_kind
 
 # Label of a start from the reference notebook's own seed-23 wiring (the lizard's `init`).
@@ -62,6 +62,8 @@ class Preset:
     epochs: int
     description: str
     seed: int = 0
+    # The learning rate of the run's AdamW steps: the training's, not the model spec's.
+    lr: float = DEFAULT_LR
     # File in `logicars/data/` (or an absolute path: an experiment file's) in the fixture
     # npz format with the wiring and logits a run starts from when no seed is given;
     # None: a fresh `Model(spec, seed)`.
@@ -459,13 +461,20 @@ def experiment_from_dict(
         if key in run:
             return run[key]
         if base is not None:
-            return base.spec.lr if key == "lr" else getattr(base, key)
+            return getattr(base, key)
         if default is _REQUIRED:
             raise ValueError(f"{source}: [training] {key}: missing")
         return default
 
+    if "lr" in run:
+        from . import _core
+
+        try:
+            _core.check_lr(run["lr"])  # the training step's rule, reported with the file
+        except ValueError as e:
+            raise ValueError(f"{source}: [training] {e}") from None
     if "model" not in top and base is not None:
-        spec = base.spec.replace(lr=value("lr"))
+        spec = base.spec
     else:
         if base is None:
             missing = [k for k in _MODEL_REQUIRED if k not in model]
@@ -485,7 +494,7 @@ def experiment_from_dict(
                 "loss_channels": b.loss_channels,
             }
         try:
-            spec = ModelSpec.build(**{**defaults, **model}, lr=value("lr"))
+            spec = ModelSpec.build(**{**defaults, **model})
             if directory is not None:
                 from . import _core
 
@@ -505,7 +514,7 @@ def experiment_from_dict(
         task_pixels=None if base is None else base.task_pixels,
         restart_every=value("restart_every", None),
         notebook_epochs=value("notebook_epochs", None),
-        **{key: value(key) for key in ("height", "width", "batch", "epochs", "seed")},
+        **{key: value(key) for key in ("height", "width", "batch", "epochs", "seed", "lr")},
     )
     return Experiment(preset, options)
 

@@ -50,6 +50,12 @@ pub fn unique_pairs(in_width: usize, out: usize) -> PyResult<(Vec<u32>, Vec<u32>
     Ok((w.a, w.b))
 }
 
+/// Checks a learning rate (finite, > 0) as a training step would, before a run starts.
+#[pyfunction]
+pub fn check_lr(lr: f64) -> PyResult<()> {
+    core::optim::check_lr(lr).map_err(to_py)
+}
+
 /// Sets the number of worker threads (0: `RAYON_NUM_THREADS` or one per core).
 #[pyfunction]
 pub fn set_num_threads(threads: usize) -> PyResult<()> {

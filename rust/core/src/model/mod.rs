@@ -18,7 +18,7 @@ use crate::gates::M;
 use crate::hard::Circuit;
 use crate::interrupt::Interrupt;
 use crate::memory;
-use crate::optim::AdamW;
+use crate::optim::{self, AdamW};
 use crate::program::{param_offsets, Program};
 use crate::spec::Spec;
 use crate::threads;
@@ -382,15 +382,17 @@ impl Model {
     }
 
     /// One training step: soft loss and gradient, hard loss (same masks), then clip
-    /// and AdamW with the spec's learning rate. Returns both losses at the logits
-    /// before the update.
+    /// and AdamW with learning rate `lr` (the training's, not the architecture's).
+    /// Returns both losses at the logits before the update.
     pub fn train_step(
         &mut self,
         x: &[f32],
         y: &[f32],
         shape: GridShape,
         masks: Option<&[f32]>,
+        lr: f32,
     ) -> Result<(f64, f64)> {
+        optim::check_lr(lr.into())?;
         let steps = self.spec.num_steps;
         let per_cell = self.check_target(y, shape)?;
         let drawn = masks.is_some() || self.spec.is_async;
@@ -402,7 +404,6 @@ impl Model {
         threads::pool().install(|| {
             let hard = self.hard_loss(x, y, per_cell, shape, masks.as_deref())?;
             let (soft, grad) = self.soft_loss_and_grad(x, y, per_cell, shape, masks.as_deref())?;
-            let lr = self.spec.lr;
             self.optimizer.step(&mut self.logits, &grad, lr);
             Ok((soft, hard))
         })

@@ -4,7 +4,7 @@ use crate::gates::N_OPS;
 
 fn async_model() -> Model {
     let json = r#"{"channels": 2, "periodic": true, "num_steps": 2, "async": true,
-        "fire_rate": 0.5, "loss_channels": [0], "lr": 0.05,
+        "fire_rate": 0.5, "loss_channels": [0],
         "perceive": {"n_kernels": 1, "layers": [9, 8, 4],
                      "connections": ["first_kernel", "unique"]},
         "update": {"layers": [10, 6, 4, 2],
@@ -40,9 +40,16 @@ fn refused_calls_draw_no_masks() {
     ));
     let y = vec![3.0f32; 24];
     assert!(matches!(
-        m.train_step(&x, &y, SHAPE, None),
+        m.train_step(&x, &y, SHAPE, None, 0.05),
         Err(Error::Value(_))
     ));
+    let y = vec![1.0f32; 24];
+    for lr in [f32::NAN, f32::INFINITY, 0.0, -0.1] {
+        match m.train_step(&x, &y, SHAPE, None, lr) {
+            Err(Error::Value(msg)) => assert!(msg.starts_with("lr must be a finite number > 0")),
+            other => panic!("lr {lr}: expected a value error, got {other:?}"),
+        }
+    }
     assert_eq!(m.mask_draws, 0);
     m.rollout(&x, SHAPE, 2, soft, None, false).unwrap();
     assert_eq!(m.mask_draws, 1);
@@ -53,7 +60,7 @@ fn refused_calls_draw_no_masks() {
 #[test]
 fn the_hard_loss_follows_changed_logits() {
     let json = r#"{"channels": 2, "periodic": true, "num_steps": 2, "async": false,
-        "loss_channels": [0, 1], "lr": 0.05,
+        "loss_channels": [0, 1],
         "perceive": {"n_kernels": 2, "layers": [9, 8, 4],
                      "connections": ["first_kernel", "unique"]},
         "update": {"layers": [18, 12, 6, 4, 2],
@@ -62,7 +69,7 @@ fn the_hard_loss_follows_changed_logits() {
     let mut m = Model::new(spec.clone(), 7).unwrap();
     let x: Vec<f32> = (0..24).map(|i| (i % 3 == 0) as u8 as f32).collect();
     let y: Vec<f32> = (0..24).map(|i| (i % 3 == 1) as u8 as f32).collect();
-    let (_, first) = m.train_step(&x, &y, SHAPE, None).unwrap();
+    let (_, first) = m.train_step(&x, &y, SHAPE, None, 0.05).unwrap();
     // Every gate constant 1 (op 15): every output 1, a hard loss of 16 zeros of y.
     let logits: Vec<f32> = (0..m.logits().len())
         .map(|i| if i % N_OPS == 15 { 5.0 } else { 0.0 })
@@ -70,10 +77,10 @@ fn the_hard_loss_follows_changed_logits() {
     m.set_logits(&logits).unwrap();
     let (perceive, update) = (m.perceive_wires().to_vec(), m.update_wires().to_vec());
     let mut fresh = Model::from_parts(spec, perceive, update, logits, 7).unwrap();
-    let (_, want) = fresh.train_step(&x, &y, SHAPE, None).unwrap();
+    let (_, want) = fresh.train_step(&x, &y, SHAPE, None, 0.05).unwrap();
     assert_eq!(want, 16.0);
     assert_ne!(want, first, "the new logits must change the hard loss");
-    assert_eq!(m.train_step(&x, &y, SHAPE, None).unwrap().1, want);
+    assert_eq!(m.train_step(&x, &y, SHAPE, None, 0.05).unwrap().1, want);
 }
 
 #[test]
