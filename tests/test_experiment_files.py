@@ -239,6 +239,24 @@ def test_bad_files_give_one_line_naming_the_file_and_key(
     assert not (tmp_path / "r").exists()
 
 
+def test_reading_a_file_checks_its_model_without_building_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class NoEngine:
+        @staticmethod
+        def create(*args: object) -> NoReturn:
+            raise AssertionError("an engine was built to check a spec")
+
+    monkeypatch.setattr(logicars._core, "Engine", NoEngine)
+    experiment = read_experiment(write_stripes(tmp_path))
+    assert experiment.preset.spec.update.layers == [4 + 4 * 4 * 2, 32, 16, 8, 4]
+    assert experiment.preset.lr == 0.02
+    bad = tmp_path / "bad.toml"
+    bad.write_text('task = "life:B36/S23"\n[model]\nupdate = [4, 1]\n')
+    with pytest.raises(ValueError, match="bad.toml: \\[model\\]: .*unique wiring"):
+        read_experiment(bad)
+
+
 def test_what_a_file_leaves_out_is_the_kinds_presets(tmp_path: Path) -> None:
     path = tmp_path / "b36.toml"
     path.write_text('task = "life:B36/S23"\n[model]\nnum_steps = 2\n[training]\nseed = 7\n')

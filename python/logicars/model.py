@@ -137,8 +137,7 @@ class Model:
         spec = _as_spec(spec)
         pw = [_as_wires(f"perceive_wires_{i}", w) for i, w in enumerate(perceive_wires)]
         uw = [_as_wires(f"update_wires_{i}", w) for i, w in enumerate(update_wires)]
-        probe = _core.Engine.create(spec.to_json(), 0)  # for the parameter layout
-        flat = _flatten_params(probe.param_info(), params)
+        flat = _flatten_params(_core.param_layout(spec.to_json()), params)
         return cls._wrap(_core.Engine.from_parts(spec.to_json(), pw, uw, flat, int(mask_seed)))
 
     # ---- inspection -------------------------------------------------------------

@@ -348,7 +348,7 @@ _TOP_KEYS = {
     "training": "table",
 }
 # ModelSpec.build's arguments (lr is the run's: [training]): types only, the engine's
-# config validation checks the values (`_core.Engine.create` below).
+# config validation checks the values (`_core.param_layout` below).
 _MODEL_KEYS = {
     "channels": "integer",
     "kernels": "integer",
@@ -499,7 +499,7 @@ def experiment_from_dict(
                 from . import _core
 
                 # The engine's checks of the widths, reported with the file's name.
-                _core.Engine.create(spec.to_json(), 0)
+                _core.param_layout(spec.to_json())
         except (ValueError, TypeError) as e:
             raise ValueError(f"{source}: [model]: {e}") from None
     init = value("init", None)

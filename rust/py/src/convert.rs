@@ -1,12 +1,19 @@
 //! Conversions between numpy arrays and the engine's inputs.
 
-use logicars_core::{GridShape, Wires};
+use logicars_core::{GridShape, ParamInfo, Wires};
 use numpy::{PyArray1, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 
 use pyo3::exceptions::PyMemoryError;
 
 use crate::errors::{InvalidValueError, MemoryLimitError, ShapeError};
+
+/// Parameter arrays as Python gets them: `[(name, shape, offset)]`.
+pub fn param_tuples(info: Vec<ParamInfo>) -> Vec<(String, Vec<usize>, usize)> {
+    info.into_iter()
+        .map(|p| (p.name, p.shape, p.offset))
+        .collect()
+}
 
 pub fn slice<'a, T: numpy::Element>(
     name: &str,

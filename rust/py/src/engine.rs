@@ -9,7 +9,7 @@ use numpy::{
 use pyo3::prelude::*;
 
 use crate::circuit::HardCircuit;
-use crate::convert::{grid_shape, slice, wires_from, wires_to};
+use crate::convert::{grid_shape, param_tuples, slice, wires_from, wires_to};
 use crate::errors::{to_py, ShapeError};
 use crate::signals::detach_interruptible;
 
@@ -81,11 +81,7 @@ impl Engine {
 
     /// `[(name, shape, offset)]` of the parameter arrays inside the flat logits.
     fn param_info(&self) -> Vec<(String, Vec<usize>, usize)> {
-        self.model
-            .param_info()
-            .into_iter()
-            .map(|p| (p.name, p.shape, p.offset))
-            .collect()
+        param_tuples(self.model.param_info())
     }
 
     /// A copy of every logit, flat.

@@ -175,28 +175,7 @@ impl Model {
 
     /// The named parameter arrays and where they sit in `logits()`.
     pub fn param_info(&self) -> Vec<ParamInfo> {
-        let (p_off, u_off, _) = param_offsets(&self.spec);
-        let k = self.spec.perceive.n_kernels;
-        let per_gate = self.per_gate();
-        let perceive = self.spec.perceive.layers[1..]
-            .iter()
-            .zip(p_off)
-            .enumerate()
-            .map(|(i, (&out, at))| ParamInfo {
-                name: format!("perceive_logits_{i}"),
-                shape: vec![k, out, per_gate],
-                offset: at * per_gate,
-            });
-        let update = self.spec.update.layers[1..]
-            .iter()
-            .zip(u_off)
-            .enumerate()
-            .map(|(i, (&out, at))| ParamInfo {
-                name: format!("update_logits_{i}"),
-                shape: vec![out, per_gate],
-                offset: at * per_gate,
-            });
-        perceive.chain(update).collect()
+        param_layout(&self.spec)
     }
 
     fn per_gate(&self) -> usize {
@@ -408,4 +387,32 @@ impl Model {
             Ok((soft, hard))
         })
     }
+}
+
+/// The named parameter arrays of a model of `spec` and where they sit in its flat
+/// logits, without building the model (`spec` as validated: `Spec::from_json`).
+pub fn param_layout(spec: &Spec) -> Vec<ParamInfo> {
+    let (p_off, u_off, _) = param_offsets(spec);
+    let k = spec.perceive.n_kernels;
+    let per_gate = spec.relax.params_per_gate();
+    let perceive =
+        spec.perceive.layers[1..]
+            .iter()
+            .zip(p_off)
+            .enumerate()
+            .map(|(i, (&out, at))| ParamInfo {
+                name: format!("perceive_logits_{i}"),
+                shape: vec![k, out, per_gate],
+                offset: at * per_gate,
+            });
+    let update = spec.update.layers[1..]
+        .iter()
+        .zip(u_off)
+        .enumerate()
+        .map(|(i, (&out, at))| ParamInfo {
+            name: format!("update_logits_{i}"),
+            shape: vec![out, per_gate],
+            offset: at * per_gate,
+        });
+    perceive.chain(update).collect()
 }
