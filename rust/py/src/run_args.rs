@@ -38,11 +38,17 @@ impl<'py> RunArgs<'_, 'py> {
         let steps = self.steps;
         let masks = self.masks(shape)?;
         let damage = self.damage(shape)?;
-        let damage_until = self.damage_until.unwrap_or(steps).min(steps);
-        if self.damage_from > damage_until {
+        // Named as `Model.simulate` takes them: `damage_steps=(start, end)`.
+        let start = self.damage_from;
+        if let Some(end) = self.damage_until.filter(|&end| start > end) {
             return Err(InvalidValueError::new_err(format!(
-                "damage_from ({}) must not exceed damage_until ({damage_until})",
-                self.damage_from
+                "damage_steps: expected 0 <= start <= end, got ({start}, {end})"
+            )));
+        }
+        let damage_until = self.damage_until.unwrap_or(steps).min(steps);
+        if start > damage_until {
+            return Err(InvalidValueError::new_err(format!(
+                "damage_steps: start {start} is after the run's {steps} steps"
             )));
         }
         let mut opts = SimOptions::new(steps, false);
