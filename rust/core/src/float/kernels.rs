@@ -455,9 +455,20 @@ const _: () = assert!(
 /// Runs the gates forward on one chunk's arena (`act`: rows × CHUNK) for its first
 /// `cells` cells (rounded up to a whole SIMD block; the other lanes are left as they are).
 pub fn forward(gates: &Gates, coefs: &[[f32; 4]], act: &mut [f32], cells: usize, level: SimdLevel) {
-    check_arena(gates.n_rows, act);
+    forward_instrs(&gates.instrs, gates.n_rows, coefs, act, cells, level)
+}
+
+/// `forward` on a list of gates over an arena of `n_rows` rows.
+pub fn forward_instrs(
+    instrs: &[Instr],
+    n_rows: usize,
+    coefs: &[[f32; 4]],
+    act: &mut [f32],
+    cells: usize,
+    level: SimdLevel,
+) {
+    check_arena(n_rows, act);
     let _ftz = FlushDenormals::new();
-    let instrs = &gates.instrs[..];
     match level {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the level is only chosen when the CPU has these features.
@@ -481,10 +492,23 @@ pub fn backward(
     cells: usize,
     level: SimdLevel,
 ) {
+    let rows = (act_rows, back.n_rows);
+    backward_instrs(&back.instrs, rows, coefs, (act, grad), acc, cells, level)
+}
+
+/// `backward` on a list of backward gates; `(act_rows, grad_rows)`: the arenas' rows.
+pub fn backward_instrs(
+    instrs: &[BackInstr],
+    (act_rows, grad_rows): (usize, usize),
+    coefs: &[[f32; 4]],
+    (act, grad): (&[f32], &mut [f32]),
+    acc: &mut [f64],
+    cells: usize,
+    level: SimdLevel,
+) {
     check_arena(act_rows, act);
-    check_arena(back.n_rows, grad);
+    check_arena(grad_rows, grad);
     let _ftz = FlushDenormals::new();
-    let instrs = &back.instrs[..];
     match level {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the level is only chosen when the CPU has these features.

@@ -10,8 +10,11 @@
 //! Two more views of the same gates reuse rows once their value is dead, so that the
 //! hot data stays in cache: the rollout's forward-only list (a row lives from its gate
 //! to its last reader) and the backward list's gradient rows (a gradient lives from its
-//! first write, walking backwards, to the gate that produced the value).
+//! first write, walking backwards, to the gate that produced the value). For a wide
+//! model, the forward pass that back-propagation keeps shares one channel's hidden
+//! perception rows among all channels and replays them per channel (`Kept`).
 
+use crate::kernels::CHUNK;
 use crate::spec::Spec;
 use crate::wiring::Wires;
 
@@ -71,7 +74,32 @@ pub struct Program {
     pub rollout: Gates,
     /// The backward pass over the activations of `instrs`, gradient rows reused.
     pub backward: Backward,
+    /// What back-propagation runs: the forward pass it keeps and the backward in parts.
+    pub kept: Kept,
 }
+
+/// The forward pass kept for back-propagation, and the backward pass as segments that
+/// each first replay some forward gates. For a wide model every channel's hidden
+/// perception rows do not fit in cache next to the update network's (the lizard's 13,312
+/// rows are 3.4 MB per 64-cell chunk), so the kept pass stores one channel's hidden rows
+/// at a time, and the backward recomputes a channel's hidden rows just before its
+/// perception gates. Every value and every sum is computed in the same order as with the
+/// whole arena kept, so the results are bit for bit the same.
+#[derive(Debug, Clone)]
+pub struct Kept {
+    /// The forward gates over the kept arena (`gates.n_rows` rows).
+    pub gates: Gates,
+    /// `backward.instrs` with activation rows in the kept arena's numbering.
+    pub backward: Vec<BackInstr>,
+    /// Forward gates replayed by the segments, over the kept arena.
+    pub replay: Vec<Instr>,
+    /// In order: run `replay[r]` forward, then `backward[b]`.
+    pub segments: Vec<(std::ops::Range<usize>, std::ops::Range<usize>)>,
+}
+
+/// Replay the perception when the whole forward arena of one chunk would take more than
+/// this many bytes (about an L2 cache; docs/performance.md, issue 18).
+const REPLAY_ABOVE_BYTES: usize = 1536 << 10;
 
 /// Row numbers handed out above a fixed base, recycling the freed ones most recent
 /// first (they are the likeliest still in cache).
@@ -183,6 +211,17 @@ impl Program {
     /// Lays out the rows and emits every gate of one step. `spec` and the wires must
     /// have been validated (widths chain, wires in range).
     pub fn compile(spec: &Spec, perceive: &[Wires], update: &[Wires]) -> Program {
+        Self::compile_with(spec, perceive, update, None)
+    }
+
+    /// `compile`, replaying the perception in the backward (`Kept`) when `replay` says
+    /// so, or else when the whole forward arena would be larger than about an L2 cache.
+    pub(crate) fn compile_with(
+        spec: &Spec,
+        perceive: &[Wires],
+        update: &[Wires],
+        replay: Option<bool>,
+    ) -> Program {
         let c_n = spec.channels;
         let k_n = spec.perceive.n_kernels;
         let p_layers = &spec.perceive.layers;
@@ -237,6 +276,30 @@ impl Program {
         let instrs = drop_dead_gates(instrs, n_rows, &out_rows);
         let rollout = reuse_rows(&instrs, n_rows, &out_rows, 9 * c_n);
         let backward = backward_gates(&instrs, n_rows, &out_rows, 9 * c_n);
+        let per_channel = k_n * hidden;
+        let replay = replay.unwrap_or(n_rows * CHUNK * 4 > REPLAY_ABOVE_BYTES);
+        let kept = if replay && per_channel > 0 && c_n > 1 {
+            let rows = PerceptionRows {
+                hidden_base,
+                per_channel,
+                perception_base,
+                outputs_per_channel: s_n * k_n,
+                update_base,
+                channels: c_n,
+            };
+            kept_with_replay(&instrs, n_rows, &out_rows, &backward, &rows)
+        } else {
+            Kept {
+                gates: Gates {
+                    instrs: instrs.clone(),
+                    n_rows,
+                    out_rows: out_rows.clone(),
+                },
+                backward: backward.instrs.clone(),
+                replay: Vec::new(),
+                segments: vec![(0..0, 0..backward.instrs.len())],
+            }
+        };
         Program {
             channels: c_n,
             gates: Gates {
@@ -247,12 +310,115 @@ impl Program {
             n_params,
             rollout,
             backward,
+            kept,
         }
     }
 
     /// Coefficient count: four per parameter gate.
     pub fn n_coefs(&self) -> usize {
         4 * self.n_params
+    }
+}
+
+/// Where the perception's rows lie in the whole program's arena (`Program::compile`).
+struct PerceptionRows {
+    hidden_base: usize,
+    /// Hidden rows of one channel (all kernels).
+    per_channel: usize,
+    perception_base: usize,
+    outputs_per_channel: usize,
+    update_base: usize,
+    channels: usize,
+}
+
+impl PerceptionRows {
+    /// The row in the kept arena: every channel's hidden rows share one channel's.
+    fn kept(&self, r: u32) -> u32 {
+        let r = r as usize;
+        let kept = if r < self.hidden_base {
+            r
+        } else if r < self.perception_base {
+            self.hidden_base + (r - self.hidden_base) % self.per_channel
+        } else {
+            r - (self.channels - 1) * self.per_channel
+        };
+        kept as u32
+    }
+
+    fn is_hidden(&self, r: u32) -> bool {
+        (self.hidden_base..self.perception_base).contains(&(r as usize))
+    }
+
+    /// The perception channel a gate writing row `r` belongs to (None: the update).
+    fn channel(&self, r: u32) -> Option<usize> {
+        let r = r as usize;
+        if r < self.hidden_base {
+            None
+        } else if r < self.perception_base {
+            Some((r - self.hidden_base) / self.per_channel)
+        } else if r < self.update_base {
+            Some((r - self.perception_base) / self.outputs_per_channel)
+        } else {
+            None
+        }
+    }
+}
+
+/// The kept pass and segmented backward of `Kept`, for the gates `instrs` (forward
+/// order: perception channel by channel, then the update) and their `backward`.
+fn kept_with_replay(
+    instrs: &[Instr],
+    n_rows: usize,
+    out_rows: &[u32],
+    backward: &Backward,
+    rows: &PerceptionRows,
+) -> Kept {
+    let map = |ins: &Instr| Instr {
+        a: rows.kept(ins.a),
+        b: rows.kept(ins.b),
+        out: rows.kept(ins.out),
+        coef: ins.coef,
+    };
+    let gates = Gates {
+        instrs: instrs.iter().map(map).collect(),
+        n_rows: n_rows - (rows.channels - 1) * rows.per_channel,
+        out_rows: out_rows.iter().map(|&r| rows.kept(r)).collect(),
+    };
+    let back: Vec<BackInstr> = backward
+        .instrs
+        .iter()
+        .map(|b| BackInstr {
+            a: rows.kept(b.a),
+            b: rows.kept(b.b),
+            ..*b
+        })
+        .collect();
+    // Backward gate `i` is forward gate `n - 1 - i`; cut it where the channel changes.
+    let n = instrs.len();
+    let channel_of = |i: usize| rows.channel(instrs[n - 1 - i].out);
+    let mut replay = Vec::new();
+    let mut segments = Vec::new();
+    let mut start = 0;
+    while start < n {
+        let channel = channel_of(start);
+        let end = (start..n).find(|&i| channel_of(i) != channel).unwrap_or(n);
+        let from = replay.len();
+        if let Some(c) = channel {
+            replay.extend(
+                instrs
+                    .iter()
+                    .filter(|ins| rows.is_hidden(ins.out) && rows.channel(ins.out) == Some(c))
+                    .map(map),
+            );
+        }
+        segments.push((from..replay.len(), start..end));
+        start = end;
+    }
+    Kept {
+        gates,
+        backward: back,
+        replay,
+        segments,
     }
 }
 
@@ -365,7 +531,12 @@ mod tests {
     use crate::model::Model;
 
     fn checkerboard_program() -> Program {
-        let spec = Spec::from_json(
+        let model = Model::new(checkerboard_program_spec(), 3).unwrap();
+        Program::compile(model.spec(), model.perceive_wires(), model.update_wires())
+    }
+
+    fn checkerboard_program_spec() -> Spec {
+        Spec::from_json(
             r#"{"channels": 8, "periodic": false, "num_steps": 20, "loss_channels": [0],
                 "lr": 0.05, "perceive": {"n_kernels": 16, "layers": [9, 8, 4, 2],
                 "connections": ["first_kernel", "unique", "unique"]},
@@ -373,9 +544,7 @@ mod tests {
                 "connections": ["unique", "random", "unique", "unique", "unique", "unique",
                                 "unique", "unique"]}}"#,
         )
-        .unwrap();
-        let model = Model::new(spec, 3).unwrap();
-        Program::compile(model.spec(), model.perceive_wires(), model.update_wires())
+        .unwrap()
     }
 
     fn test_coefs(p: &Program) -> Vec<[f32; 4]> {
@@ -453,6 +622,66 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    /// The kept pass with the perception replayed per channel gives the same next
+    /// state, patch gradients and coefficient sums, bit for bit, as the whole arena kept.
+    #[test]
+    fn replaying_the_perception_changes_no_bit() {
+        let spec = checkerboard_program_spec();
+        let model = Model::new(spec, 3).unwrap();
+        let compile = |replay| {
+            let (p, u) = (model.perceive_wires(), model.update_wires());
+            Program::compile_with(model.spec(), p, u, Some(replay))
+        };
+        let (whole, replayed) = (compile(false), compile(true));
+        assert_eq!(whole.kept.segments.len(), 1);
+        assert_eq!(replayed.kept.segments.len(), 1 + whole.channels);
+        assert!(replayed.kept.gates.n_rows < whole.kept.gates.n_rows);
+        let coefs = test_coefs(&whole);
+        let n_patch = 9 * whole.channels;
+        let run = |p: &Program, level: SimdLevel| {
+            let mut act = vec![f32::NAN; p.kept.gates.n_rows * CHUNK];
+            for (i, v) in act[..n_patch * CHUNK].iter_mut().enumerate() {
+                *v = ((i * 31) % 11) as f32 / 10.0;
+            }
+            kernels::forward(&p.kept.gates, &coefs, &mut act, CHUNK, level);
+            let next: Vec<u32> = p
+                .kept
+                .gates
+                .out_rows
+                .iter()
+                .flat_map(|&r| {
+                    act[r as usize * CHUNK..][..CHUNK]
+                        .iter()
+                        .map(|v| v.to_bits())
+                })
+                .collect();
+            let mut grad = vec![0f32; p.backward.n_rows * CHUNK];
+            for &r in &p.backward.out_rows {
+                for i in 0..CHUNK {
+                    grad[r as usize * CHUNK + i] = ((i * 17 + r as usize) % 7) as f32 - 3.0;
+                }
+            }
+            let mut acc = vec![0f64; p.n_coefs()];
+            let rows = (p.kept.gates.n_rows, p.backward.n_rows);
+            for (replay, part) in &p.kept.segments {
+                let replay = &p.kept.replay[replay.clone()];
+                kernels::forward_instrs(replay, rows.0, &coefs, &mut act, CHUNK, level);
+                let part = &p.kept.backward[part.clone()];
+                let arenas = (&act[..], &mut grad[..]);
+                kernels::backward_instrs(part, rows, &coefs, arenas, &mut acc, CHUNK, level);
+            }
+            let patch: Vec<u32> = grad[..n_patch * CHUNK]
+                .iter()
+                .map(|v| v.to_bits())
+                .collect();
+            let sums: Vec<u64> = acc.iter().map(|v| v.to_bits()).collect();
+            (next, patch, sums)
+        };
+        for level in [SimdLevel::Portable, kernels::simd_level()] {
+            assert!(run(&whole, level) == run(&replayed, level), "{level:?}");
         }
     }
 

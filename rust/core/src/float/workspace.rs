@@ -44,8 +44,22 @@ pub(crate) struct Layout {
     pub n_chunks: usize,
     /// State addresses (channel 0) of patch entry `e` of chunk `k`'s cells.
     nbr: Runs,
-    /// Patch-gradient addresses of the cells that see chunk `k`'s cells as entry `e`.
-    inv: Runs,
+    /// Where chunk `k`'s patch gradients go, chunk by chunk (`Scatter`).
+    scatter: Vec<Vec<Scatter>>,
+}
+
+/// Lanes `src..src + len` of patch-gradient row `e` (of every channel) of one chunk
+/// are the gradients that the cells `at..at + len` of chunk `to` receive through their
+/// patch entry `e`: they are copied to chunk `to`'s rows of the patch-gradient buffer,
+/// so that a chunk's gather reads its own nine rows per channel, whole. Each
+/// (chunk, entry, lane) of that buffer has one source at most; the others stay zero.
+#[derive(Debug, Clone, Copy)]
+struct Scatter {
+    to: u32,
+    e: u8,
+    at: u8,
+    len: u8,
+    src: u8,
 }
 
 /// Lanes `at..at + len` of a chunk's row take the `len` floats from address `src` on,
@@ -60,6 +74,9 @@ struct Run {
 impl Run {
     const ZERO: u32 = u32::MAX;
 }
+
+/// Floats a patch fill copies at a time (one AVX-512 register).
+const BLOCK: usize = 16;
 
 /// One address per (entry, cell), stored as runs of consecutive addresses: neighbours
 /// of consecutive cells are mostly consecutive, so a chunk's row is copied or summed a
@@ -153,12 +170,33 @@ impl Layout {
                 }
             }
         }
+        let inv = Runs::new(&inv, n_pad, zero_gpatch);
+        let chunk_gpatch = 9 * channels * CHUNK;
+        let mut scatter = vec![Vec::new(); n_chunks];
+        for k in 0..n_chunks {
+            for e in 0..9 {
+                for run in inv.get(k, e).iter().filter(|r| r.src != Run::ZERO) {
+                    // A run never crosses chunks: lane 63 + 1 is no cell's address.
+                    let (m, lane) = (
+                        run.src as usize / chunk_gpatch,
+                        run.src as usize % chunk_gpatch,
+                    );
+                    scatter[m].push(Scatter {
+                        to: k as u32,
+                        e: e as u8,
+                        at: run.at,
+                        len: run.len,
+                        src: lane as u8,
+                    });
+                }
+            }
+        }
         Layout {
             shape,
             channels,
             n_chunks,
             nbr: Runs::new(&nbr, n_pad, zero_state),
-            inv: Runs::new(&inv, n_pad, zero_gpatch),
+            scatter,
         }
     }
 
@@ -186,18 +224,31 @@ impl Layout {
         (n / CHUNK) * self.channels * CHUNK + c * CHUNK + n % CHUNK
     }
 
-    /// Writes the 9 patch rows of every channel of chunk `k` into the arena.
+    /// Writes the 9 patch rows of every channel of chunk `k` into the arena (which must
+    /// hold at least one row more).
+    ///
+    /// A run is copied in whole blocks of `BLOCK` floats, the last block running past
+    /// the run's end: the rows are written in order and a row's runs in lane order, so
+    /// the next run, or the next row, overwrites the excess (the last row's goes to the
+    /// first gate's row, written later). Runs are short (up to a grid row), and a
+    /// `memcpy` call per run cost more than the copy for a wide model (the lizard:
+    /// ~4,600 runs per chunk and step).
     fn fill_patch(&self, state: &[f32], k: usize, act: &mut [f32]) {
-        for e in 0..9 {
-            let runs = self.nbr.get(k, e);
-            for c in 0..self.channels {
-                let row = &mut act[(c * 9 + e) * CHUNK..][..CHUNK];
-                let channel = &state[c * CHUNK..];
-                for run in runs {
-                    let dst = &mut row[run.at as usize..][..run.len as usize];
+        for c in 0..self.channels {
+            let channel = &state[c * CHUNK..];
+            for e in 0..9 {
+                let row = &mut act[(c * 9 + e) * CHUNK..];
+                for run in self.nbr.get(k, e) {
+                    let (at, len) = (run.at as usize, run.len as usize);
+                    let blocks = (0..len).step_by(BLOCK);
                     match run.src {
-                        Run::ZERO => dst.fill(0.0),
-                        src => dst.copy_from_slice(&channel[src as usize..][..dst.len()]),
+                        Run::ZERO => blocks.for_each(|b| row[at + b..][..BLOCK].fill(0.0)),
+                        // The state's zero chunk follows every grid chunk, so a block
+                        // running past a run stays inside the buffer.
+                        src => blocks.for_each(|b| {
+                            let src = &channel[src as usize + b..][..BLOCK];
+                            row[at + b..][..BLOCK].copy_from_slice(src)
+                        }),
                     }
                 }
             }
@@ -249,7 +300,8 @@ impl Workspace {
             .saturating_add(2 * state_len)
             .saturating_add(2 * (n_chunks + 1) * 9 * c * CHUNK)
             .saturating_add(
-                threads.saturating_mul((program.gates.n_rows + program.backward.n_rows) * CHUNK),
+                threads
+                    .saturating_mul((program.kept.gates.n_rows + program.backward.n_rows) * CHUNK),
             );
         let tables = 2 * 9 * n_chunks * CHUNK * 4;
         floats
@@ -314,7 +366,7 @@ impl Workspace {
             ],
             acc: memory::try_zeros(n_chunks * program.n_coefs(), WHAT)?,
             arenas: Vec::new(),
-            n_rows: (program.gates.n_rows, program.backward.n_rows),
+            n_rows: (program.kept.gates.n_rows, program.backward.n_rows),
             layout,
             steps,
         };
@@ -499,28 +551,37 @@ impl Workspace {
                         mask: mask_of(t + 1),
                     }
                 };
-                gp_new[..gpatch_len]
-                    .par_chunks_mut(n_patch_rows * CHUNK)
-                    .zip(gs_new[..layout.n_chunks * chunk_len].par_chunks_mut(chunk_len))
+                let gp_new = SharedRows::new(&mut gp_new[..gpatch_len]);
+                gs_new[..layout.n_chunks * chunk_len]
+                    .par_chunks_mut(chunk_len)
                     .zip(acc.par_chunks_mut(n_coefs))
                     .enumerate()
-                    .for_each(|(k, ((gp, g), acc))| {
+                    .for_each(|(k, (g, acc))| {
                         layout.state_gradient(k, &after, g);
                         let mut guard = lock_arena(arenas);
                         let arena = &mut *guard;
                         layout.fill_patch(cur, k, &mut arena.act);
                         let cells = layout.chunk_cells(k);
-                        kernels::forward(&program.gates, coefs, &mut arena.act, cells, level);
+                        let kept = &program.kept;
+                        kernels::forward(&kept.gates, coefs, &mut arena.act, cells, level);
                         arena.grad[..n_patch_rows * CHUNK]
                             .iter_mut()
                             .for_each(|v| *v = 0.0);
                         let back = &program.backward;
                         let m = mask.map(|m| &m[k * CHUNK..][..CHUNK]);
                         seed_outputs(&back.out_rows, g, m, &mut arena.grad);
-                        let arenas = (&arena.act[..], &mut arena.grad[..]);
-                        let act_rows = program.gates.n_rows;
-                        kernels::backward(back, act_rows, back_coefs, arenas, acc, cells, level);
-                        gp.copy_from_slice(&arena.grad[..n_patch_rows * CHUNK]);
+                        let rows = (kept.gates.n_rows, back.n_rows);
+                        for (replay, part) in &kept.segments {
+                            let replay = &kept.replay[replay.clone()];
+                            let act = &mut arena.act[..];
+                            kernels::forward_instrs(replay, rows.0, coefs, act, cells, level);
+                            let arenas = (&arena.act[..], &mut arena.grad[..]);
+                            let part = &kept.backward[part.clone()];
+                            kernels::backward_instrs(
+                                part, rows, back_coefs, arenas, acc, cells, level,
+                            );
+                        }
+                        layout.scatter_patch_gradient(k, &arena.grad, &gp_new);
                     });
             }
         });
@@ -581,19 +642,17 @@ impl Layout {
                 mask,
             } => (gpatch, grad_state, mask),
         };
-        // Channel by channel, summing a row in registers: the nine patch-gradient rows of
-        // a channel lie side by side, so the reads stream (entry by entry, they jumped
-        // between channels and took twice as long for the lizard's 128 channels). Every
-        // cell adds its terms in entry order, then the pass-through. Zero runs add
-        // nothing: a sum that starts at +0 is never -0, so adding +0 leaves it as it is.
-        for (c, row) in g.chunks_exact_mut(CHUNK).enumerate() {
+        // The chunk's own nine rows per channel, which the chunks that read its cells
+        // scattered there (`scatter_patch_gradient`), summed whole rows at a time. Every
+        // cell adds its terms in entry order, then the pass-through. Entries with no
+        // source are +0, and a sum that starts at +0 is never -0, so adding +0 leaves it
+        // as it is.
+        let rows = &gpatch[k * 9 * chunk_len..][..9 * chunk_len];
+        for (row, patch) in g.chunks_exact_mut(CHUNK).zip(rows.chunks_exact(9 * CHUNK)) {
             let mut sum = [0f32; CHUNK];
-            for e in 0..9 {
-                let rows = &gpatch[(c * 9 + e) * CHUNK..];
-                for run in self.inv.get(k, e).iter().filter(|r| r.src != Run::ZERO) {
-                    let dst = &mut sum[run.at as usize..][..run.len as usize];
-                    let src = &rows[run.src as usize..][..dst.len()];
-                    dst.iter_mut().zip(src).for_each(|(v, x)| *v += x);
+            for entry in patch.chunks_exact(CHUNK) {
+                for i in 0..CHUNK {
+                    sum[i] += entry[i];
                 }
             }
             row.copy_from_slice(&sum);
@@ -615,6 +674,64 @@ impl Layout {
     }
 }
 
+impl Layout {
+    /// Copies chunk `k`'s patch gradients (`grad`'s first `9 · channels` rows) to the
+    /// chunks whose cells receive them (`Scatter`).
+    fn scatter_patch_gradient(&self, k: usize, grad: &[f32], out: &SharedRows) {
+        let chunk_gpatch = 9 * self.channels * CHUNK;
+        for c in 0..self.channels {
+            for s in &self.scatter[k] {
+                let row = (c * 9 + s.e as usize) * CHUNK;
+                let src = &grad[row + s.src as usize..][..s.len as usize];
+                let at = s.to as usize * chunk_gpatch + row + s.at as usize;
+                // SAFETY: `(s.to, row, s.at..s.at + s.len)` has this chunk as its only
+                // source, so no other task writes it, and nothing reads `out` in this
+                // parallel region.
+                unsafe { out.write(at, src) };
+            }
+        }
+    }
+}
+
+/// A buffer that the tasks of one parallel region write at disjoint places.
+struct SharedRows {
+    ptr: *mut f32,
+    len: usize,
+}
+
+// SAFETY: writers promise disjoint places (`write`).
+unsafe impl Sync for SharedRows {}
+
+impl SharedRows {
+    fn new(buf: &mut [f32]) -> SharedRows {
+        SharedRows {
+            ptr: buf.as_mut_ptr(),
+            len: buf.len(),
+        }
+    }
+
+    /// Copies `src` to `at..`. Safety: no other thread reads or writes those floats
+    /// while the buffer is shared.
+    unsafe fn write(&self, at: usize, src: &[f32]) {
+        assert!(at + src.len() <= self.len);
+        let mut dst = self.ptr.add(at);
+        // In fixed-size pieces: a run is a few dozen floats, and a `memcpy` call per
+        // run cost more than the copy.
+        let mut rest = src;
+        macro_rules! pieces {
+            ($($n:literal),*) => {$(
+                while rest.len() >= $n {
+                    let piece: [f32; $n] = rest[..$n].try_into().unwrap();
+                    (dst as *mut [f32; $n]).write_unaligned(piece);
+                    dst = dst.add($n);
+                    rest = &rest[$n..];
+                }
+            )*};
+        }
+        pieces!(16, 4, 1);
+    }
+}
+
 /// The arena of the calling worker thread. Each thread runs one chunk at a time, so
 /// the lock is never contended; it only proves exclusive access.
 fn lock_arena(arenas: &[Mutex<Arena>]) -> std::sync::MutexGuard<'_, Arena> {
@@ -625,6 +742,51 @@ fn lock_arena(arenas: &[Mutex<Arena>]) -> std::sync::MutexGuard<'_, Arena> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The scatter writes each (chunk, entry, lane) of the patch-gradient buffer from one
+    /// chunk at most (the tasks of a region write it without locks), and exactly the
+    /// cells' neighbours: a cell in the grid receives the gradient of entry `e` from the
+    /// cell it appears in as entry `e`, and a padding cell nothing.
+    #[test]
+    fn scatter_reaches_every_neighbour_once() {
+        for periodic in [false, true] {
+            let shape = GridShape {
+                batch: 2,
+                height: 9,
+                width: 13,
+            };
+            let layout = Layout::new(shape, 3, periodic);
+            let chunk_gpatch = 9 * CHUNK;
+            // (destination chunk, entry, lane) -> (source chunk, source lane)
+            let mut from = vec![None; layout.n_chunks * chunk_gpatch];
+            for (m, list) in layout.scatter.iter().enumerate() {
+                for s in list {
+                    for j in 0..s.len as usize {
+                        let at = s.to as usize * chunk_gpatch + s.e as usize * CHUNK;
+                        let slot = &mut from[at + s.at as usize + j];
+                        assert!(slot.is_none(), "written twice");
+                        *slot = Some(m * CHUNK + s.src as usize + j);
+                    }
+                }
+            }
+            let (h, w) = (shape.height as isize, shape.width as isize);
+            for n in 0..layout.n_pad() {
+                for e in 0..9 {
+                    let (dr, dc) = (e as isize / 3 - 1, e as isize % 3 - 1);
+                    let want = (n < shape.cells()).then(|| {
+                        let hw = (h * w) as usize;
+                        let (b, r, c) = (n / hw, (n % hw) as isize / w, (n % hw) as isize % w);
+                        let (r, c) = (r - dr, c - dc);
+                        let inside = (0..h).contains(&r) && (0..w).contains(&c);
+                        let (r, c) = (r.rem_euclid(h), c.rem_euclid(w));
+                        (periodic || inside).then_some(b * hw + (r * w + c) as usize)
+                    });
+                    let got = from[(n / CHUNK) * chunk_gpatch + e * CHUNK + n % CHUNK];
+                    assert_eq!(got, want.flatten(), "cell {n} entry {e}");
+                }
+            }
+        }
+    }
 
     /// Expanding the runs gives back every address, whatever mix of consecutive
     /// addresses, jumps and zero cells a chunk holds.
