@@ -9,47 +9,52 @@ use logicars_core::{threads, GridShape, Model, Spec};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-/// Name, batch, height, width and spec of each preset.
-const PRESETS: [(&str, usize, usize, usize, &str); 5] = [
+/// Name, batch, height, width, learning rate and spec of each preset.
+const PRESETS: [(&str, usize, usize, usize, f32, &str); 5] = [
     (
         "gol",
         20,
         3,
         3,
-        r#"{"async": false, "channels": 1, "fire_rate": null, "loss_channels": [0], "lr": 0.05, "num_steps": 1, "perceive": {"connections": ["first_kernel", "unique", "unique", "unique"], "layers": [9, 8, 4, 2, 1], "n_kernels": 16}, "periodic": true, "update": {"connections": ["unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique"], "layers": [17, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 64, 32, 16, 8, 4, 2, 1]}}"#,
+        0.05,
+        r#"{"async": false, "channels": 1, "fire_rate": null, "loss_channels": [0], "num_steps": 1, "perceive": {"connections": ["first_kernel", "unique", "unique", "unique"], "layers": [9, 8, 4, 2, 1], "n_kernels": 16}, "periodic": true, "update": {"connections": ["unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique"], "layers": [17, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 64, 32, 16, 8, 4, 2, 1]}}"#,
     ),
     (
         "checkerboard",
         2,
         16,
         16,
-        r#"{"async": false, "channels": 8, "fire_rate": null, "loss_channels": [0], "lr": 0.05, "num_steps": 20, "perceive": {"connections": ["first_kernel", "unique", "unique"], "layers": [9, 8, 4, 2], "n_kernels": 16}, "periodic": false, "update": {"connections": ["unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique"], "layers": [264, 256, 256, 256, 256, 256, 256, 256, 256, 256, 256, 128, 64, 32, 16, 8, 8]}}"#,
+        0.05,
+        r#"{"async": false, "channels": 8, "fire_rate": null, "loss_channels": [0], "num_steps": 20, "perceive": {"connections": ["first_kernel", "unique", "unique"], "layers": [9, 8, 4, 2], "n_kernels": 16}, "periodic": false, "update": {"connections": ["unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique"], "layers": [264, 256, 256, 256, 256, 256, 256, 256, 256, 256, 256, 128, 64, 32, 16, 8, 8]}}"#,
     ),
     (
         "checkerboard-async",
         1,
         14,
         14,
-        r#"{"async": true, "channels": 8, "fire_rate": 0.6, "loss_channels": [0], "lr": 0.05, "num_steps": 50, "perceive": {"connections": ["first_kernel", "unique", "unique"], "layers": [9, 8, 4, 2], "n_kernels": 16}, "periodic": false, "update": {"connections": ["unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique"], "layers": [264, 256, 256, 256, 256, 256, 256, 256, 256, 256, 256, 256, 256, 256, 256, 128, 64, 32, 16, 8, 8]}}"#,
+        0.05,
+        r#"{"async": true, "channels": 8, "fire_rate": 0.6, "loss_channels": [0], "num_steps": 50, "perceive": {"connections": ["first_kernel", "unique", "unique"], "layers": [9, 8, 4, 2], "n_kernels": 16}, "periodic": false, "update": {"connections": ["unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique"], "layers": [264, 256, 256, 256, 256, 256, 256, 256, 256, 256, 256, 256, 256, 256, 256, 128, 64, 32, 16, 8, 8]}}"#,
     ),
     (
         "lizard",
         1,
         20,
         20,
-        r#"{"async": false, "channels": 128, "fire_rate": null, "loss_channels": [0], "lr": 0.06, "num_steps": 12, "perceive": {"connections": ["first_kernel", "unique", "unique", "unique"], "layers": [9, 8, 4, 2, 1], "n_kernels": 4}, "periodic": true, "update": {"connections": ["unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique"], "layers": [640, 512, 512, 512, 512, 512, 512, 512, 512, 256, 128]}}"#,
+        0.06,
+        r#"{"async": false, "channels": 128, "fire_rate": null, "loss_channels": [0], "num_steps": 12, "perceive": {"connections": ["first_kernel", "unique", "unique", "unique"], "layers": [9, 8, 4, 2, 1], "n_kernels": 4}, "periodic": true, "update": {"connections": ["unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique"], "layers": [640, 512, 512, 512, 512, 512, 512, 512, 512, 256, 128]}}"#,
     ),
     (
         "colored-g",
         1,
         16,
         16,
-        r#"{"async": false, "channels": 64, "fire_rate": null, "loss_channels": [0, 1, 2], "lr": 0.06, "num_steps": 15, "perceive": {"connections": ["first_kernel", "unique", "unique"], "layers": [9, 8, 4, 2], "n_kernels": 4}, "periodic": false, "update": {"connections": ["unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique"], "layers": [576, 512, 512, 512, 512, 512, 512, 512, 512, 256, 128, 64]}}"#,
+        0.06,
+        r#"{"async": false, "channels": 64, "fire_rate": null, "loss_channels": [0, 1, 2], "num_steps": 15, "perceive": {"connections": ["first_kernel", "unique", "unique"], "layers": [9, 8, 4, 2], "n_kernels": 4}, "periodic": false, "update": {"connections": ["unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique", "unique"], "layers": [576, 512, 512, 512, 512, 512, 512, 512, 512, 256, 128, 64]}}"#,
     ),
 ];
 
 fn epoch(c: &mut Criterion) {
-    for (name, batch, height, width, json) in PRESETS {
+    for (name, batch, height, width, lr, json) in PRESETS {
         let spec = Spec::from_json(json).unwrap();
         let shape = GridShape {
             batch,
@@ -65,7 +70,7 @@ fn epoch(c: &mut Criterion) {
             threads::set_num_threads(t).unwrap();
             let mut model = Model::new(spec.clone(), 23).unwrap();
             c.bench_function(&format!("{name}_epoch_{t}_threads"), |b| {
-                b.iter(|| model.train_step(&x, &y, shape, None).unwrap())
+                b.iter(|| model.train_step(&x, &y, shape, None, lr).unwrap())
             });
         }
     }

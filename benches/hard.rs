@@ -80,7 +80,6 @@ fn gol_spec() -> Spec {
             connections: vec![Wiring::Unique; update.len() - 1],
             layers: update,
         },
-        lr: 0.05,
         relax: Default::default(),
         binarize_states: false,
     }

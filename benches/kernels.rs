@@ -131,7 +131,6 @@ fn checkerboard_spec() -> Spec {
             connections: vec![Wiring::Unique; update.len() - 1],
             layers: update,
         },
-        lr: 0.05,
         relax: Default::default(),
         binarize_states: false,
     }

@@ -48,7 +48,6 @@ def spec_dict(**changes: Any) -> dict[str, Any]:
         "num_steps": 3,
         "periodic": False,
         "loss_channels": [0],
-        "lr": 0.05,
     }
     for key, value in changes.items():
         if key in ("perceive", "update"):
@@ -263,8 +262,8 @@ API_CASES = [
         "(0, 1]",
     ),
     case(
-        "spec-lr-nan",
-        lambda: logicars.Model(spec_dict(lr=float("nan"))),
+        "train-step-lr-nan",
+        lambda: MODEL.train_step(X, Y, lr=float("nan")),
         InvalidValueError,
         "lr",
         "finite number > 0",

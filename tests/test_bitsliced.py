@@ -9,7 +9,7 @@ import pytest
 
 import logicars
 from logicars import _core
-from logicars.errors import MemoryLimitError, ShapeError
+from logicars.errors import InvalidValueError, MemoryLimitError, ShapeError
 from logicars.spec import ModelSpec, PerceiveSpec, UpdateSpec
 
 FIXTURES = Path(__file__).parents[1].parent / "shared" / "fixtures"
@@ -270,6 +270,38 @@ def test_gol_preset_circuit_runs_on_a_big_grid() -> None:
     np.testing.assert_array_equal(
         model.simulate(x, 2), model.rollout(x, 2, hard=True).astype(np.uint8)
     )
+
+
+def test_binary_arguments_are_uint8_bool_or_float32_of_0_and_1() -> None:
+    """`_core`'s 0/1 arguments: the same run from uint8, bool or float32; any other
+    object is a TypeError naming the argument, a float other than 0 or 1 a value error
+    naming it too."""
+    spec = make_spec(2, 2, [9, 8, 4, 2], [16, 8], True)
+    circuit = random_model(spec, seed=5)._engine.hard_circuit()
+    x = random_grid(np.random.default_rng(4), (1, 6, 6, 2))
+    damage = np.zeros((6, 6), np.uint8)
+    damage[2:4, 1:5] = 1
+    want = circuit.simulate(x, 3, damage=damage)
+    for as_type in (np.uint8, np.bool_, np.float32):
+        got = circuit.simulate(x.astype(as_type), 3, damage=damage.astype(as_type))
+        np.testing.assert_array_equal(got, want)
+    # pyo3 names the argument in the exception's note.
+    with pytest.raises(TypeError, match="expected a numpy array of uint8, bool or float32") as e:
+        circuit.simulate(x.tolist(), 3)
+    assert e.value.__notes__ == ["while processing 'x'"]
+    with pytest.raises(TypeError) as e:
+        circuit.simulate(x, 3, damage=damage.astype(np.int64))
+    assert e.value.__notes__ == ["while processing 'damage'"]
+    half = x.astype(np.float32)
+    half[0, 1, 1, 0] = 0.5
+    with pytest.raises(InvalidValueError, match="x: values must be 0 or 1"):
+        circuit.simulate(half, 3)
+    with pytest.raises(InvalidValueError, match="damage: values must be 0 or 1"):
+        circuit.simulate(x, 3, damage=damage * np.float32(0.5))
+    sim = _core.Simulator(circuit, x.astype(np.bool_))
+    sim.load(x.astype(np.float32))
+    with pytest.raises(InvalidValueError, match="x: values must be 0 or 1"):
+        sim.load(half)
 
 
 def test_compiled_circuit_follows_the_logits() -> None:

@@ -221,6 +221,18 @@ def test_unique_wiring_that_cannot_cover_its_inputs_is_refused() -> None:
         logicars.Model(bad)
 
 
+def test_param_layout_validates_a_config_without_building_a_model() -> None:
+    spec = small_spec(2, True)
+    layout = logicars._core.param_layout(spec.to_json())
+    assert layout == logicars.Model(spec)._engine.param_info()
+    assert [name for name, _, _ in layout][:2] == ["perceive_logits_0", "perceive_logits_1"]
+    bad = spec.replace(
+        update=logicars.UpdateSpec(layers=[10, 4, 2], connections=["unique", "unique"])
+    )
+    with pytest.raises(InvalidValueError, match="2\\*out >= in"):
+        logicars._core.param_layout(bad.to_json())
+
+
 RELAXATIONS = [
     {"mode": "gumbel-st", "tau": 0.7, "noise": 1.5},
     {"mode": "gumbel-st", "warmup": 3},

@@ -104,7 +104,8 @@ def test_a_task_kind_file_with_options_that_the_command_line_replaces(
     summary = json.loads((run / "summary.json").read_text())
     assert summary["epochs"] == 2 and summary["seed"] == 3 and summary["grid"] == [8, 8]
     assert summary["relax"]["mode"] == "gumbel-st" and summary["relax"]["tau"] == 2.0
-    assert summary["config"]["lr"] == 0.02 and summary["config"]["channels"] == 4
+    assert summary["lr"] == 0.02 and summary["config"]["channels"] == 4
+    assert "lr" not in summary["config"]  # the training's, not the model's
     model, _ = load_checkpoint(run / "model.safetensors")
     assert model.spec.update.layers == [4 + 4 * 4 * 2, 32, 16, 8, 4]
 
@@ -133,7 +134,7 @@ def test_a_keyword_replaces_the_files_value(tmp_path: Path) -> None:
     summary = result.summary
     assert summary["relax"]["mode"] == "gumbel-st"  # the file's
     assert summary["relax"]["tau"] == 2.0 and summary["seed"] == 4  # the keywords'
-    assert summary["config"]["lr"] == 0.03 and summary["epochs"] == 2
+    assert summary["lr"] == 0.03 and summary["epochs"] == 2
     with pytest.raises(ValueError, match="size = N"):
         logicars.train(path, size=8, out=tmp_path / "s", quiet=True)
     with pytest.raises(ValueError, match="size = N"):
@@ -208,6 +209,15 @@ def test_every_option_a_file_sets_reaches_the_run(
         ('task = "life:B36/S23"\n[model]\nnum_steps = 0\n', ("[model]:", "num_steps must be")),
         ('task = "life:B36/S23"\n[model]\nperceive = []\n', ("[model]:", "perceive.layers")),
         ('task = "life:B36/S23"\n[model]\nloss_channels = [3]\n', ("loss_channels[0] = 3",)),
+        # The learning rate is the training step's rule, named as the file's key.
+        (
+            'task = "life:B36/S23"\n[training]\nlr = -1\n',
+            ("[training] lr must be a finite number > 0",),
+        ),
+        (
+            'task = "life:B36/S23"\n[training]\nlr = 0\n',
+            ("[training] lr must be a finite number > 0",),
+        ),
         ("[training]\nepochs = 3\n", ("task: missing",)),
         ('task = "life:B9/S23"\n', ("task:",)),
         ('task = "pattern:nowhere.png"\n', ("task:", "nowhere.png")),
@@ -227,6 +237,24 @@ def test_bad_files_give_one_line_naming_the_file_and_key(
     for needle in needles:
         assert needle in lines[0], lines[0]
     assert not (tmp_path / "r").exists()
+
+
+def test_reading_a_file_checks_its_model_without_building_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class NoEngine:
+        @staticmethod
+        def create(*args: object) -> NoReturn:
+            raise AssertionError("an engine was built to check a spec")
+
+    monkeypatch.setattr(logicars._core, "Engine", NoEngine)
+    experiment = read_experiment(write_stripes(tmp_path))
+    assert experiment.preset.spec.update.layers == [4 + 4 * 4 * 2, 32, 16, 8, 4]
+    assert experiment.preset.lr == 0.02
+    bad = tmp_path / "bad.toml"
+    bad.write_text('task = "life:B36/S23"\n[model]\nupdate = [4, 1]\n')
+    with pytest.raises(ValueError, match="bad.toml: \\[model\\]: .*unique wiring"):
+        read_experiment(bad)
 
 
 def test_what_a_file_leaves_out_is_the_kinds_presets(tmp_path: Path) -> None:

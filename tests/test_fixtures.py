@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from conftest import FIXTURES, load_fixture
@@ -12,6 +14,11 @@ GRID_ATOL = 1e-5
 LOSS_RTOL = 1e-4
 GRAD_ATOL, GRAD_RTOL = 2e-5, 1e-3
 NEXT_ATOL = 1e-4
+
+
+def _lr(f: dict[str, np.ndarray]) -> float:
+    """The reference's learning rate: its config's (the engine's is a training option)."""
+    return float(json.loads(str(f["config"]))["lr"])
 
 
 def _model_and_data(name: str):
@@ -52,7 +59,7 @@ WELL_CONDITIONED = 10 * 1e-8
 
 def test_train_step_matches(fixture_name: str) -> None:
     model, f, masks = _model_and_data(fixture_name)
-    soft, hard = model.train_step(f["x"], f["y"], masks=masks)
+    soft, hard = model.train_step(f["x"], f["y"], masks=masks, lr=_lr(f))
     assert soft == pytest.approx(float(f["soft_loss"]), rel=LOSS_RTOL)
     assert hard == float(f["hard_loss"])
     off = total = 0
@@ -78,8 +85,8 @@ def test_adamw_update_is_exact(fixture_name: str) -> None:
     model, f, masks = _model_and_data(fixture_name)
     before = model.params()
     _, grads = model.loss_and_grad(f["x"], f["y"], masks=masks)
-    model.train_step(f["x"], f["y"], masks=masks)
-    lr = model.spec.lr
+    lr = _lr(f)
+    model.train_step(f["x"], f["y"], masks=masks, lr=lr)
     for name, p in model.params().items():
         np.testing.assert_allclose(
             p, _adamw_first_step(before[name], grads[name], lr), atol=1e-6, rtol=0
@@ -90,7 +97,8 @@ def test_adamw_update_is_exact(fixture_name: str) -> None:
 
 def test_three_step_trajectory_matches(fixture_name: str) -> None:
     model, f, masks = _model_and_data(fixture_name)
-    traj = np.array([model.train_step(f["x"], f["y"], masks=masks) for _ in range(3)])
+    lr = _lr(f)
+    traj = np.array([model.train_step(f["x"], f["y"], masks=masks, lr=lr) for _ in range(3)])
     np.testing.assert_allclose(traj[:, 0], f["traj_soft_loss"], rtol=LOSS_RTOL)
     np.testing.assert_array_equal(traj[:, 1], f["traj_hard_loss"])
 

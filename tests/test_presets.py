@@ -41,7 +41,7 @@ def test_preset_numbers(
     p = PRESETS[name]
     s = p.spec
     assert (s.channels, p.height, p.width, p.batch) == (c, hw, hw, batch)
-    assert (s.num_steps, s.periodic, s.lr, p.paper_epochs()) == (steps, periodic, lr, epochs)
+    assert (s.num_steps, s.periodic, p.lr, p.paper_epochs()) == (steps, periodic, lr, epochs)
     assert s.perceive.n_kernels == k
     assert s.perceive.layers == perceive
     assert s.update.layers == update

@@ -21,6 +21,7 @@ from logicars.datasets import checkerboard_target, gol_boards, gol_step, random_
 from logicars.errors import CheckpointError
 from logicars.evaluate import evaluate
 from logicars.model import load_checkpoint
+from logicars.runs import load_run
 from logicars.train import (
     EpochMetrics,
     RunResult,
@@ -53,7 +54,6 @@ def tiny_async_preset() -> logicars.Preset:
         update=logicars.UpdateSpec([10, 8, 4, 2], ["unique", "unique", "unique"]),
         num_steps=4,
         fire_rate=0.6,
-        lr=0.05,
     )
     return logicars.Preset(
         name="checkerboard-async",
@@ -162,11 +162,11 @@ def test_resume_from_periodic_checkpoint_after_crash(
     real_step = logicars.Model.train_step
     calls = []
 
-    def dying_step(self: logicars.Model, x: object, y: object) -> tuple[float, float]:
+    def dying_step(self: logicars.Model, x: object, y: object, lr: float) -> tuple[float, float]:
         calls.append(1)
         if len(calls) == 6:
             raise RuntimeError("simulated crash")
-        return real_step(self, x, y)
+        return real_step(self, x, y, lr=lr)
 
     monkeypatch.setattr(logicars.Model, "train_step", dying_step)
     with pytest.raises(RuntimeError, match="simulated crash"):
@@ -203,15 +203,58 @@ def test_thread_count_does_not_change_results(tmp_path: Path) -> None:
 
 def test_lr_override(tmp_path: Path) -> None:
     r = train(tiny_async_preset(), epochs=2, lr=0.01, out=tmp_path / "r", quiet=True)
-    assert r.summary["lr"] == 0.01
-    assert logicars.Model.load(r.checkpoint).spec.lr == 0.01
+    assert r.summary["lr"] == 0.01 and "lr" not in r.summary["config"]
+    assert load_checkpoint(r.checkpoint)[1]["preset"]["lr"] == 0.01  # the training state's
+    resumed = train(None, resume=r.run_dir, epochs=3, quiet=True)  # keeps the run's lr
+    straight = train(tiny_async_preset(), epochs=3, lr=0.01, out=tmp_path / "s", quiet=True)
+    assert resumed.summary["lr"] == 0.01
+    assert losses(resumed) == losses(straight) and same_state(resumed.model, straight.model)
+
+
+def _as_before_lr_left_the_spec(run_dir: Path, lr: float) -> None:
+    """Rewrites a run as logicars wrote it while the learning rate was part of the model
+    config: the checkpoint's config and summary.json's `config` hold it, the training
+    state does not."""
+    from safetensors import safe_open
+    from safetensors.numpy import load_file, save_file
+
+    import logicars.checkpoint as ckpt_mod
+
+    path = run_dir / "model.safetensors"
+    with safe_open(str(path), framework="numpy") as f:
+        meta = dict(f.metadata())
+    tensors = load_file(str(path))
+    meta["config"] = json.dumps({**json.loads(meta["config"]), "lr": lr}, sort_keys=True)
+    extra = json.loads(meta["extra"])
+    del extra["preset"]["lr"]
+    meta["extra"] = json.dumps(extra, sort_keys=True)
+    meta["checksum"] = ckpt_mod._checksum(tensors, meta)
+    save_file(tensors, str(path), metadata=meta)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    summary["config"]["lr"] = lr
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+
+
+def test_a_run_from_before_the_learning_rate_left_the_spec_loads_and_resumes(
+    tmp_path: Path,
+) -> None:
+    old = train(tiny_async_preset(), epochs=2, lr=0.01, out=tmp_path / "old", quiet=True)
+    _as_before_lr_left_the_spec(old.run_dir, 0.01)
+    loaded = load_run(old.run_dir)
+    assert loaded.preset is not None and loaded.preset.lr == 0.01
+    assert loaded.summary is not None and loaded.summary["config"]["lr"] == 0.01
+    assert same_state(loaded.model, old.model)
+    resumed = train(None, resume=old.run_dir, epochs=3, quiet=True)
+    straight = train(tiny_async_preset(), epochs=3, lr=0.01, out=tmp_path / "s", quiet=True)
+    assert resumed.summary["lr"] == 0.01
+    assert losses(resumed) == losses(straight) and same_state(resumed.model, straight.model)
 
 
 def test_early_stop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Stops once the hard loss has been 0 for K consecutive epochs."""
     hard = iter([5.0, 0.0, 3.0, 0.0, 0.0, 0.0, 0.0, 0.0])
 
-    def fake_step(self: logicars.Model, x: object, y: object) -> tuple[float, float]:
+    def fake_step(self: logicars.Model, x: object, y: object, lr: float) -> tuple[float, float]:
         return 1.0, next(hard)
 
     monkeypatch.setattr(logicars.Model, "train_step", fake_step)
@@ -229,14 +272,18 @@ def test_init_starts_from_the_npz(tmp_path: Path) -> None:
     on the preset's data, exactly as a hand-written loop over that model would; the seed
     still fixes the data and the async masks, and the run resumes bit-identically."""
     preset = tiny_async_preset()
-    start = logicars.Model(dataclasses.replace(preset.spec, lr=0.5), seed=9)
+    start = logicars.Model(preset.spec, seed=9)
     start.set_params({k: v + np.float32(0.25) * (k[-1] == "0") for k, v in start.params().items()})
     npz = tmp_path / "start.npz"
     start.to_npz(npz)
+    with np.load(npz) as z:  # a config from before the learning rate left it
+        arrays = dict(z)
+    arrays["config"] = np.array(json.dumps({**json.loads(str(arrays["config"])), "lr": 0.5}))
+    np.savez(npz, **arrays)
 
     r = train(preset, epochs=3, seed=4, init=npz, out=tmp_path / "r", quiet=True)
     assert r.summary["init"] == str(npz) and r.summary["seed"] == 4
-    assert r.summary["lr"] == preset.spec.lr  # the preset's lr, not the npz's
+    assert r.summary["lr"] == preset.lr  # the preset's lr, not the npz's
     for name, w in start.wires().items():
         assert np.array_equal(r.model.wires()[name], w), name
     assert any(  # not the wiring a fresh Model(spec, 4) would draw
@@ -269,7 +316,7 @@ def test_lizard_starts_from_the_notebook_wiring_unless_a_seed_is_given(tmp_path:
     path = preset.init_path()
     assert path is not None and path.is_file()
     shipped = logicars.Model.from_npz(path)
-    assert shipped.spec.replace(lr=preset.spec.lr).to_dict() == preset.spec.to_dict()
+    assert shipped.spec.to_dict() == preset.spec.to_dict()
 
     r = train("lizard", epochs=1, out=tmp_path / "default", quiet=True)
     assert r.summary["init"] == str(path) and r.summary["seed"] == preset.seed
@@ -634,7 +681,7 @@ def test_stop_on_solve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     hard = iter([5.0, 0.0, 3.0, 0.0, 0.0, 0.0, 0.0])
     checks = []
 
-    def fake_step(self: logicars.Model, x: object, y: object) -> tuple[float, float]:
+    def fake_step(self: logicars.Model, x: object, y: object, lr: float) -> tuple[float, float]:
         return 1.0, next(hard)
 
     def fake_solves(model: logicars.Model, preset: logicars.Preset) -> bool:
@@ -677,7 +724,7 @@ def _fake_repairs(
         calls.append(len(calls) + 1)
         return RepairResult(9, 0 if len(calls) == fixed_on_call else 4, int(kw["budget"]))
 
-    monkeypatch.setattr(logicars.Model, "train_step", lambda self, x, y: (1.0, next(losses)))
+    monkeypatch.setattr(logicars.Model, "train_step", lambda self, x, y, lr: (1.0, next(losses)))
     monkeypatch.setattr(train_module, "_solves", lambda model, preset: False)
     monkeypatch.setattr(train_module, "_confirmed", lambda model, preset: confirmed)
     monkeypatch.setattr(train_module, "repair_circuit", fake_repair)

@@ -49,7 +49,7 @@ import numpy as np
 
 from .errors import CheckpointError, CheckpointMemoryError
 from .files import write_atomic
-from .spec import ModelSpec
+from .spec import ModelSpec, legacy_lr
 
 if TYPE_CHECKING:
     from .model import Model
@@ -199,6 +199,7 @@ def read_checkpoint(path: PathLike) -> CheckpointContents:
     if not isinstance(extra, dict):
         raise CheckpointError(f"{path}: invalid checkpoint metadata: 'extra' is not an object")
     t, m_seed, m_draws = (_u64(path, k, metadata[k]) for k in ("t", "mask_seed", "mask_draws"))
+    _move_legacy_lr(path, metadata, extra)
 
     return CheckpointContents(spec, tensors, t, m_seed, m_draws, extra)
 
@@ -329,6 +330,19 @@ def _spec_of(path: Path, metadata: dict[str, str]) -> ModelSpec:
         return ModelSpec.from_dict(config)
     except (ValueError, TypeError, OverflowError) as e:
         raise CheckpointError(f"{path}: invalid checkpoint metadata: {e}") from None
+
+
+def _move_legacy_lr(path: Path, metadata: dict[str, str], extra: dict[str, Any]) -> None:
+    """A checkpoint from before the learning rate was a training option kept it in its
+    model config: a training state (an `extra` with a `preset`) gets it where it is now."""
+    config = _bounded_json(path, "config", metadata["config"])
+    try:
+        lr = legacy_lr(config)
+    except ValueError as e:
+        raise CheckpointError(f"{path}: invalid checkpoint metadata: {e}") from None
+    preset = extra.get("preset")
+    if lr is not None and isinstance(preset, dict):
+        preset.setdefault("lr", lr)
 
 
 def _u64(path: Path, key: str, value: str) -> int:

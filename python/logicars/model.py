@@ -21,7 +21,7 @@ from .errors import (
     MemoryLimitError,
     ShapeError,
 )
-from .spec import ModelSpec
+from .spec import DEFAULT_LR, ModelSpec
 
 if TYPE_CHECKING:
     from .export import Netlist
@@ -137,8 +137,7 @@ class Model:
         spec = _as_spec(spec)
         pw = [_as_wires(f"perceive_wires_{i}", w) for i, w in enumerate(perceive_wires)]
         uw = [_as_wires(f"update_wires_{i}", w) for i, w in enumerate(update_wires)]
-        probe = _core.Engine.create(spec.to_json(), 0)  # for the parameter layout
-        flat = _flatten_params(probe.param_info(), params)
+        flat = _flatten_params(_core.param_layout(spec.to_json()), params)
         return cls._wrap(_core.Engine.from_parts(spec.to_json(), pw, uw, flat, int(mask_seed)))
 
     # ---- inspection -------------------------------------------------------------
@@ -233,12 +232,16 @@ class Model:
         loss, grad = self._engine.loss_and_grad(xa, ya, _as_masks(masks, xa, self._spec.num_steps))
         return loss, _unflatten(self._engine.param_info(), grad)
 
-    def train_step(self, x: Any, y: Any, masks: Any = None) -> tuple[float, float]:
-        """One clip + AdamW step with the spec's lr; returns (soft_loss, hard_loss)
-        measured at the logits before the update."""
+    def train_step(
+        self, x: Any, y: Any, masks: Any = None, *, lr: float = DEFAULT_LR
+    ) -> tuple[float, float]:
+        """One clip + AdamW step with learning rate `lr` (a training option, not part of
+        the spec); returns (soft_loss, hard_loss) measured at the logits before the
+        update."""
         xa = _as_unit_array("x", x)
         ya = _as_unit_array("y", y)
-        return self._engine.train_step(xa, ya, _as_masks(masks, xa, self._spec.num_steps))
+        masks = _as_masks(masks, xa, self._spec.num_steps)
+        return self._engine.train_step(xa, ya, masks, lr=lr)
 
     def simulate(
         self,
@@ -494,8 +497,8 @@ def _run_arguments(
 
 
 def _damage_steps(value: Any) -> tuple[int, int]:
-    """`(start, end)` of integers with `0 <= start <= end` (floats are refused, not
-    truncated)."""
+    """`(start, end)` as integers >= 0 (floats are refused, not truncated); that start <=
+    end is the engine's check (`_core`'s `damage_from`/`damage_until`), in these names."""
     try:
         start, end = value
     except (TypeError, ValueError):
@@ -504,8 +507,6 @@ def _damage_steps(value: Any) -> tuple[int, int]:
         ) from None
     start = check_int("damage_steps start", start, 0, MAX_STEPS)
     end = check_int("damage_steps end", end, 0, MAX_STEPS)
-    if start > end:
-        raise InvalidValueError(f"damage_steps: expected 0 <= start <= end, got {value}")
     return start, end
 
 

@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from .spec import ModelSpec
+from .spec import DEFAULT_LR, ModelSpec
 from .tasks import Task, is_builtin_kind, kind_data, make_task, normalise_rule, split_kind
 
 # Label of a start from the reference notebook's own seed-23 wiring (the lizard's `init`).
@@ -63,6 +63,8 @@ class Preset:
     epochs: int
     description: str
     seed: int = 0
+    # The learning rate of the run's AdamW steps: the training's, not the model spec's.
+    lr: float = DEFAULT_LR
     # File in `logicars/data/` (or an absolute path: an experiment file's) in the fixture
     # npz format with the wiring and logits a run starts from when no seed is given;
     # None: a fresh `Model(spec, seed)`.
@@ -347,7 +349,7 @@ _TOP_KEYS = {
     "training": "table",
 }
 # ModelSpec.build's arguments (lr is the run's: [training]): types only, the engine's
-# config validation checks the values (`_core.Engine.create` below).
+# config validation checks the values (`_core.param_layout` below).
 _MODEL_KEYS = {
     "channels": "integer",
     "kernels": "integer",
@@ -461,13 +463,20 @@ def experiment_from_dict(
         if key in run:
             return run[key]
         if base is not None:
-            return base.spec.lr if key == "lr" else getattr(base, key)
+            return getattr(base, key)
         if default is _REQUIRED:
             raise ValueError(f"{source}: [training] {key}: missing")
         return default
 
+    if "lr" in run:
+        from . import _core
+
+        try:
+            _core.check_lr(run["lr"])  # the training step's rule, reported with the file
+        except ValueError as e:
+            raise ValueError(f"{source}: [training] {e}") from None
     if "model" not in top and base is not None:
-        spec = base.spec.replace(lr=value("lr"))
+        spec = base.spec
     else:
         if base is None:
             missing = [k for k in _MODEL_REQUIRED if k not in model]
@@ -488,12 +497,12 @@ def experiment_from_dict(
                 "binarize_states": b.binarize_states,
             }
         try:
-            spec = ModelSpec.build(**{**defaults, **model}, lr=value("lr"))
+            spec = ModelSpec.build(**{**defaults, **model})
             if directory is not None:
                 from . import _core
 
                 # The engine's checks of the widths, reported with the file's name.
-                _core.Engine.create(spec.to_json(), 0)
+                _core.param_layout(spec.to_json())
         except (ValueError, TypeError) as e:
             raise ValueError(f"{source}: [model]: {e}") from None
     init = value("init", None)
@@ -508,7 +517,7 @@ def experiment_from_dict(
         task_pixels=None if base is None else base.task_pixels,
         restart_every=value("restart_every", None),
         notebook_epochs=value("notebook_epochs", None),
-        **{key: value(key) for key in ("height", "width", "batch", "epochs", "seed")},
+        **{key: value(key) for key in ("height", "width", "batch", "epochs", "seed", "lr")},
     )
     return Experiment(preset, options)
 

@@ -61,7 +61,7 @@ def model_html(model: Model) -> str:
             "steps",
             f"{s.num_steps}, {updates}, {'periodic' if s.periodic else 'zero'} boundary",
         ),
-        ("training", f"learning rate {s.lr:g}, relaxation {s.relax.label()}"),
+        ("training", f"relaxation {s.relax.label()}"),
         (
             "gates",
             f"{ops['gates']:,} learned ({r['gates']:,} evaluated per cell: perception per "
@@ -145,7 +145,10 @@ def run_html(
                 )
             )
     spec = model.spec
-    rows.append(("training", f"learning rate {spec.lr:g}, relaxation {spec.relax.label()}"))
+    # The learning rate is the run's (summary.json), not the model's.
+    lr = summary.get("lr")
+    rate = f"learning rate {lr:g}, " if isinstance(lr, (int, float)) else ""
+    rows.append(("training", f"{rate}relaxation {spec.relax.label()}"))
     ev = summary.get("hard_eval")
     if isinstance(ev, dict):
         solved = ev["solved"] == ev["samples"]

@@ -81,6 +81,7 @@ def load_run(path: PathLike) -> LoadedRun:
             preset = dataclasses.replace(
                 known,
                 spec=model.spec,
+                lr=state.preset.lr,
                 height=int(stored.get("height", known.height)),
                 width=int(stored.get("width", known.width)),
             )

@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from . import _core
 from .checkpoint import memory_cap_bytes
 from .errors import CheckpointError
 from .model import MAX_SEED
@@ -92,6 +93,7 @@ class RunState:
                 "epochs": p.epochs,
                 "description": p.description,
                 "seed": p.seed,
+                "lr": p.lr,
                 # The task with any tile or image's pixels: resume, simulate and analyze
                 # need neither the preset table nor the file it came from.
                 "task": p.task_record(),
@@ -136,6 +138,7 @@ class RunState:
                 epochs=int(p["epochs"]),
                 description=str(p["description"]),
                 seed=int(p.get("seed", extra["seed"])),
+                lr=_checked_lr(p["lr"]),
             )
             preset = with_recorded_task(preset, p.get("task"))
             state = extra["rng_state"]
@@ -189,6 +192,14 @@ class RunState:
             raise CheckpointError(
                 f"{where}: invalid training state in the checkpoint: {e}"
             ) from None
+
+
+def _checked_lr(lr: Any) -> float:
+    """A recorded learning rate: a number (JSON), in the training step's range."""
+    if type(lr) not in (int, float):
+        raise TypeError(f"preset.lr must be a number, got {str(lr)[:40]}")
+    _core.check_lr(float(lr))
+    return float(lr)
 
 
 def with_recorded_task(preset: Preset, record: dict[str, Any] | None) -> Preset:

@@ -13,6 +13,10 @@ from .errors import InvalidValueError
 
 WIRINGS = ("first_kernel", "unique", "random")
 
+# The reference notebook's learning rate: a training option (`Model.train_step`'s and a
+# `Preset`'s default), not part of a `ModelSpec`.
+DEFAULT_LR = 0.05
+
 # Training relaxations (rust/core/src/relax.rs, which validates them): the notebook's
 # softmax, Gumbel noise with a straight-through estimator, straight-through without noise,
 # Gumbel-softmax without straight-through, and the truth-table parametrization (4 sigmoid
@@ -83,6 +87,10 @@ class ModelSpec:
 
     `fire_rate` is None for synchronous updates, else the probability that a cell
     updates in a step (asynchronous). Validation happens in Rust when a model is built.
+    The learning rate is not the architecture's but the training's (`Model.train_step`,
+    `Preset.lr`, `train(lr=...)`); a config from before it moved there (a checkpoint's,
+    a fixture's, an old `summary.json`'s) still reads, its `lr` ignored here
+    (`legacy_lr` reads it).
     """
 
     channels: int
@@ -92,7 +100,6 @@ class ModelSpec:
     periodic: bool = False
     fire_rate: float | None = None
     loss_channels: list[int] = field(default_factory=lambda: [0])
-    lr: float = 0.05
     relax: Relaxation = field(default_factory=Relaxation)
     # Training rounds the state to 0/1 between steps, straight-through (the last state,
     # which the loss sees, stays relaxed): the relaxed circuit then cannot pass
@@ -126,7 +133,6 @@ class ModelSpec:
         periodic: bool = False,
         fire_rate: float | None = None,
         loss_channels: Sequence[int] = (0,),
-        lr: float = 0.05,
         relax: Relaxation | None = None,
         binarize_states: bool = False,
     ) -> ModelSpec:
@@ -158,7 +164,6 @@ class ModelSpec:
             periodic=periodic,
             fire_rate=fire_rate,
             loss_channels=[int(c) for c in loss_channels],
-            lr=lr,
             relax=Relaxation() if relax is None else relax,
             binarize_states=binarize_states,
         )
@@ -179,10 +184,7 @@ class ModelSpec:
         d = self.to_dict()
         # JSON has no NaN or infinity; name the field here rather than let the engine
         # report a JSON syntax error.
-        numbers = [
-            ("lr", d["lr"], "a finite number > 0"),
-            ("fire_rate", d["fire_rate"], "in (0, 1]"),
-        ]
+        numbers = [("fire_rate", d["fire_rate"], "in (0, 1]")]
         relax = d.get("relax", {}).items()
         numbers += [(f"relax.{k}", v, "a finite number") for k, v in relax if k != "mode"]
         for key, v, expected in numbers:
@@ -219,7 +221,6 @@ class ModelSpec:
             periodic=_bool(d, "periodic", False),
             fire_rate=fire_rate if is_async else None,
             loss_channels=_ints(d, "loss_channels", default=[0]),
-            lr=_number(d, "lr", 0.05),
             relax=_relaxation(d),
             binarize_states=_bool(d, "binarize_states", False),
         )
@@ -241,6 +242,14 @@ class ModelSpec:
         d["update"] = UpdateSpec(**d["update"]) if isinstance(d["update"], dict) else d["update"]
         d["relax"] = Relaxation(**d["relax"]) if isinstance(d["relax"], dict) else d["relax"]
         return ModelSpec(**d)
+
+
+def legacy_lr(config: dict[str, Any]) -> float | None:
+    """The learning rate a config from before it was a training option holds (checked
+    as a number; its range is the training step's), or None."""
+    if "lr" not in config:
+        return None
+    return _number(config, "lr")
 
 
 # ---- typed field access for from_dict ----------------------------------------------------

@@ -129,9 +129,10 @@ class RunResult:
 
 
 def _as_lr(lr: Any) -> float:
-    """`lr` as a float; its range is the engine's config check (`lr` of the spec)."""
+    """`lr` as a float, checked by the engine's rule for a training step's."""
     if isinstance(lr, bool) or not isinstance(lr, (int, float, np.integer, np.floating)):
         raise TypeError(f"lr must be a number, got {lr!r}")
+    _core.check_lr(float(lr))
     return float(lr)
 
 
@@ -330,22 +331,14 @@ def _respec(model: Model, spec: ModelSpec, mask_seed: int) -> Model:
     )
 
 
-def _with_lr(model: Model, lr: float) -> Model:
-    """The same model (wiring, logits, AdamW state, mask stream) with another learning rate."""
-    out = _respec(model, model.spec.replace(lr=lr), model.mask_state[0])
-    out.set_optimizer_state(model.optimizer_state())
-    out.mask_state = model.mask_state
-    return out
-
-
 def _initial_model(path: PathLike, preset: Preset, seed: int) -> Model:
     """The run's starting model from an npz in the fixture format (`Model.from_npz`), e.g.
     the wiring and logits the reference notebook draws: its config must be the preset's
-    (the learning rate excepted, which the preset or `lr` sets); `seed` seeds the async
+    (the relaxation excepted, which the preset or `relax` sets); `seed` seeds the async
     mask stream as `Model(spec, seed)` would."""
     loaded = Model.from_npz(path)
-    common = {"lr": preset.spec.lr, "relax": preset.spec.relax}
-    have, want = loaded.spec.replace(**common).to_dict(), preset.spec.to_dict()
+    have = loaded.spec.replace(relax=preset.spec.relax).to_dict()
+    want = preset.spec.to_dict()
     if have != want:
         diff = ", ".join(
             f"{k} {have.get(k)!r} (preset: {want.get(k)!r})"
@@ -359,8 +352,6 @@ def _initial_model(path: PathLike, preset: Preset, seed: int) -> Model:
 def _same_preset(a: Preset, b: Preset) -> bool:
     """Equal up to the epoch budget and learning rate, which a resume may change."""
     da, db = a.spec.to_dict(), b.spec.to_dict()
-    da.pop("lr")
-    db.pop("lr")
     return (a.name, a.batch, a.height, a.width, da) == (b.name, b.batch, b.height, b.width, db)
 
 
@@ -640,8 +631,8 @@ def train(
                 f"{state.zero_streak} epochs); pass a larger early_stop (--early-stop) "
                 "to train further"
             )
-        if lr is not None and lr != model.spec.lr:
-            model = _with_lr(model, lr)
+        if lr is not None:
+            state.preset = dataclasses.replace(state.preset, lr=lr)
         run_dir = Path(out) if out is not None else ckpt.parent
         if run_dir.resolve() != ckpt.parent.resolve() and (run_dir / CHECKPOINT_NAME).exists():
             raise ValueError(
@@ -652,7 +643,7 @@ def train(
         assert given is not None
         p = given
         if lr is not None:
-            p = dataclasses.replace(p, spec=p.spec.replace(lr=lr))
+            p = dataclasses.replace(p, lr=lr)
         if new_relax:
             relaxation = _relaxation(p, relax, relax_options)
             p = dataclasses.replace(p, spec=p.spec.replace(relax=relaxation))
@@ -781,7 +772,7 @@ def _train_epochs(
                         _keep_if_best(model, state, run_dir)
                         model = _restart(model, state)
                 x, y = dataset.sample(state.rng)
-                soft, hard = model.train_step(x, y)
+                soft, hard = model.train_step(x, y, lr=state.preset.lr)
                 row = EpochMetrics(epoch, soft, hard, offset + time.perf_counter() - t0)
                 if not math.isfinite(soft):
                     where = f"{ckpt}" if ckpt.exists() else "none yet"
@@ -1014,7 +1005,7 @@ def _summary(
         "init": state.init,
         "epochs": state.epoch,
         "target_epochs": state.target_epochs,
-        "lr": model.spec.lr,
+        "lr": p.lr,
         "relax": model.spec.relax.to_dict(),
         "final_soft_loss": None if last is None else last.soft_loss,
         "final_hard_loss": None if last is None else last.hard_loss,

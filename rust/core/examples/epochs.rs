@@ -19,6 +19,7 @@ fn main() {
     threads::set_num_threads(args.get(1).copied().unwrap_or(1)).unwrap();
     let spec = Spec::from_json(if lizard { LIZARD } else { CHECKERBOARD }).unwrap();
     let side = if lizard { 20 } else { 16 };
+    let lr = if lizard { 0.06 } else { 0.05 }; // the presets' learning rates
     let shape = GridShape {
         batch: if lizard { 1 } else { 2 },
         height: side,
@@ -31,7 +32,7 @@ fn main() {
     let t0 = std::time::Instant::now();
     let mut last = (0.0, 0.0);
     for _ in 0..epochs {
-        last = model.train_step(&x, &y, shape, None).unwrap();
+        last = model.train_step(&x, &y, shape, None, lr).unwrap();
     }
     let ms = t0.elapsed().as_secs_f64() * 1e3 / epochs as f64;
     println!("{epochs} epochs, {ms:.2} ms/epoch, last losses {last:?}");

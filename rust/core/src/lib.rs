@@ -27,7 +27,7 @@ pub use float::GridShape;
 // the bindings and the float engine's own files use them).
 pub use float::{kernels, program};
 pub use memory::cap_mb as memory_cap_mb;
-pub use model::{Decoding, Model, ParamInfo};
+pub use model::{param_layout, Decoding, Model, ParamInfo};
 pub use relax::Relax;
 pub use spec::{PerceiveSpec, Spec, UpdateSpec};
 pub use wiring::{Wires, Wiring};

@@ -2,7 +2,7 @@
 
 use rayon::prelude::*;
 
-use crate::error::Result;
+use crate::error::{value_err, Result};
 use crate::memory;
 use crate::threads;
 
@@ -11,6 +11,15 @@ pub const BETA1: f32 = 0.9;
 pub const BETA2: f32 = 0.99;
 pub const EPS: f32 = 1e-8;
 pub const WEIGHT_DECAY: f32 = 1e-2;
+
+/// Checks a learning rate: the one rule for `lr` wherever it is given (a training step,
+/// `train(lr=...)`, an experiment file's `[training] lr`).
+pub fn check_lr(lr: f64) -> Result<()> {
+    if !(lr.is_finite() && lr > 0.0 && (lr as f32).is_finite()) {
+        return value_err!("lr must be a finite number > 0, got {lr}");
+    }
+    Ok(())
+}
 
 /// AdamW state: first and second moments and the number of steps taken.
 #[derive(Debug, Clone, PartialEq)]

@@ -23,7 +23,9 @@ pub struct UpdateSpec {
     pub connections: Vec<Wiring>,
 }
 
-/// Everything that fixes the architecture and the training rule of a model.
+/// Everything that fixes the architecture and the training rule of a model. The
+/// learning rate is the training's (`Model::train_step`); a config from before it moved
+/// there still reads, its `lr` ignored.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Spec {
     pub channels: usize,
@@ -36,7 +38,6 @@ pub struct Spec {
     pub loss_channels: Vec<usize>,
     pub perceive: PerceiveSpec,
     pub update: UpdateSpec,
-    pub lr: f32,
     /// How gates are relaxed in training; absent (and not written) for the notebook's
     /// softmax, so configs from before relaxations existed read as softmax.
     #[serde(default, skip_serializing_if = "Relax::is_softmax")]
@@ -132,9 +133,6 @@ impl Spec {
                 return value_err!("fire_rate must be in (0, 1], got {rate}");
             }
         }
-        if !(self.lr.is_finite() && self.lr > 0.0) {
-            return value_err!("lr must be a finite number > 0, got {}", self.lr);
-        }
         self.relax.validate()?;
         self.check_size()
     }
@@ -225,12 +223,6 @@ const FIELDS: &[Field] = &[
         list: false,
         valid: is_rate,
         expected: "a number or null",
-    },
-    Field {
-        path: &["lr"],
-        list: false,
-        valid: Value::is_number,
-        expected: "a number",
     },
     Field {
         path: &["relax"],
@@ -377,7 +369,7 @@ mod tests {
     use super::*;
 
     const SMALL: &str = r#"{"channels": 2, "periodic": false, "num_steps": 3, "async": false,
-        "fire_rate": null, "loss_channels": [0], "lr": 0.05,
+        "fire_rate": null, "loss_channels": [0],
         "perceive": {"n_kernels": 2, "layers": [9, 8, 4, 2],
                      "connections": ["first_kernel", "unique", "unique"]},
         "update": {"layers": [10, 8, 4, 2], "connections": ["unique", "unique", "unique"]}}"#;
@@ -395,6 +387,20 @@ mod tests {
     }
 
     #[test]
+    fn a_config_with_a_learning_rate_still_reads() {
+        let old = SMALL.replace(
+            r#""loss_channels": [0],"#,
+            r#""loss_channels": [0], "lr": 0.06,"#,
+        );
+        assert_ne!(old, SMALL);
+        assert_eq!(
+            Spec::from_json(&old).unwrap(),
+            Spec::from_json(SMALL).unwrap()
+        );
+        assert!(!Spec::from_json(&old).unwrap().to_json().contains("lr"));
+    }
+
+    #[test]
     fn type_errors_name_the_field() {
         let cases = [
             (
@@ -406,11 +412,6 @@ mod tests {
                 r#""periodic": false"#,
                 r#""periodic": "no""#,
                 "config.periodic: expected true or false",
-            ),
-            (
-                r#""lr": 0.05"#,
-                r#""lr": "fast""#,
-                "config.lr: expected a number",
             ),
             (
                 r#""loss_channels": [0]"#,

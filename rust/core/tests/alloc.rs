@@ -43,7 +43,7 @@ fn spec(steps: usize, fire_rate: Option<f32>) -> Spec {
     };
     Spec::from_json(&format!(
         r#"{{"channels": 8, "periodic": false, "num_steps": {steps}, {asynchronous},
-            "loss_channels": [0], "lr": 0.05,
+            "loss_channels": [0],
             "perceive": {{"n_kernels": 4, "layers": [9, 8, 4, 2],
                           "connections": ["first_kernel", "unique", "unique"]}},
             "update": {{"layers": [72, 36, 18, 9, 8],
@@ -65,11 +65,11 @@ fn allocations_per_epoch(steps: usize, side: usize, batch: usize, fire_rate: Opt
     let n = shape.cells() * 8;
     let x: Vec<f32> = (0..n).map(|i| (i % 3 == 0) as u8 as f32).collect();
     let y: Vec<f32> = (0..n).map(|i| (i % 5 < 2) as u8 as f32).collect();
-    model.train_step(&x, &y, shape, None).unwrap();
+    model.train_step(&x, &y, shape, None, 0.05).unwrap();
     (0..6)
         .map(|_| {
             let before = ALLOCATIONS.load(Ordering::SeqCst);
-            model.train_step(&x, &y, shape, None).unwrap();
+            model.train_step(&x, &y, shape, None, 0.05).unwrap();
             ALLOCATIONS.load(Ordering::SeqCst) - before
         })
         .min()

@@ -37,12 +37,12 @@ impl HardCircuit {
     fn simulate<'py>(
         &self,
         py: Python<'py>,
-        x: &Bound<'py, PyAny>,
+        x: Binary<'py>,
         steps: usize,
         fire_rate: Option<f64>,
         seed: u64,
-        masks: Option<&Bound<'py, PyAny>>,
-        damage: Option<&Bound<'py, PyAny>>,
+        masks: Option<Binary<'py>>,
+        damage: Option<Binary<'py>>,
         damage_from: usize,
         damage_until: Option<usize>,
         record_every: usize,
@@ -50,7 +50,6 @@ impl HardCircuit {
         words: usize,
     ) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
         let c = self.compiled.circuit().channels();
-        let x = Binary::extract("x", x)?;
         let shape = grid_of("x", &x.shape(), c)?;
         let run = RunArgs {
             steps,
@@ -64,13 +63,13 @@ impl HardCircuit {
         };
         let circuit = &self.compiled;
         let periodic = periodic.unwrap_or(self.periodic);
-        let x = x.data()?;
+        let x = x.bits("x")?;
         let out = run.call(py, shape, c, true, |opts, out| {
             let mut opts = opts.clone();
             opts.periodic = periodic;
             opts.words = words;
             let out = out.expect("an output array");
-            hard::simulate_into(None, circuit, x, shape, &opts, out)
+            hard::simulate_into(None, circuit, &x, shape, &opts, out)
         })?;
         Ok(out.expect("an output array"))
     }

@@ -1,12 +1,21 @@
 //! Conversions between numpy arrays and the engine's inputs.
 
-use logicars_core::{GridShape, Wires};
+use logicars_core::{GridShape, ParamInfo, Wires};
 use numpy::{PyArray1, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 
-use pyo3::exceptions::PyMemoryError;
+use std::borrow::Cow;
+
+use pyo3::exceptions::{PyMemoryError, PyTypeError};
 
 use crate::errors::{InvalidValueError, MemoryLimitError, ShapeError};
+
+/// Parameter arrays as Python gets them: `[(name, shape, offset)]`.
+pub fn param_tuples(info: Vec<ParamInfo>) -> Vec<(String, Vec<usize>, usize)> {
+    info.into_iter()
+        .map(|p| (p.name, p.shape, p.offset))
+        .collect()
+}
 
 pub fn slice<'a, T: numpy::Element>(
     name: &str,
@@ -100,51 +109,65 @@ pub fn grid_of(name: &str, dims: &[usize], channels: usize) -> PyResult<GridShap
     })
 }
 
-/// A 0/1 array given as uint8 (no copy), bool or float32 (copied, checked).
+/// A 0/1 array given as uint8 (used without a copy), bool or float32 (converted, and
+/// checked to hold only 0 and 1, by `bits`). As an argument, any other object is a
+/// `TypeError` (pyo3 names the argument in its note).
 pub enum Binary<'py> {
     Bytes(PyReadonlyArrayDyn<'py, u8>),
-    Owned(Vec<usize>, Vec<u8>),
+    Bools(PyReadonlyArrayDyn<'py, bool>),
+    Floats(PyReadonlyArrayDyn<'py, f32>),
 }
 
-impl<'py> Binary<'py> {
-    pub fn extract(name: &str, obj: &Bound<'py, PyAny>) -> PyResult<Binary<'py>> {
+impl<'a, 'py> FromPyObject<'a, 'py> for Binary<'py> {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Binary<'py>> {
         if let Ok(a) = obj.extract::<PyReadonlyArrayDyn<'py, u8>>() {
             return Ok(Binary::Bytes(a));
         }
         if let Ok(a) = obj.extract::<PyReadonlyArrayDyn<'py, bool>>() {
-            let v = a.as_array().iter().map(|&b| b as u8).collect();
-            return Ok(Binary::Owned(a.shape().to_vec(), v));
+            return Ok(Binary::Bools(a));
         }
         if let Ok(a) = obj.extract::<PyReadonlyArrayDyn<'py, f32>>() {
-            let mut v = Vec::with_capacity(a.len());
-            for (i, &f) in a.as_array().iter().enumerate() {
-                if f != 0.0 && f != 1.0 {
-                    return Err(InvalidValueError::new_err(format!(
-                        "{name}: values must be 0 or 1, found {f} at flat index {i}"
-                    )));
-                }
-                v.push(f as u8);
-            }
-            return Ok(Binary::Owned(a.shape().to_vec(), v));
+            return Ok(Binary::Floats(a));
         }
-        Err(pyo3::exceptions::PyTypeError::new_err(format!(
-            "{name}: expected a numpy array of uint8, bool or float32"
-        )))
+        Err(PyTypeError::new_err(
+            "expected a numpy array of uint8, bool or float32",
+        ))
     }
+}
 
+impl Binary<'_> {
     pub fn shape(&self) -> Vec<usize> {
         match self {
             Binary::Bytes(a) => a.shape().to_vec(),
-            Binary::Owned(s, _) => s.clone(),
+            Binary::Bools(a) => a.shape().to_vec(),
+            Binary::Floats(a) => a.shape().to_vec(),
         }
     }
 
-    pub fn data(&self) -> PyResult<&[u8]> {
+    /// The values as bytes: a uint8 array's own (C-contiguous), a copy of the others;
+    /// a float other than 0 or 1 is an error naming `name`.
+    pub fn bits(&self, name: &str) -> PyResult<Cow<'_, [u8]>> {
         match self {
-            Binary::Bytes(a) => a.as_slice().map_err(|_| {
-                ShapeError::new_err("array must be C-contiguous (use np.ascontiguousarray)")
+            Binary::Bytes(a) => a.as_slice().map(Cow::Borrowed).map_err(|_| {
+                ShapeError::new_err(format!(
+                    "{name}: array must be C-contiguous (use np.ascontiguousarray)"
+                ))
             }),
-            Binary::Owned(_, v) => Ok(v),
+            Binary::Bools(a) => Ok(Cow::Owned(a.as_array().iter().map(|&b| b as u8).collect())),
+            Binary::Floats(a) => {
+                let mut v = Vec::with_capacity(a.len());
+                for (i, &f) in a.as_array().iter().enumerate() {
+                    if f != 0.0 && f != 1.0 {
+                        return Err(InvalidValueError::new_err(format!(
+                            "{name}: values must be 0 or 1, found {f} at flat index {i}"
+                        )));
+                    }
+                    v.push(f as u8);
+                }
+                Ok(Cow::Owned(v))
+            }
         }
     }
 }

@@ -1,6 +1,6 @@
 //! `Engine`: a model in the engine (spec, wiring, logits, AdamW state, buffers).
 
-use logicars_core::{hard, memory};
+use logicars_core::{self as core, hard, memory};
 use logicars_core::{Decoding, GridShape, Model, Spec};
 use numpy::{
     PyArray1, PyArrayDyn, PyArrayMethods, PyReadonlyArray1, PyReadonlyArrayDyn,
@@ -9,7 +9,7 @@ use numpy::{
 use pyo3::prelude::*;
 
 use crate::circuit::HardCircuit;
-use crate::convert::{grid_shape, slice, wires_from, wires_to};
+use crate::convert::{grid_shape, param_tuples, slice, wires_from, wires_to};
 use crate::errors::{to_py, ShapeError};
 use crate::signals::detach_interruptible;
 
@@ -81,11 +81,7 @@ impl Engine {
 
     /// `[(name, shape, offset)]` of the parameter arrays inside the flat logits.
     fn param_info(&self) -> Vec<(String, Vec<usize>, usize)> {
-        self.model
-            .param_info()
-            .into_iter()
-            .map(|p| (p.name, p.shape, p.offset))
-            .collect()
+        param_tuples(self.model.param_info())
     }
 
     /// A copy of every logit, flat.
@@ -184,20 +180,24 @@ impl Engine {
         Ok((loss, PyArray1::from_vec(py, grad)))
     }
 
-    /// One clip + AdamW step; returns `(soft_loss, hard_loss)` before the update.
-    #[pyo3(signature = (x, y, masks=None))]
+    /// One clip + AdamW step with learning rate `lr`; returns `(soft_loss, hard_loss)`
+    /// before the update.
+    #[pyo3(signature = (x, y, masks=None, *, lr))]
     fn train_step<'py>(
         &mut self,
         py: Python<'py>,
         x: PyReadonlyArrayDyn<'py, f32>,
         y: PyReadonlyArrayDyn<'py, f32>,
         masks: Option<PyReadonlyArrayDyn<'py, f32>>,
+        lr: f64,
     ) -> PyResult<(f64, f64)> {
+        // Checked as given: 1e300 is refused as 1e300, not as its float32 infinity.
+        core::optim::check_lr(lr).map_err(to_py)?;
         let (shape, xs, ys) = self.inputs(&x, &y)?;
         let ms = masks.as_ref().map(|m| slice("masks", m)).transpose()?;
         self.hard = None;
         let model = &mut self.model;
-        py.detach(|| model.train_step(xs, ys, shape, ms))
+        py.detach(|| model.train_step(xs, ys, shape, ms, lr as f32))
             .map_err(to_py)
     }
 

@@ -5,6 +5,7 @@ use logicars_core::{self as core, GridShape};
 use numpy::{PyArray1, PyArrayDyn, PyArrayMethods};
 use pyo3::prelude::*;
 
+use crate::convert::param_tuples;
 use crate::errors::to_py;
 
 /// The steps whose grids `HardCircuit.simulate(..., record_every)` returns.
@@ -48,6 +49,21 @@ pub fn draw_masks<'py>(
 pub fn unique_pairs(in_width: usize, out: usize) -> PyResult<(Vec<u32>, Vec<u32>)> {
     let w = core::wiring::unique_pairs(in_width, out).map_err(to_py)?;
     Ok((w.a, w.b))
+}
+
+/// A config's parameter arrays `[(name, shape, offset)]` in the flat logits, as
+/// `Engine.param_info` gives them, without building a model: validates the config (as
+/// `Engine.create` does, errors naming the field) and draws nothing.
+#[pyfunction]
+pub fn param_layout(config_json: &str) -> PyResult<Vec<(String, Vec<usize>, usize)>> {
+    let spec = core::Spec::from_json(config_json).map_err(to_py)?;
+    Ok(param_tuples(core::param_layout(&spec)))
+}
+
+/// Checks a learning rate (finite, > 0) as a training step would, before a run starts.
+#[pyfunction]
+pub fn check_lr(lr: f64) -> PyResult<()> {
+    core::optim::check_lr(lr).map_err(to_py)
 }
 
 /// Sets the number of worker threads (0: `RAYON_NUM_THREADS` or one per core).

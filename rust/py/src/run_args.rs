@@ -12,18 +12,18 @@ use crate::signals::detach_interruptible;
 
 /// The arguments of a run (`HardCircuit.simulate`, `Simulator.run`) before they are
 /// checked against the grid.
-pub struct RunArgs<'a, 'py> {
+pub struct RunArgs<'py> {
     pub steps: usize,
     pub fire_rate: Option<f64>,
     pub seed: u64,
-    pub masks: Option<&'a Bound<'py, PyAny>>,
-    pub damage: Option<&'a Bound<'py, PyAny>>,
+    pub masks: Option<Binary<'py>>,
+    pub damage: Option<Binary<'py>>,
     pub damage_from: usize,
     pub damage_until: Option<usize>,
     pub record_every: usize,
 }
 
-impl<'py> RunArgs<'_, 'py> {
+impl<'py> RunArgs<'py> {
     /// Checks the arguments against `shape`, then calls `run` with the options and an
     /// output array of `(B, H, W, C)`, or `(frames, B, H, W, C)` when recording (the GIL
     /// released); without `read`, with no array, and returns None.
@@ -38,18 +38,26 @@ impl<'py> RunArgs<'_, 'py> {
         let steps = self.steps;
         let masks = self.masks(shape)?;
         let damage = self.damage(shape)?;
-        let damage_until = self.damage_until.unwrap_or(steps).min(steps);
-        if self.damage_from > damage_until {
+        // Named as `Model.simulate` takes them: `damage_steps=(start, end)`.
+        let start = self.damage_from;
+        if let Some(end) = self.damage_until.filter(|&end| start > end) {
             return Err(InvalidValueError::new_err(format!(
-                "damage_from ({}) must not exceed damage_until ({damage_until})",
-                self.damage_from
+                "damage_steps: expected 0 <= start <= end, got ({start}, {end})"
+            )));
+        }
+        let damage_until = self.damage_until.unwrap_or(steps).min(steps);
+        if start > damage_until {
+            return Err(InvalidValueError::new_err(format!(
+                "damage_steps: start {start} is after the run's {steps} steps"
             )));
         }
         let mut opts = SimOptions::new(steps, false);
         opts.record_every = self.record_every;
         opts.damage_steps = self.damage_from..damage_until;
-        let m = masks.as_ref().map(|m| m.data()).transpose()?;
-        opts.damage = damage.as_ref().map(|d| d.data()).transpose()?;
+        let m = masks.map(|m| m.bits("masks")).transpose()?;
+        let d = damage.map(|d| d.bits("damage")).transpose()?;
+        let m = m.as_deref();
+        opts.damage = d.as_deref();
         opts.masks = match (m, self.fire_rate) {
             (Some(m), _) => Masks::Given(m),
             (None, Some(fire_rate)) => Masks::Random {
@@ -89,13 +97,10 @@ impl<'py> RunArgs<'_, 'py> {
     }
 
     /// The update masks, checked against `shape` and `fire_rate`.
-    fn masks(&self, shape: GridShape) -> PyResult<Option<Binary<'py>>> {
+    fn masks(&self, shape: GridShape) -> PyResult<Option<&Binary<'py>>> {
         let steps = self.steps;
-        let masks = self
-            .masks
-            .map(|m| Binary::extract("masks", m))
-            .transpose()?;
-        if let Some(m) = &masks {
+        let masks = self.masks.as_ref();
+        if let Some(m) = masks {
             let want = [shape.batch, steps, shape.height, shape.width];
             if m.shape() != want {
                 return Err(ShapeError::new_err(format!(
@@ -113,12 +118,9 @@ impl<'py> RunArgs<'_, 'py> {
     }
 
     /// The damage plane, checked against `shape`.
-    fn damage(&self, shape: GridShape) -> PyResult<Option<Binary<'py>>> {
-        let damage = self
-            .damage
-            .map(|d| Binary::extract("damage", d))
-            .transpose()?;
-        if let Some(d) = &damage {
+    fn damage(&self, shape: GridShape) -> PyResult<Option<&Binary<'py>>> {
+        let damage = self.damage.as_ref();
+        if let Some(d) = damage {
             let ds = d.shape();
             let hw = [shape.height, shape.width];
             if !(ds == hw || ds == [shape.batch, shape.height, shape.width]) {

@@ -27,20 +27,19 @@ impl Simulator {
     fn new(
         py: Python<'_>,
         circuit: &HardCircuit,
-        x: &Bound<'_, PyAny>,
+        x: Binary<'_>,
         periodic: Option<bool>,
         engine: Option<&str>,
     ) -> PyResult<Simulator> {
         let engine = engine.map(HardEngine::parse).transpose().map_err(to_py)?;
-        let x = Binary::extract("x", x)?;
         let shape = grid_of("x", &x.shape(), circuit.compiled.circuit().channels())?;
         let periodic = periodic.unwrap_or(circuit.periodic);
-        let data = x.data()?;
+        let data = x.bits("x")?;
         let c = &circuit.compiled;
         let sim = py
             .detach(|| {
                 let mut sim = hard::Simulator::of(c, shape, periodic, engine, 0)?;
-                sim.load(data)?;
+                sim.load(&data)?;
                 Ok(sim)
             })
             .map_err(to_py)?;
@@ -48,8 +47,7 @@ impl Simulator {
     }
 
     /// Replaces the grid with `x` (same shape).
-    fn load(&mut self, py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<()> {
-        let x = Binary::extract("x", x)?;
+    fn load(&mut self, py: Python<'_>, x: Binary<'_>) -> PyResult<()> {
         let shape = grid_of("x", &x.shape(), self.sim.channels())?;
         if shape != self.sim.shape() {
             return Err(ShapeError::new_err(format!(
@@ -58,9 +56,9 @@ impl Simulator {
                 x.shape()
             )));
         }
-        let data = x.data()?;
+        let data = x.bits("x")?;
         let sim = &mut self.sim;
-        py.detach(|| sim.load(data)).map_err(to_py)
+        py.detach(|| sim.load(&data)).map_err(to_py)
     }
 
     /// The current grid as uint8 `(B, H, W, C)`.
@@ -92,8 +90,8 @@ impl Simulator {
         steps: usize,
         fire_rate: Option<f64>,
         seed: u64,
-        masks: Option<&Bound<'py, PyAny>>,
-        damage: Option<&Bound<'py, PyAny>>,
+        masks: Option<Binary<'py>>,
+        damage: Option<Binary<'py>>,
         damage_from: usize,
         damage_until: Option<usize>,
         record_every: usize,

@@ -2,7 +2,7 @@
 
 /// The checkerboard preset: 8 channels, 20 steps on 16x16, zero padding.
 pub const CHECKERBOARD: &str = r#"{"channels": 8, "periodic": false, "num_steps": 20,
-    "loss_channels": [0], "lr": 0.05, "perceive": {"n_kernels": 16, "layers": [9, 8, 4, 2],
+    "loss_channels": [0], "perceive": {"n_kernels": 16, "layers": [9, 8, 4, 2],
     "connections": ["first_kernel", "unique", "unique"]},
     "update": {"layers": [264, 256, 256, 256, 256, 256, 256, 256, 256, 256, 256,
                           128, 64, 32, 16, 8, 8],
@@ -12,7 +12,7 @@ pub const CHECKERBOARD: &str = r#"{"channels": 8, "periodic": false, "num_steps"
 
 /// The lizard preset: 128 channels, 12 steps on 20x20, periodic.
 pub const LIZARD: &str = r#"{"channels": 128, "periodic": true, "num_steps": 12,
-    "loss_channels": [0], "lr": 0.06, "perceive": {"n_kernels": 4, "layers": [9, 8, 4, 2, 1],
+    "loss_channels": [0], "perceive": {"n_kernels": 4, "layers": [9, 8, 4, 2, 1],
     "connections": ["first_kernel", "unique", "unique", "unique"]},
     "update": {"layers": [640, 512, 512, 512, 512, 512, 512, 512, 512, 256, 128],
     "connections": ["unique", "unique", "unique", "unique", "unique", "unique", "unique",

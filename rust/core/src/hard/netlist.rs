@@ -164,7 +164,7 @@ mod tests {
         let hidden = 2 * channels + 6;
         let json = format!(
             r#"{{"channels": {channels}, "num_steps": 2, "periodic": true, "async": false,
-               "fire_rate": null, "loss_channels": [0], "lr": 0.05,
+               "fire_rate": null, "loss_channels": [0],
                "perceive": {{"n_kernels": 2, "layers": [9, 8, 4, 2],
                             "connections": ["first_kernel", "unique", "unique"]}},
                "update": {{"layers": [{}, {hidden}, {channels}],

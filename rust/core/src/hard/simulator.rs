@@ -526,7 +526,7 @@ fn check_options(shape: GridShape, opts: &SimOptions<'_>) -> Result<()> {
     }
     if opts.damage_steps.start > opts.damage_steps.end {
         return value_err!(
-            "damage steps: start {} is after end {}",
+            "damage_steps: expected start <= end, got ({}, {})",
             opts.damage_steps.start,
             opts.damage_steps.end
         );

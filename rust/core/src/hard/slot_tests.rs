@@ -50,7 +50,6 @@ pub(crate) fn spec(
             connections: update.windows(2).map(wiring).collect(),
             layers: update,
         },
-        lr: 0.05,
         relax: Default::default(),
         binarize_states: false,
     }

@@ -1,0 +1,165 @@
+//! The losses: the soft loss and its gradient through every step, and the hard loss
+//! (on the bit-sliced engine where the inputs are binary).
+
+use rayon::prelude::*;
+
+use super::{Decoding, Model};
+use crate::error::Result;
+use crate::float::GridShape;
+use crate::hard::{self, HardEngine, Masks, SimOptions};
+use crate::memory;
+use crate::relax::{self, Relaxed};
+use crate::threads;
+
+impl Model {
+    /// Loss of the final state against `y`, and optionally its gradient as a state buffer.
+    fn loss(
+        &self,
+        y: &[f32],
+        y_per_cell: usize,
+        steps: usize,
+        mut grad: Option<&mut Vec<f32>>,
+    ) -> f64 {
+        let ws = self.workspace.as_ref().expect("forward ran");
+        let state = ws.state(steps);
+        if let Some(g) = grad.as_deref_mut() {
+            g.clear();
+            g.resize(ws.layout.state_len(), 0.0);
+        }
+        let cells = ws.layout.shape.cells();
+        let value = |n: usize, ch: usize| state[ws.layout.addr(n, ch)];
+        self.squared_error(y, y_per_cell, cells, value, |n, ch, diff| {
+            if let Some(g) = grad.as_deref_mut() {
+                g[ws.layout.addr(n, ch)] = 2.0 * diff;
+            }
+        })
+    }
+
+    /// `Σ (out − y)²` over cells and loss channels, `out(n, ch)` giving the final state;
+    /// `on_diff(n, ch, out − y)` sees every difference (for the gradient).
+    fn squared_error(
+        &self,
+        y: &[f32],
+        y_per_cell: usize,
+        cells: usize,
+        out: impl Fn(usize, usize) -> f32,
+        mut on_diff: impl FnMut(usize, usize, f32),
+    ) -> f64 {
+        let mut loss = 0f64;
+        for n in 0..cells {
+            for (i, &ch) in self.spec.loss_channels.iter().enumerate() {
+                let col = if y_per_cell == self.spec.channels {
+                    ch
+                } else {
+                    i
+                };
+                let diff = out(n, ch) - y[n * y_per_cell + col];
+                loss += (diff as f64) * (diff as f64);
+                on_diff(n, ch, diff);
+            }
+        }
+        loss
+    }
+
+    /// Soft loss after `spec.num_steps` steps and its gradient w.r.t. every logit
+    /// (same layout as `logits()`).
+    pub fn loss_and_grad(
+        &mut self,
+        x: &[f32],
+        y: &[f32],
+        shape: GridShape,
+        masks: Option<&[f32]>,
+    ) -> Result<(f64, Vec<f32>)> {
+        let steps = self.spec.num_steps;
+        let per_cell = self.check_target(y, shape)?;
+        let drawn = masks.is_some() || self.spec.is_async;
+        self.check_rollout(x, shape, steps, drawn, false)?;
+        let masks = self.resolve_masks(masks, shape, steps)?;
+        self.soft_loss_and_grad(x, y, per_cell, shape, masks.as_deref())
+    }
+
+    pub(super) fn soft_loss_and_grad(
+        &mut self,
+        x: &[f32],
+        y: &[f32],
+        per_cell: usize,
+        shape: GridShape,
+        masks: Option<&[f32]>,
+    ) -> Result<(f64, Vec<f32>)> {
+        let steps = self.spec.num_steps;
+        // One relaxation per gate (a softmax, with the step's noise) serves the forward,
+        // the backward and the parameter gradient. Per-gate work, so running it on the
+        // pool changes no result, only the wall time (50k f64 exps would otherwise be a
+        // serial ~0.5 ms of every epoch).
+        let pool = threads::pool();
+        let relax = self.spec.relax;
+        let (seed, step) = (self.mask_seed, self.optimizer.t);
+        let relaxed: Vec<Relaxed> = pool.install(|| {
+            let gates = self.logits.par_chunks(self.per_gate()).enumerate();
+            gates
+                .map(|(g, w)| {
+                    let noise = relax::GateNoise::new(seed, step, g as u64);
+                    relax.relax(w, step, || noise.draws())
+                })
+                .collect()
+        });
+        let coefs: Vec<[f32; 4]> = pool.install(|| relaxed.par_iter().map(|r| r.coefs).collect());
+        let back_coefs: Vec<[f32; 4]> = if relax.straight_through() {
+            pool.install(|| relaxed.par_iter().map(|r| r.back).collect())
+        } else {
+            Vec::new() // the forward's own
+        };
+        self.forward(x, shape, steps, &coefs, masks, None)?;
+        let mut seed = Vec::new();
+        let loss = self.loss(y, per_cell, steps, Some(&mut seed));
+        let ws = self.workspace.as_mut().unwrap();
+        let back = if back_coefs.is_empty() {
+            &coefs
+        } else {
+            &back_coefs
+        };
+        let gc = ws.backward(&self.program, &coefs, back, steps, masks.is_some(), &seed)?;
+        let mut grad = memory::try_vec(self.logits.len(), 0f32, "the gradient")?;
+        let per_gate = self.per_gate();
+        pool.install(|| {
+            (
+                relaxed.par_iter(),
+                grad.par_chunks_mut(per_gate),
+                gc.par_chunks(4),
+            )
+                .into_par_iter()
+                .for_each(|(r, g, gc)| relax.params_grad(r, &[gc[0], gc[1], gc[2], gc[3]], g));
+        });
+        Ok((loss, grad))
+    }
+
+    /// Hard loss after `spec.num_steps` steps. Binary grids and masks (the usual case)
+    /// run on the bit-sliced engine, 64 cells per word; anything else on the float path.
+    pub(super) fn hard_loss(
+        &mut self,
+        x: &[f32],
+        y: &[f32],
+        per_cell: usize,
+        shape: GridShape,
+        masks: Option<&[f32]>,
+    ) -> Result<f64> {
+        let steps = self.spec.num_steps;
+        let binary = |v: &[f32]| v.iter().all(|&b| b == 0.0 || b == 1.0);
+        if !(binary(x) && masks.is_none_or(binary)) {
+            let coefs = self.coefficients(Decoding::Hard);
+            self.forward(x, shape, steps, &coefs, masks, None)?;
+            return Ok(self.loss(y, per_cell, steps, None));
+        }
+        self.check_grid("x", x, shape, self.spec.channels)?;
+        let bits: Vec<u8> = x.iter().map(|&v| v as u8).collect();
+        let mask_bits: Option<Vec<u8>> = masks.map(|m| m.iter().map(|&v| v as u8).collect());
+        let mut opts = SimOptions::new(steps, self.spec.periodic);
+        if let Some(m) = &mask_bits {
+            opts.masks = Masks::Given(m);
+        }
+        let out = hard::simulate_on(HardEngine::Slots, self.hard_circuit(), &bits, shape, &opts)?;
+        let c = self.spec.channels;
+        let value = |n: usize, ch: usize| out[n * c + ch] as f32;
+        Ok(self.squared_error(y, per_cell, shape.cells(), value, |_, _, _| {}))
+    }
+}

@@ -1,0 +1,95 @@
+use super::*;
+use crate::error::Error;
+use crate::gates::N_OPS;
+
+fn async_model() -> Model {
+    let json = r#"{"channels": 2, "periodic": true, "num_steps": 2, "async": true,
+        "fire_rate": 0.5, "loss_channels": [0],
+        "perceive": {"n_kernels": 1, "layers": [9, 8, 4],
+                     "connections": ["first_kernel", "unique"]},
+        "update": {"layers": [10, 6, 4, 2],
+                   "connections": ["unique", "unique", "unique"]}}"#;
+    Model::new(Spec::from_json(json).unwrap(), 7).unwrap()
+}
+
+const SHAPE: GridShape = GridShape {
+    batch: 1,
+    height: 3,
+    width: 4,
+};
+
+#[test]
+fn refused_calls_draw_no_masks() {
+    let mut m = async_model();
+    let mut x = vec![0.0f32; 24];
+    x[5] = f32::NAN;
+    let soft = Decoding::Soft;
+    assert!(matches!(
+        m.rollout(&x, SHAPE, 2, soft, None, false),
+        Err(Error::Value(_))
+    ));
+    x[5] = 2.0;
+    assert!(matches!(
+        m.rollout(&x, SHAPE, 2, soft, None, false),
+        Err(Error::Value(_))
+    ));
+    x[5] = 1.0;
+    assert!(matches!(
+        m.rollout(&x, SHAPE, 0, soft, None, false),
+        Err(Error::Value(_))
+    ));
+    let y = vec![3.0f32; 24];
+    assert!(matches!(
+        m.train_step(&x, &y, SHAPE, None, 0.05),
+        Err(Error::Value(_))
+    ));
+    let y = vec![1.0f32; 24];
+    for lr in [f32::NAN, f32::INFINITY, 0.0, -0.1] {
+        match m.train_step(&x, &y, SHAPE, None, lr) {
+            Err(Error::Value(msg)) => assert!(msg.starts_with("lr must be a finite number > 0")),
+            other => panic!("lr {lr}: expected a value error, got {other:?}"),
+        }
+    }
+    assert_eq!(m.mask_draws, 0);
+    m.rollout(&x, SHAPE, 2, soft, None, false).unwrap();
+    assert_eq!(m.mask_draws, 1);
+}
+
+/// The hard circuit is cached across steps, but follows the logits: after new ones,
+/// a step's hard loss is that of a fresh model holding them.
+#[test]
+fn the_hard_loss_follows_changed_logits() {
+    let json = r#"{"channels": 2, "periodic": true, "num_steps": 2, "async": false,
+        "loss_channels": [0, 1],
+        "perceive": {"n_kernels": 2, "layers": [9, 8, 4],
+                     "connections": ["first_kernel", "unique"]},
+        "update": {"layers": [18, 12, 6, 4, 2],
+                   "connections": ["unique", "unique", "unique", "unique"]}}"#;
+    let spec = Spec::from_json(json).unwrap();
+    let mut m = Model::new(spec.clone(), 7).unwrap();
+    let x: Vec<f32> = (0..24).map(|i| (i % 3 == 0) as u8 as f32).collect();
+    let y: Vec<f32> = (0..24).map(|i| (i % 3 == 1) as u8 as f32).collect();
+    let (_, first) = m.train_step(&x, &y, SHAPE, None, 0.05).unwrap();
+    // Every gate constant 1 (op 15): every output 1, a hard loss of 16 zeros of y.
+    let logits: Vec<f32> = (0..m.logits().len())
+        .map(|i| if i % N_OPS == 15 { 5.0 } else { 0.0 })
+        .collect();
+    m.set_logits(&logits).unwrap();
+    let (perceive, update) = (m.perceive_wires().to_vec(), m.update_wires().to_vec());
+    let mut fresh = Model::from_parts(spec, perceive, update, logits, 7).unwrap();
+    let (_, want) = fresh.train_step(&x, &y, SHAPE, None, 0.05).unwrap();
+    assert_eq!(want, 16.0);
+    assert_ne!(want, first, "the new logits must change the hard loss");
+    assert_eq!(m.train_step(&x, &y, SHAPE, None, 0.05).unwrap().1, want);
+}
+
+#[test]
+fn absurd_step_counts_are_refused_before_allocating() {
+    let mut m = async_model();
+    let x = vec![0.0f32; 24];
+    for steps in [1usize << 40, usize::MAX / 2, usize::MAX] {
+        let r = m.rollout(&x, SHAPE, steps, Decoding::Hard, None, true);
+        assert!(matches!(r, Err(Error::Memory(_))), "{steps}: {r:?}");
+    }
+    assert_eq!(m.mask_draws, 0);
+}
