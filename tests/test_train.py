@@ -545,7 +545,9 @@ def test_sigint_finishes_epoch_saves_and_exits_0(tmp_path: Path) -> None:
 # The default runs, and seeds 1 and 2 of the presets whose seeds solve almost always
 # (docs/results.md: the growth presets' do not, so only their defaults are tested).
 DEFAULT_RUNS = [(name, None) for name in logicars.PRESETS] + [
-    (name, seed) for name in ("gol", "checkerboard", "checkerboard-async") for seed in (1, 2)
+    (name, seed)
+    for name in ("gol", "checkerboard", "checkerboard-async", "colored-g")
+    for seed in (1, 2)
 ]
 
 

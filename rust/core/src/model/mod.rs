@@ -288,7 +288,8 @@ impl Model {
                 }
             }
         }
-        ws.forward(&self.program, coefs, steps, masks.is_some(), interrupt)?;
+        let binarize = self.spec.binarize_states;
+        ws.forward(&self.program, coefs, steps, masks.is_some(), binarize, interrupt)?;
         Ok(ws)
     }
 
