@@ -543,7 +543,7 @@ def test_sigint_finishes_epoch_saves_and_exits_0(tmp_path: Path) -> None:
 
 
 # The default runs, and seeds 1 and 2 of the presets whose seeds solve almost always
-# (docs/results.md: the growth presets' do not, so only their defaults are tested).
+# (docs/results.md: the lizard's do not, so only its default start is tested).
 DEFAULT_RUNS = [(name, None) for name in logicars.PRESETS] + [
     (name, seed)
     for name in ("gol", "checkerboard", "checkerboard-async", "colored-g")
