@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use logicars_core::aligned::AlignedVec;
-use logicars_core::kernels::{self, CHUNK};
-use logicars_core::program::{self, BackInstr, Backward, Gates, Instr, Program};
+use logicars_core::float::kernels::{self, CHUNK};
+use logicars_core::float::program::{self, BackInstr, Backward, Gates, Instr, Program};
 use logicars_core::{Model, PerceiveSpec, Spec, UpdateSpec, Wiring};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;

@@ -11,9 +11,9 @@
 use std::time::Instant;
 
 use logicars_core::aligned::AlignedVec;
-use logicars_core::kernels::{self, CHUNK};
+use logicars_core::float::kernels::{self, CHUNK};
+use logicars_core::float::program::{Backward, Gates, Program};
 use logicars_core::peak;
-use logicars_core::program::{Backward, Gates, Program};
 use logicars_core::{Model, Spec};
 
 mod specs;

@@ -23,9 +23,6 @@ pub mod wiring;
 
 pub use error::{Error, Result};
 pub use float::GridShape;
-// The kernels and the gate program keep their crate-root paths (benches, examples,
-// the bindings and the float engine's own files use them).
-pub use float::{kernels, program};
 pub use memory::cap_mb as memory_cap_mb;
 pub use model::{param_layout, Decoding, Model, ParamInfo};
 pub use relax::Relax;

@@ -8,7 +8,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use crate::kernels::SimdLevel;
+use crate::float::kernels::SimdLevel;
 use crate::threads;
 
 /// Independent accumulators: latency (4 cycles) × FMA issue per cycle (2) plus margin.
@@ -130,7 +130,7 @@ mod x86 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernels::simd_level;
+    use crate::float::kernels::simd_level;
 
     /// One dependent scalar multiply-add after another: the slowest honest loop.
     fn scalar_per_s() -> f64 {

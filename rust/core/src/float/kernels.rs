@@ -8,7 +8,7 @@
 
 use std::sync::OnceLock;
 
-use crate::program::{BackInstr, Backward, Gates, Instr};
+use super::program::{BackInstr, Backward, Gates, Instr};
 
 /// Cells per chunk: one arena row. A multiple of 16 so rows fill whole SIMD registers.
 /// 128-cell rows measured faster for the checkerboard but slower for the lizard, and

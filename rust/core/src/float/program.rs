@@ -14,7 +14,7 @@
 //! model, the forward pass that back-propagation keeps shares one channel's hidden
 //! perception rows among all channels and replays them per channel (`Kept`).
 
-use crate::kernels::CHUNK;
+use super::kernels::CHUNK;
 use crate::spec::Spec;
 use crate::wiring::Wires;
 
@@ -527,7 +527,7 @@ fn dedup(a: u32, b: u32) -> impl Iterator<Item = u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernels::{self, SimdLevel, CHUNK};
+    use crate::float::kernels::{self, SimdLevel, CHUNK};
     use crate::model::Model;
 
     fn checkerboard_program() -> Program {

@@ -12,15 +12,15 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
+use super::kernels::{self, CHUNK};
 use crate::aligned::AlignedVec;
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
-use crate::kernels::{self, CHUNK};
 use crate::memory;
 
 /// What a workspace buffer is, in the error when the system refuses one.
 const WHAT: &str = "a rollout buffer";
-use crate::program::Program;
+use super::program::Program;
 use crate::threads;
 
 /// Batch and spatial size of a grid; channels come from the model.

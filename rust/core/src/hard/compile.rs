@@ -19,8 +19,8 @@ use std::collections::HashMap;
 
 use super::circuit::{Circuit, CircuitStats, Fill, Output};
 use super::kernels::{Kind, Op, Run};
+use crate::float::program::Program;
 use crate::gates::{self, N_OPS};
-use crate::program::Program;
 
 // ---------------------------------------------------------------------------------
 // Truth tables: bit `a + 2·b` of a 4-bit table is the gate's output on (a, b).

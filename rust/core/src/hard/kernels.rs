@@ -3,7 +3,7 @@
 
 use crate::aligned::AlignedVec;
 use crate::error::Result;
-use crate::kernels::SimdLevel;
+use crate::float::kernels::SimdLevel;
 use crate::memory;
 
 /// The four bitwise kernels every remaining gate is one of.

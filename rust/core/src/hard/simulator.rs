@@ -14,9 +14,9 @@ use super::netlist::Netlist;
 use super::options::{is_frame, n_frames, SimOptions};
 use super::slots::{check_words, SlotSim};
 use crate::error::{shape_err, value_err, Error, Result};
-use crate::float::GridShape;
 #[cfg(target_arch = "x86_64")]
-use crate::kernels::{self, SimdLevel};
+use crate::float::kernels::{self, SimdLevel};
+use crate::float::GridShape;
 use crate::memory;
 use crate::threads;
 

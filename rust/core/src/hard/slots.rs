@@ -21,8 +21,8 @@ use super::kernels::Arena;
 use super::masks::{random_mask, StepMask};
 use super::packing::{pack_plane, pack_row, Geo};
 use crate::error::{shape_err, value_err, Result};
+use crate::float::kernels::{self, SimdLevel};
 use crate::float::GridShape;
-use crate::kernels::{self, SimdLevel};
 use crate::memory;
 use crate::threads;
 

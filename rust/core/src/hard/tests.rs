@@ -6,9 +6,9 @@ use rand_chacha::ChaCha8Rng;
 
 use super::slot_tests::{random_bits, random_model, shape, spec, to_f32};
 use super::*;
+use crate::float::kernels::{self, SimdLevel};
 use crate::float::GridShape;
 use crate::gates::N_OPS;
-use crate::kernels::{self, SimdLevel};
 use crate::model::{Decoding, Model};
 use crate::threads;
 

@@ -13,13 +13,13 @@ use rayon::prelude::*;
 
 use self::checks::{check_finite, check_wires};
 use crate::error::{shape_err, value_err, Result};
+use crate::float::program::{param_offsets, Program};
 use crate::float::{GridShape, Workspace};
 use crate::gates::M;
 use crate::hard::Circuit;
 use crate::interrupt::Interrupt;
 use crate::memory;
 use crate::optim::{self, AdamW};
-use crate::program::{param_offsets, Program};
 use crate::spec::Spec;
 use crate::threads;
 use crate::wiring::{self, Wires};
@@ -289,7 +289,14 @@ impl Model {
             }
         }
         let binarize = self.spec.binarize_states;
-        ws.forward(&self.program, coefs, steps, masks.is_some(), binarize, interrupt)?;
+        ws.forward(
+            &self.program,
+            coefs,
+            steps,
+            masks.is_some(),
+            binarize,
+            interrupt,
+        )?;
         Ok(ws)
     }
 
