@@ -103,7 +103,7 @@ def bench_preset(
         rows.append(
             {
                 "preset": preset.name,
-                "relax": spec.relax.mode + ("+binarized" if spec.binarize_states else ""),
+                "relax": spec.relax.mode + (BINARIZED if spec.binarize_states else ""),
                 "threads": threads,
                 "ms_per_epoch": round(ms, 3),
                 "ms_min": round(min(t) * 1e3, 3),

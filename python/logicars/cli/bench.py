@@ -6,7 +6,7 @@ import argparse
 import json
 import os
 
-from ..bench import bench_preset, cpu_peak_fma_per_s
+from ..bench import BINARIZED, bench_preset, cpu_peak_fma_per_s
 from ..presets import Preset
 from .common import UsageError, int_at_least
 
@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     from ..spec import RELAX_MODES
 
     relaxes = tuple(r for r in args.relax.split(",") if r)
-    bad = [r for r in relaxes if r.removesuffix("+binarized") not in RELAX_MODES]
+    bad = [r for r in relaxes if r.removesuffix(BINARIZED) not in RELAX_MODES]
     if bad:
         raise UsageError(f"--relax: unknown mode(s) {bad}; valid: {', '.join(RELAX_MODES)}")
     if not args.json:
