@@ -259,8 +259,8 @@ GROWTH_GAP = [
     "either (3500 epochs each, hard loss at the end and lowest): rounding from the start "
     "at learning rate 0.02, 82 (75); the state mixed from relaxed to rounded over the "
     "first 2000 epochs (`x + λ(round(x) − x)`, λ from 0 to 1; a probe build, not in the "
-    "package), 124 (21) at the preset's 0.06 and 76 (24) at 0.02. The lizard keeps the "
-    "notebook's wiring and softmax.",
+    "package), 124 (21) at the preset's 0.06 and 76 (24) at 0.02; softmax alone ends seed 0 at 11 "
+    "wrong cells (lowest 11). The lizard keeps the notebook's wiring and softmax.",
     "",
     "What was tried before on the failing softmax colored-G runs (seeds 0, 1, 3, 9), none "
     "of which closed the gap:",
