@@ -7,8 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from reference import Reference
-from test_engine import random_model, small_spec
+from test_engine import assert_matches_oracle, random_model, small_spec
 from test_train import losses, same_state, tiny_async_preset
 
 import logicars
@@ -29,23 +28,7 @@ def binarized_model(relax: dict, fire_rate, seed: int) -> logicars.Model:
 def test_forward_and_gradient_match_float64_oracle(relax: dict, fire_rate) -> None:
     for seed in (1, 2):
         model = binarized_model(relax, fire_rate, seed)
-        rng = np.random.default_rng(seed)
-        bhw = (2, 5, 6)
-        x = (rng.random(bhw + (2,)) < 0.5).astype(np.float32)
-        y = (rng.random(bhw + (2,)) < 0.5).astype(np.float32)
-        steps = model.spec.num_steps
-        masks = None
-        if fire_rate is not None:
-            masks = (rng.random((2, steps, 5, 6, 1)) < fire_rate).astype(np.float32)
-        ref = Reference(model.spec.to_dict(), model.wires(), model.params(), seed=seed)
-        np.testing.assert_allclose(
-            model.rollout(x, masks=masks), ref.rollout(x, steps, masks=masks), atol=1e-5
-        )
-        loss, grads = model.loss_and_grad(x, y, masks=masks)
-        ref_loss, ref_grads = ref.loss_and_grad(x, y, steps, masks=masks)
-        assert loss == pytest.approx(ref_loss, rel=1e-5)
-        for name, g in grads.items():
-            np.testing.assert_allclose(g, ref_grads[name], atol=1e-6, rtol=1e-3, err_msg=name)
+        assert_matches_oracle(model, fire_rate, seed=seed, step=0, hard=False)
 
 
 def test_every_state_but_the_last_is_binary() -> None:

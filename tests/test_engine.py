@@ -269,26 +269,36 @@ def test_relaxations_match_float64_oracle(relax, fire_rate) -> None:
     own implementation of each definition."""
     for step in (0, 2, 5):
         model = relaxed_model(relax, 2, fire_rate, seed=step)
-        rng = np.random.default_rng(step)
-        bhw = (2, 5, 6)
-        x = (rng.random(bhw + (2,)) < 0.5).astype(np.float32)
-        y = (rng.random(bhw + (2,)) < 0.5).astype(np.float32)
-        steps = model.spec.num_steps
-        masks = None
-        if fire_rate is not None:
-            masks = (rng.random((2, steps, 5, 6, 1)) < fire_rate).astype(np.float32)
-        ref = Reference(model.spec.to_dict(), model.wires(), model.params(), seed=step, step=step)
-        np.testing.assert_allclose(
-            model.rollout(x, masks=masks), ref.rollout(x, steps, masks=masks), atol=1e-5
-        )
+        assert_matches_oracle(model, fire_rate, seed=step, step=step, hard=True)
+
+
+def assert_matches_oracle(
+    model: logicars.Model, fire_rate, seed: int, step: int, hard: bool
+) -> None:
+    """`model` (2 channels) against the oracle on random 2x5x6 grids drawn from `seed`:
+    the soft rollout (and with `hard` the hard one), the loss and every gradient; the
+    oracle's noise is that of `seed` and optimizer step `step`."""
+    rng = np.random.default_rng(seed)
+    bhw = (2, 5, 6)
+    x = (rng.random(bhw + (2,)) < 0.5).astype(np.float32)
+    y = (rng.random(bhw + (2,)) < 0.5).astype(np.float32)
+    steps = model.spec.num_steps
+    masks = None
+    if fire_rate is not None:
+        masks = (rng.random((2, steps, 5, 6, 1)) < fire_rate).astype(np.float32)
+    ref = Reference(model.spec.to_dict(), model.wires(), model.params(), seed=seed, step=step)
+    np.testing.assert_allclose(
+        model.rollout(x, masks=masks), ref.rollout(x, steps, masks=masks), atol=1e-5
+    )
+    if hard:
         np.testing.assert_array_equal(
             model.rollout(x, hard=True, masks=masks), ref.rollout(x, steps, True, masks)
         )
-        loss, grads = model.loss_and_grad(x, y, masks=masks)
-        ref_loss, ref_grads = ref.loss_and_grad(x, y, steps, masks=masks)
-        assert loss == pytest.approx(ref_loss, rel=1e-5)
-        for name, g in grads.items():
-            np.testing.assert_allclose(g, ref_grads[name], atol=1e-6, rtol=1e-3, err_msg=name)
+    loss, grads = model.loss_and_grad(x, y, masks=masks)
+    ref_loss, ref_grads = ref.loss_and_grad(x, y, steps, masks=masks)
+    assert loss == pytest.approx(ref_loss, rel=1e-5)
+    for name, g in grads.items():
+        np.testing.assert_allclose(g, ref_grads[name], atol=1e-6, rtol=1e-3, err_msg=name)
 
 
 @pytest.mark.parametrize("relax", RELAXATIONS[:1] + RELAXATIONS[2:], ids=lambda r: r["mode"])
