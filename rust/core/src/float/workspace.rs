@@ -13,15 +13,15 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use super::kernels::{self, CHUNK};
+use super::program::Program;
 use crate::aligned::AlignedVec;
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
 use crate::memory;
+use crate::threads;
 
 /// What a workspace buffer is, in the error when the system refuses one.
 const WHAT: &str = "a rollout buffer";
-use super::program::Program;
-use crate::threads;
 
 /// Batch and spatial size of a grid; channels come from the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
