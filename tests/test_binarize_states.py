@@ -3,6 +3,7 @@ back-propagates through the rounding unchanged (straight-through)."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -83,3 +84,14 @@ def test_train_stores_it_and_resume_is_bit_identical(tmp_path: Path) -> None:
         train(None, resume=first.run_dir, epochs=8, binarize_states=False, quiet=True)
     with pytest.raises(TypeError, match="binarize_states must be True or False"):
         train(preset, epochs=1, out=tmp_path / "never", binarize_states=1, quiet=True)
+
+
+def test_init_from_an_npz_without_it_trains_with_the_presets(tmp_path: Path) -> None:
+    """Like the relaxation, binarize_states is the preset's training rule, not part of
+    the architecture an `init` npz must match: the run trains with the preset's."""
+    preset = tiny_async_preset()
+    preset = dataclasses.replace(preset, spec=preset.spec.replace(binarize_states=True))
+    npz = tmp_path / "start.npz"
+    logicars.Model(preset.spec.replace(binarize_states=False), seed=9).to_npz(npz)
+    r = train(preset, epochs=2, seed=4, init=npz, out=tmp_path / "r", quiet=True)
+    assert r.summary["config"]["binarize_states"] is True

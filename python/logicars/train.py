@@ -334,10 +334,11 @@ def _respec(model: Model, spec: ModelSpec, mask_seed: int) -> Model:
 def _initial_model(path: PathLike, preset: Preset, seed: int) -> Model:
     """The run's starting model from an npz in the fixture format (`Model.from_npz`), e.g.
     the wiring and logits the reference notebook draws: its config must be the preset's
-    (the relaxation excepted, which the preset or `relax` sets); `seed` seeds the async
-    mask stream as `Model(spec, seed)` would."""
+    (the training rule excepted, which the preset, `relax` and `binarize_states` set);
+    `seed` seeds the async mask stream as `Model(spec, seed)` would."""
     loaded = Model.from_npz(path)
-    have = loaded.spec.replace(relax=preset.spec.relax).to_dict()
+    rule = {"relax": preset.spec.relax, "binarize_states": preset.spec.binarize_states}
+    have = loaded.spec.replace(**rule).to_dict()
     want = preset.spec.to_dict()
     if have != want:
         diff = ", ".join(
