@@ -4,7 +4,7 @@ a fixture-format npz that `logicars train <preset> --init FILE` starts from.
 
     pip install "jax[cpu]==0.4.33"        # the version the notebook pins; not a logicars dependency
     python scripts/notebook_init.py lizard --seed 23 --out lizard-nb23.npz
-    python -m logicars train lizard --init lizard-nb23.npz
+    python -m logicars train lizard --relax softmax --init lizard-nb23.npz
 
 This engine draws its wiring from ChaCha8, so `--seed 23` here is not the notebook's run;
 with this file the wiring permutations are exactly the notebook's (the logits start as

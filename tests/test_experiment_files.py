@@ -218,6 +218,12 @@ def test_every_option_a_file_sets_reaches_the_run(
             'task = "life:B36/S23"\n[training]\nlr = 0\n',
             ("[training] lr must be a finite number > 0",),
         ),
+        # The relaxation's values are the engine's, checked when the file is read.
+        (
+            'task = "life:B36/S23"\n[training]\nrelax = "gumbel-st"\ntau = -1\n',
+            ("[training] relax.tau must be a finite number > 0",),
+        ),
+        ('task = "life:B36/S23"\n[training]\nrelax = "soft"\n', ("[training]", "soft")),
         ("[training]\nepochs = 3\n", ("task: missing",)),
         ('task = "life:B9/S23"\n', ("task:",)),
         ('task = "pattern:nowhere.png"\n', ("task:", "nowhere.png")),
@@ -280,3 +286,17 @@ def test_size_and_async_belong_in_the_file(
     assert code == 2 and "size = N" in err
     code, _, err = run_cli(capsys, "presets", "--show", "nope")
     assert code == 2 and "unknown preset 'nope'" in err
+
+
+def test_the_files_relaxation_is_its_presets(tmp_path: Path) -> None:
+    """A file's relaxation goes into its preset's spec (how a packaged preset sets its
+    default relaxation), and a file that changes the model keeps its kind's preset's."""
+    path = tmp_path / "tt.toml"
+    path.write_text('task = "life:B36/S23"\n[training]\nrelax = "gumbel-st"\ntau = 0.5\n')
+    experiment = read_experiment(path)
+    assert experiment.options == {}
+    relax = experiment.preset.spec.relax
+    assert (relax.mode, relax.tau, relax.noise) == ("gumbel-st", 0.5, None)
+    assert PRESETS["lizard"].spec.relax.mode == "truth-table"  # lizard.toml's [training]
+    path.write_text('task = "grow:lizard"\n[model]\nnum_steps = 3\n')
+    assert read_experiment(path).preset.spec == PRESETS["lizard"].spec.replace(num_steps=3)

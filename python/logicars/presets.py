@@ -2,8 +2,8 @@
 
 Every number here is the one the "Differentiable Logic CA" notebook (Google Research)
 uses, so that training a preset reproduces the paper's run; the exceptions are the epoch
-budget of a preset that restarts, which allows several attempts of the notebook's length
-(`notebook_epochs` keeps the notebook's), and the coloured G's `binarize_states`. The specs are
+budget of a preset that restarts, which allows several attempts (`notebook_epochs` keeps
+the notebook's), and the growth presets' training rules (below). The specs are
 `ModelSpec.build`'s: hidden widths only, the update network's input width `C + C * S * K`
 (the centre cell's channels plus every channel's perception output: S = last perceive
 width, K = kernels) and its output `C` derived.
@@ -22,15 +22,14 @@ right circuits (`logicars.repair`), and a preset with `restart_every` trains up 
 `epochs // restart_every` attempts, each from a fresh wiring, so that most seeds solve;
 `seed` is the preset's default seed.
 
-The coloured G trains with its states binarized between steps (`binarize_states`): with
-the notebook's softmax alone none of seeds 0-9 solves it, with binarized states and
-restarts most do (docs/results.md). The lizard is the exception: none of the 11 seeds of
-this engine tried solves it (seeds 0-10; 0-5 again with repair; binarized states made it
-worse), and the one lizard start known to solve (1 of 15 tried, docs/notebook.md) is
-the notebook's own seed-23 wiring. So the lizard starts, unless a seed is given, from
-that wiring, shipped in `logicars/data/` (`init`; drawn with `scripts/notebook_init.py`,
-which needs JAX): `train lizard` is the notebook's run, up to float rounding. Every
-other preset's default seed is 0.
+The growth presets change the notebook's training rule, as the seed sweeps of
+docs/results.md measured: with the notebook's softmax, none of ten colored-G seeds and none
+of eleven lizard seeds solves. The coloured G trains with its states binarized between
+steps (`binarize_states`), the lizard with the truth-table parametrization of its gates
+(`relax = "truth-table"`), and both restart unsolved attempts. Every default seed is 0;
+the notebook's own seed-23 lizard wiring stays in `logicars/data/` for `init` (drawn with
+`scripts/notebook_init.py`, which needs JAX), which trains the notebook's run with
+`relax = "softmax"`.
 """
 
 from __future__ import annotations
@@ -44,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from .spec import DEFAULT_LR, ModelSpec
+from .spec import DEFAULT_LR, ModelSpec, Relaxation
 from .tasks import Task, is_builtin_kind, kind_data, make_task, normalise_rule, split_kind
 
 # Label of a start from the reference notebook's own seed-23 wiring (the lizard's `init`).
@@ -495,6 +494,7 @@ def experiment_from_dict(
                 "fire_rate": b.fire_rate,
                 "loss_channels": b.loss_channels,
                 "binarize_states": b.binarize_states,
+                "relax": b.relax,
             }
         try:
             spec = ModelSpec.build(**{**defaults, **model})
@@ -505,6 +505,7 @@ def experiment_from_dict(
                 _core.param_layout(spec.to_json())
         except (ValueError, TypeError) as e:
             raise ValueError(f"{source}: [model]: {e}") from None
+    spec = _with_relaxation(spec, options, source, check=directory is not None)
     init = value("init", None)
     if "init" in run and directory is not None and (directory / init).is_file():
         init = str((directory / init).resolve())  # else the name of a logicars/data file
@@ -520,6 +521,34 @@ def experiment_from_dict(
         **{key: value(key) for key in ("height", "width", "batch", "epochs", "seed", "lr")},
     )
     return Experiment(preset, options)
+
+
+# The [training] keys that set the relaxation: the file's relaxation is its preset's
+# (`spec.relax`, a training rule carried by the spec as `binarize_states` is), so that a
+# preset file sets its default relaxation and `train(experiment.preset)` trains with it.
+_RELAX_KEYS = ("relax", "tau", "noise", "warmup")
+
+
+def _with_relaxation(
+    spec: ModelSpec, options: dict[str, Any], source: str, check: bool
+) -> ModelSpec:
+    """`spec` with the relaxation `options` sets (taken out of `options`): a `relax` mode
+    starts from the engine's defaults, `tau`, `noise` and `warmup` replace its parameters,
+    as `train`'s keywords do. `check`: the engine checks the values now."""
+    given = {k: options.pop(k) for k in _RELAX_KEYS if k in options}
+    if not given:
+        return spec
+    mode = given.pop("relax", None)
+    base = spec.relax if mode is None else Relaxation(mode=mode)
+    spec = spec.replace(relax=dataclasses.replace(base, **given))
+    if check:
+        from . import _core
+
+        try:
+            _core.param_layout(spec.to_json())
+        except ValueError as e:
+            raise ValueError(f"{source}: [training] {e}") from None
+    return spec
 
 
 def read_experiment(path: str | os.PathLike[str]) -> Experiment:
@@ -547,7 +576,7 @@ def _packaged(name: str) -> Preset:
 
     path = Path(str(resources.files("logicars") / "data" / "presets" / f"{name}.toml"))
     experiment = experiment_from_dict(read_toml(path, "preset file"), name=name, source=str(path))
-    assert not experiment.options, f"{path}: a preset sets only its own numbers"
+    assert not experiment.options, f"{path}: a preset sets only its own numbers and relaxation"
     _OWN_KINDS[name] = experiment.preset.task_kind
     return experiment.preset
 

@@ -337,6 +337,13 @@ def _initial_model(path: PathLike, preset: Preset, seed: int) -> Model:
     (the training rule excepted, which the preset, `relax` and `binarize_states` set);
     `seed` seeds the async mask stream as `Model(spec, seed)` would."""
     loaded = Model.from_npz(path)
+    have_n, want_n = loaded.spec.relax.logits_per_gate, preset.spec.relax.logits_per_gate
+    if have_n != want_n:
+        raise ValueError(
+            f"{path} holds {have_n} parameters per gate ({loaded.spec.relax.mode!r}), the "
+            f"run's relaxation {preset.spec.relax.mode!r} takes {want_n}: choose a relax "
+            "mode that matches the file"
+        )
     rule = {"relax": preset.spec.relax, "binarize_states": preset.spec.binarize_states}
     have = loaded.spec.replace(**rule).to_dict()
     want = preset.spec.to_dict()
@@ -495,8 +502,8 @@ def train(
       `Model.from_npz`; e.g. the reference notebook's own initialisation) instead of a
       fresh `Model(spec, seed)`; its config must be the preset's. `seed` then fixes the
       data and async masks only. Not with `resume`. Default: the preset's own start
-      (`Preset.init`: the lizard starts from the notebook's seed-23 wiring) unless `seed`
-      is given, else a fresh model.
+      (`Preset.init`, an experiment file's `init`) unless `seed` is given, else a fresh
+      model.
     - `callbacks`: callables `callback(row, context)` called after every epoch, in order,
       with the epoch's `EpochMetrics` row (as appended to metrics.csv) and a
       `logicars.EpochContext` (run directory, the model, preset, attempt, the epoch this

@@ -51,7 +51,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="NPZ",
         help="start from this wiring and logits (fixture-format npz, e.g. the reference "
         "notebook's initialisation) instead of a fresh seeded model (default: the preset's "
-        "own start if it has one and no --seed is given: the lizard's is the notebook's)",
+        "own start if it has one and no --seed is given)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument(
