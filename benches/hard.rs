@@ -82,6 +82,7 @@ fn gol_spec() -> Spec {
         },
         relax: Default::default(),
         binarize_states: false,
+        binarize_every: 1,
     }
 }
 

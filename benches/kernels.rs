@@ -133,6 +133,7 @@ fn checkerboard_spec() -> Spec {
         },
         relax: Default::default(),
         binarize_states: false,
+        binarize_every: 1,
     }
 }
 

@@ -243,10 +243,14 @@ class Reference:
         tape["perc_shape"] = perc.shape
         return v, tape, pp, up, c
 
-    def _binarized(self, x, t, steps):
-        """State `t + 1`: with `binarize_states`, rounded to 0/1 unless it is the last;
-        the backward passes through the rounding unchanged (straight-through)."""
-        if self.cfg.get("binarize_states", False) and t + 1 < steps:
+    def _binarized(self, x, t, steps, training=False):
+        """State `t + 1`: with `binarize_states`, rounded to 0/1 unless it is the last
+        (in training only at optimizer steps that are multiples of `binarize_every`); the
+        backward passes through the rounding unchanged (straight-through)."""
+        on = self.cfg.get("binarize_states", False)
+        if training:
+            on = on and self.step % self.cfg.get("binarize_every", 1) == 0
+        if on and t + 1 < steps:
             return (x >= 0.5).astype(np.float64)
         return x
 
@@ -266,7 +270,7 @@ class Reference:
             tapes.append(tape)
             m = None if masks is None else masks[:, t]
             state = new if m is None else states[-1] * (1 - m) + new * m
-            states.append(self._binarized(state, t, steps))
+            states.append(self._binarized(state, t, steps, training=True))
         ch = self.cfg["loss_channels"]
         out = states[-1]
         diff = out[..., ch] - np.asarray(y, np.float64)[..., ch]

@@ -95,3 +95,67 @@ def test_init_from_an_npz_without_it_trains_with_the_presets(tmp_path: Path) -> 
     logicars.Model(preset.spec.replace(binarize_states=False), seed=9).to_npz(npz)
     r = train(preset, epochs=2, seed=4, init=npz, out=tmp_path / "r", quiet=True)
     assert r.summary["config"]["binarize_states"] is True
+
+
+def test_binarize_every_rounds_only_at_its_optimizer_steps() -> None:
+    """With `binarize_every = 2` the training rollout rounds at optimizer steps 0, 2, ...
+    and runs relaxed at 1, 3, ... (the oracle at each step); a rollout always rounds."""
+    for fire_rate in (None, 0.6):
+        model = binarized_model({"mode": "softmax"}, fire_rate, 6)
+        model = logicars.Model.from_parts(
+            model.spec.replace(binarize_every=2),
+            *_wire_lists(model),
+            model.params(),
+            mask_seed=6,
+        )
+        x = (np.random.default_rng(6).random((2, 5, 6, 2)) < 0.5).astype(np.float32)
+        for step in range(3):
+            assert model.optimizer_state()["t"] == step
+            assert_matches_oracle(model, fire_rate, seed=6, step=step, hard=False)
+            model.train_step(x, x)
+
+
+def _wire_lists(model: logicars.Model) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    wires, spec = model.wires(), model.spec
+    n_p, n_u = len(spec.perceive.layers) - 1, len(spec.update.layers) - 1
+    return (
+        [wires[f"perceive_wires_{i}"] for i in range(n_p)],
+        [wires[f"update_wires_{i}"] for i in range(n_u)],
+    )
+
+
+def test_binarize_every_is_checked_stored_and_resumed(tmp_path: Path) -> None:
+    spec = small_spec(2, False).replace(binarize_states=True)
+    assert "binarize_every" not in spec.to_dict()  # 1: every step, not written
+    every = spec.replace(binarize_every=3)
+    assert logicars.ModelSpec.from_json(every.to_json()) == every
+    with pytest.raises(ValueError, match="binarize_every must be >= 1"):
+        logicars.Model(spec.replace(binarize_every=0), seed=1)
+    with pytest.raises(ValueError, match="binarize_every applies only with binarize_states"):
+        logicars.Model(spec.replace(binarize_states=False, binarize_every=2), seed=1)
+
+    preset = tiny_async_preset()
+    kw = {"binarize_states": True, "binarize_every": 2, "seed": 3, "quiet": True}
+    kw["stop_on_solve"] = False
+    straight = train(preset, epochs=6, out=tmp_path / "straight", **kw)
+    assert straight.summary["config"]["binarize_every"] == 2
+    first = train(preset, epochs=3, out=tmp_path / "split", **kw)
+    resumed = train(None, epochs=6, resume=first.run_dir, quiet=True, stop_on_solve=False)
+    assert same_state(straight.model, resumed.model) and losses(straight) == losses(resumed)
+    every_step = train(preset, epochs=6, out=tmp_path / "all", **{**kw, "binarize_every": 1})
+    assert losses(every_step)[:1] == losses(straight)[:1]  # step 0 rounds in both
+    assert losses(every_step) != losses(straight)
+    with pytest.raises(ValueError, match="keeps its binarize_every"):
+        train(None, resume=first.run_dir, epochs=8, binarize_every=1, quiet=True)
+    # Switching the rounding off drops the preset's period with it.
+    lizard_off = train("lizard", epochs=1, binarize_states=False, out=tmp_path / "off", quiet=True)
+    assert "binarize_every" not in lizard_off.summary["config"]
+
+
+def test_cli_binarize_every_reaches_the_run(tmp_path: Path) -> None:
+    from logicars.cli import main
+
+    out = tmp_path / "r"
+    argv = ["train", "gol", "--epochs", "1", "--binarize-states", "--binarize-every", "3"]
+    assert main([*argv, "--quiet", "--out", str(out)]) == 0
+    assert logicars.Model.load(out / "model.safetensors").spec.binarize_every == 3

@@ -359,6 +359,7 @@ _MODEL_KEYS = {
     "fire_rate": "float",
     "loss_channels": "ints",
     "binarize_states": "bool",
+    "binarize_every": "int",
 }
 _MODEL_REQUIRED = ("channels", "kernels", "perceive", "update", "num_steps")
 # The Preset's own numbers.
@@ -494,6 +495,7 @@ def experiment_from_dict(
                 "fire_rate": b.fire_rate,
                 "loss_channels": b.loss_channels,
                 "binarize_states": b.binarize_states,
+                "binarize_every": b.binarize_every,
                 "relax": b.relax,
             }
         try:

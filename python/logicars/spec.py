@@ -105,6 +105,11 @@ class ModelSpec:
     # which the loss sees, stays relaxed): the relaxed circuit then cannot pass
     # information from step to step in fractional values its hard circuit lacks.
     binarize_states: bool = False
+    # With binarize_states: only the training rollout of every `binarize_every`-th optimizer
+    # step rounds (the step count before its update a multiple of it), the others run
+    # relaxed, so that a circuit that needs relaxed steps to learn (the lizard) still
+    # learns while its rounded steps close the gap.
+    binarize_every: int = 1
 
     @property
     def is_async(self) -> bool:
@@ -135,6 +140,7 @@ class ModelSpec:
         loss_channels: Sequence[int] = (0,),
         relax: Relaxation | None = None,
         binarize_states: bool = False,
+        binarize_every: int = 1,
     ) -> ModelSpec:
         """A spec wired as the reference notebook wires its models, from the widths alone.
 
@@ -166,6 +172,7 @@ class ModelSpec:
             loss_channels=[int(c) for c in loss_channels],
             relax=Relaxation() if relax is None else relax,
             binarize_states=binarize_states,
+            binarize_every=binarize_every,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -178,6 +185,8 @@ class ModelSpec:
             d["relax"] = self.relax.to_dict()
         if not self.binarize_states:  # likewise
             del d["binarize_states"]
+        if self.binarize_every == 1:
+            del d["binarize_every"]
         return d
 
     def to_json(self) -> str:
@@ -223,6 +232,7 @@ class ModelSpec:
             loss_channels=_ints(d, "loss_channels", default=[0]),
             relax=_relaxation(d),
             binarize_states=_bool(d, "binarize_states", False),
+            binarize_every=_int(d, "binarize_every") if "binarize_every" in d else 1,
         )
 
     @classmethod

@@ -344,7 +344,12 @@ def _initial_model(path: PathLike, preset: Preset, seed: int) -> Model:
             f"run's relaxation {preset.spec.relax.mode!r} takes {want_n}: choose a relax "
             "mode that matches the file"
         )
-    rule = {"relax": preset.spec.relax, "binarize_states": preset.spec.binarize_states}
+    s = preset.spec
+    rule = {
+        "relax": s.relax,
+        "binarize_states": s.binarize_states,
+        "binarize_every": s.binarize_every,
+    }
     have = loaded.spec.replace(**rule).to_dict()
     want = preset.spec.to_dict()
     if have != want:
@@ -437,6 +442,7 @@ def train(
     noise: float | None = None,
     warmup: int | None = None,
     binarize_states: bool | None = None,
+    binarize_every: int | None = None,
     repair: bool | None = None,
     restart_every: int | None = None,
     size: int | None = None,
@@ -474,6 +480,11 @@ def train(
       preset's. The relaxed circuit then cannot carry information from step to step in
       fractional values, which is what left the coloured G's hard circuits wrong
       (docs/results.md). A resumed run keeps it.
+    - `binarize_every`: with `binarize_states`, round only in the training rollout of
+      every this many optimizer steps (those whose step count before the update is a
+      multiple of it) and run the others relaxed (the lizard learns from its relaxed
+      steps what rounding alone does not let it learn); default: the preset's (1: every
+      step). A resumed run keeps it.
     - `out`: run directory (default `runs/<preset>-<timestamp>`; on resume, the resumed
       directory).
     - `threads`: engine worker threads for this run (0: one per core); results do not
@@ -590,6 +601,10 @@ def train(
             raise TypeError(f"binarize_states must be True or False, got {binarize_states!r}")
         if resume is not None:
             raise ValueError("a resumed run keeps its binarize_states; it starts new runs")
+    if binarize_every is not None:
+        binarize_every = check_int("binarize_every", binarize_every, 1)
+        if resume is not None:
+            raise ValueError("a resumed run keeps its binarize_every; it starts new runs")
     if init is not None and resume is not None:
         raise ValueError("init starts a new run; a resumed run continues from its checkpoint")
     given = (
@@ -657,6 +672,10 @@ def train(
             p = dataclasses.replace(p, spec=p.spec.replace(relax=relaxation))
         if binarize_states is not None:
             p = dataclasses.replace(p, spec=p.spec.replace(binarize_states=binarize_states))
+            if not binarize_states and binarize_every is None:
+                binarize_every = 1  # the preset's period goes with its rounding
+        if binarize_every is not None:
+            p = dataclasses.replace(p, spec=p.spec.replace(binarize_every=binarize_every))
         if init is None and seed is None and p.init is not None:
             init = p.init_path()  # the preset's default start (see `Preset.init`)
         seed = p.seed if seed is None else seed

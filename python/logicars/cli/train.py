@@ -124,6 +124,13 @@ def add_relax_arguments(p: argparse.ArgumentParser) -> None:
         help="round the state to 0/1 between training steps, straight-through "
         "(default: the preset's)",
     )
+    p.add_argument(
+        "--binarize-every",
+        type=int_at_least(1),
+        metavar="N",
+        help="with --binarize-states, round only in every N-th epoch's rollout, the others "
+        "relaxed (default: the preset's)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -159,6 +166,7 @@ def run(args: argparse.Namespace) -> int:
         "noise": args.noise,
         "warmup": args.warmup,
         "binarize_states": args.binarize_states,
+        "binarize_every": args.binarize_every,
     }
     result = train(
         args.preset,

@@ -46,6 +46,19 @@ pub struct Spec {
     /// state, which the loss sees, stays relaxed); absent (and not written) when off.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub binarize_states: bool,
+    /// With `binarize_states`, only the training rollouts of every `binarize_every`-th
+    /// optimizer step round (those whose step count before the update is a multiple of
+    /// it); the others run relaxed. 1 (absent, and not written): every step.
+    #[serde(default = "every_step", skip_serializing_if = "is_every_step")]
+    pub binarize_every: u64,
+}
+
+fn every_step() -> u64 {
+    1
+}
+
+fn is_every_step(every: &u64) -> bool {
+    *every == 1
 }
 
 impl Spec {
@@ -64,6 +77,12 @@ impl Spec {
 
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).expect("a Spec always serialises")
+    }
+
+    /// Whether the training rollout of optimizer step `t` (the step count before its
+    /// update) rounds its states (`binarize_states`, `binarize_every`).
+    pub fn binarizes_step(&self, t: u64) -> bool {
+        self.binarize_states && t % self.binarize_every == 0
     }
 
     /// Width of the last perception layer (S in the design notes).
@@ -132,6 +151,12 @@ impl Spec {
             if !(rate > 0.0 && rate <= 1.0) {
                 return value_err!("fire_rate must be in (0, 1], got {rate}");
             }
+        }
+        if self.binarize_every == 0 {
+            return value_err!("binarize_every must be >= 1, got 0");
+        }
+        if self.binarize_every != 1 && !self.binarize_states {
+            return value_err!("binarize_every applies only with binarize_states");
         }
         self.relax.validate()?;
         self.check_size()

@@ -52,6 +52,7 @@ pub(crate) fn spec(
         },
         relax: Default::default(),
         binarize_states: false,
+        binarize_every: 1,
     }
 }
 

@@ -109,7 +109,8 @@ impl Model {
         } else {
             Vec::new() // the forward's own
         };
-        self.forward(x, shape, steps, &coefs, masks, None)?;
+        let binarize = self.spec.binarizes_step(step);
+        self.forward(x, shape, steps, &coefs, masks, binarize, None)?;
         let mut seed = Vec::new();
         let loss = self.loss(y, per_cell, steps, Some(&mut seed));
         let ws = self.workspace.as_mut().unwrap();
@@ -147,7 +148,8 @@ impl Model {
         let binary = |v: &[f32]| v.iter().all(|&b| b == 0.0 || b == 1.0);
         if !(binary(x) && masks.is_none_or(binary)) {
             let coefs = self.coefficients(Decoding::Hard);
-            self.forward(x, shape, steps, &coefs, masks, None)?;
+            let binarize = self.spec.binarize_states;
+            self.forward(x, shape, steps, &coefs, masks, binarize, None)?;
             return Ok(self.loss(y, per_cell, steps, None));
         }
         self.check_grid("x", x, shape, self.spec.channels)?;

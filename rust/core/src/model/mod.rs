@@ -249,8 +249,8 @@ impl Model {
         }
     }
 
-    /// Runs `steps` steps from `x` with already resolved masks; the states stay in
-    /// the workspace.
+    /// Runs `steps` steps from `x` with already resolved masks, rounding every state
+    /// but the last with `binarize`; the states stay in the workspace.
     fn forward(
         &mut self,
         x: &[f32],
@@ -258,6 +258,7 @@ impl Model {
         steps: usize,
         coefs: &[[f32; 4]],
         masks: Option<&[f32]>,
+        binarize: bool,
         interrupt: Option<Interrupt<'_>>,
     ) -> Result<&mut Workspace> {
         self.check_grid("x", x, shape, self.spec.channels)?;
@@ -288,7 +289,6 @@ impl Model {
                 }
             }
         }
-        let binarize = self.spec.binarize_states;
         ws.forward(
             &self.program,
             coefs,
@@ -332,7 +332,16 @@ impl Model {
         let masks = self.resolve_masks(masks, shape, steps)?;
         let coefs = self.coefficients(decoding);
         let channels = self.spec.channels;
-        let ws = self.forward(x, shape, steps, &coefs, masks.as_deref(), interrupt)?;
+        let binarize = self.spec.binarize_states;
+        let ws = self.forward(
+            x,
+            shape,
+            steps,
+            &coefs,
+            masks.as_deref(),
+            binarize,
+            interrupt,
+        )?;
         let first = if record { 0 } else { steps };
         let len = (steps + 1 - first) * shape.cells() * channels;
         let mut out = memory::try_with_capacity(len, "the rollout's grids")?;
