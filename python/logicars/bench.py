@@ -50,11 +50,12 @@ BINARIZED = "+binarized"  # the suffix of a relaxation timed with binarize_state
 
 
 def _variant(spec: ModelSpec, relax: str) -> ModelSpec:
-    """`spec` with relaxation `relax`, or `MODE+binarized` (binarize_states on)."""
+    """`spec` with relaxation `relax`, or `MODE+binarized` (binarize_states on, every
+    `binarize_every` epochs as the spec has it)."""
     from .spec import Relaxation
 
     mode, binarized = relax.removesuffix(BINARIZED), relax.endswith(BINARIZED)
-    return spec.replace(relax=Relaxation(mode), binarize_states=binarized)
+    return spec.replace(relax=Relaxation(mode)).with_rounding(binarized)
 
 
 ROUNDS = 5  # alternating rounds when several relaxations are timed side by side

@@ -29,7 +29,7 @@ steps (`binarize_states`), the lizard with the truth-table parametrization of it
 (`relax = "truth-table"`), and both restart unsolved attempts. Every default seed is 0;
 the notebook's own seed-23 lizard wiring stays in `logicars/data/` for `init` (drawn with
 `scripts/notebook_init.py`, which needs JAX), which trains the notebook's run with
-`relax = "softmax"`.
+`relax = "softmax"` and `binarize_states = false`.
 """
 
 from __future__ import annotations
@@ -495,7 +495,7 @@ def experiment_from_dict(
                 "fire_rate": b.fire_rate,
                 "loss_channels": b.loss_channels,
                 "binarize_states": b.binarize_states,
-                "binarize_every": b.binarize_every,
+                "binarize_every": b.with_rounding(model.get("binarize_states")).binarize_every,
                 "relax": b.relax,
             }
         try:

@@ -175,6 +175,17 @@ class ModelSpec:
             binarize_every=binarize_every,
         )
 
+    def with_rounding(
+        self, binarize_states: bool | None = None, binarize_every: int | None = None
+    ) -> ModelSpec:
+        """The spec with the given `binarize_states` and `binarize_every` (None: this
+        spec's). Switching the rounding off without a period resets the period to 1: it
+        only applies with the rounding."""
+        states = self.binarize_states if binarize_states is None else binarize_states
+        if binarize_every is None:
+            binarize_every = self.binarize_every if states else 1
+        return self.replace(binarize_states=states, binarize_every=binarize_every)
+
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["async"] = self.is_async

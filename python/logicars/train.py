@@ -670,12 +670,9 @@ def train(
         if new_relax:
             relaxation = _relaxation(p, relax, relax_options)
             p = dataclasses.replace(p, spec=p.spec.replace(relax=relaxation))
-        if binarize_states is not None:
-            p = dataclasses.replace(p, spec=p.spec.replace(binarize_states=binarize_states))
-            if not binarize_states and binarize_every is None:
-                binarize_every = 1  # the preset's period goes with its rounding
-        if binarize_every is not None:
-            p = dataclasses.replace(p, spec=p.spec.replace(binarize_every=binarize_every))
+        if binarize_states is not None or binarize_every is not None:
+            spec = p.spec.with_rounding(binarize_states, binarize_every)
+            p = dataclasses.replace(p, spec=spec)
         if init is None and seed is None and p.init is not None:
             init = p.init_path()  # the preset's default start (see `Preset.init`)
         seed = p.seed if seed is None else seed
