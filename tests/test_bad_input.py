@@ -819,7 +819,7 @@ def test_cli_model_over_memory_cap(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("LOGICARS_MAX_MEMORY_MB", "1")
-    code = main(["train", "lizard", "--epochs", "1", "--out", str(tmp_path / "r")])
+    code = main(["train", "colored-g", "--epochs", "1", "--out", str(tmp_path / "r")])
     err = capsys.readouterr().err.strip()
     assert code == 2 and "Traceback" not in err
     assert err.startswith("logicars: error: a model of") and "limit of 1 MB" in err, err
