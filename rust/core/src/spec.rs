@@ -82,7 +82,7 @@ impl Spec {
     /// Whether the training rollout of optimizer step `t` (the step count before its
     /// update) rounds its states (`binarize_states`, `binarize_every`).
     pub fn binarizes_step(&self, t: u64) -> bool {
-        self.binarize_states && t % self.binarize_every == 0
+        self.binarize_states && t.is_multiple_of(self.binarize_every)
     }
 
     /// Width of the last perception layer (S in the design notes).

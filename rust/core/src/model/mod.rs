@@ -251,6 +251,7 @@ impl Model {
 
     /// Runs `steps` steps from `x` with already resolved masks, rounding every state
     /// but the last with `binarize`; the states stay in the workspace.
+    #[allow(clippy::too_many_arguments)]
     fn forward(
         &mut self,
         x: &[f32],
