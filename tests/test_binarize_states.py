@@ -17,9 +17,9 @@ from logicars.train import train
 RELAXATIONS = [{"mode": "softmax"}, {"mode": "gumbel-st", "tau": 0.7}]
 
 
-def binarized_model(relax: dict, fire_rate, seed: int) -> logicars.Model:
+def binarized_model(relax: dict, fire_rate, seed: int, every: int = 1) -> logicars.Model:
     spec = small_spec(2, True, fire_rate, steps=4).replace(
-        relax=logicars.Relaxation(**relax), binarize_states=True
+        relax=logicars.Relaxation(**relax), binarize_states=True, binarize_every=every
     )
     return random_model(spec, seed)
 
@@ -101,27 +101,12 @@ def test_binarize_every_rounds_only_at_its_optimizer_steps() -> None:
     """With `binarize_every = 2` the training rollout rounds at optimizer steps 0, 2, ...
     and runs relaxed at 1, 3, ... (the oracle at each step); a rollout always rounds."""
     for fire_rate in (None, 0.6):
-        model = binarized_model({"mode": "softmax"}, fire_rate, 6)
-        model = logicars.Model.from_parts(
-            model.spec.replace(binarize_every=2),
-            *_wire_lists(model),
-            model.params(),
-            mask_seed=6,
-        )
+        model = binarized_model({"mode": "softmax"}, fire_rate, 6, every=2)
         x = (np.random.default_rng(6).random((2, 5, 6, 2)) < 0.5).astype(np.float32)
         for step in range(3):
             assert model.optimizer_state()["t"] == step
             assert_matches_oracle(model, fire_rate, seed=6, step=step, hard=False)
             model.train_step(x, x)
-
-
-def _wire_lists(model: logicars.Model) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    wires, spec = model.wires(), model.spec
-    n_p, n_u = len(spec.perceive.layers) - 1, len(spec.update.layers) - 1
-    return (
-        [wires[f"perceive_wires_{i}"] for i in range(n_p)],
-        [wires[f"update_wires_{i}"] for i in range(n_u)],
-    )
 
 
 def test_binarize_every_is_checked_stored_and_resumed(tmp_path: Path) -> None:

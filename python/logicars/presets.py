@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from .spec import DEFAULT_LR, ModelSpec, Relaxation
+from .spec import DEFAULT_LR, ModelSpec, resolve_relaxation
 from .tasks import Task, is_builtin_kind, kind_data, make_task, normalise_rule, split_kind
 
 # Label of a start from the reference notebook's own seed-23 wiring (the lizard's `init`).
@@ -541,8 +541,7 @@ def _with_relaxation(
     if not given:
         return spec
     mode = given.pop("relax", None)
-    base = spec.relax if mode is None else Relaxation(mode=mode)
-    spec = spec.replace(relax=dataclasses.replace(base, **given))
+    spec = spec.replace(relax=resolve_relaxation(spec.relax, mode, given))
     if check:
         from . import _core
 

@@ -6,7 +6,7 @@ import json
 import math
 import numbers
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from .errors import InvalidValueError
@@ -263,6 +263,23 @@ class ModelSpec:
         d["update"] = UpdateSpec(**d["update"]) if isinstance(d["update"], dict) else d["update"]
         d["relax"] = Relaxation(**d["relax"]) if isinstance(d["relax"], dict) else d["relax"]
         return ModelSpec(**d)
+
+
+def resolve_relaxation(
+    current: Relaxation, relax: str | Relaxation | None, options: dict[str, Any]
+) -> Relaxation:
+    """`relax` (None: `current`) with the `options` (tau, noise, warmup) that are given.
+    A mode named by string starts from the engine's defaults, not `current`'s parameters;
+    the engine checks that the mode takes them and their ranges."""
+    if isinstance(relax, Relaxation):
+        base = relax
+    elif relax is None:
+        base = current
+    elif isinstance(relax, str):
+        base = Relaxation(mode=relax)
+    else:
+        raise TypeError(f"relax must be a mode name or a Relaxation, got {type(relax).__name__}")
+    return replace(base, **{k: v for k, v in options.items() if v is not None})
 
 
 def legacy_lr(config: dict[str, Any]) -> float | None:

@@ -62,7 +62,7 @@ from .runstate import (  # noqa: F401 (EpochMetrics, TRAIN_STATE_KIND: importabl
     EpochMetrics,
     RunState,
 )
-from .spec import ModelSpec, Relaxation
+from .spec import ModelSpec, Relaxation, resolve_relaxation
 from .tasks import Task
 from .tensorboard_log import TensorBoardLog, require_writer
 
@@ -294,23 +294,6 @@ def _check_tensorboard(tensorboard: Any) -> Path | bool | None:
         )
     require_writer()
     return out
-
-
-def _relaxation(
-    preset: Preset, relax: str | Relaxation | None, options: dict[str, Any]
-) -> Relaxation:
-    """`relax` (default: the preset's) with the `options` (tau, noise, warmup) that are
-    given. A mode named by string starts from the engine's defaults, not the preset's
-    parameters; the engine checks that the mode takes them and their ranges."""
-    if isinstance(relax, Relaxation):
-        base = relax
-    elif relax is None:
-        base = preset.spec.relax
-    elif isinstance(relax, str):
-        base = Relaxation(mode=relax)
-    else:
-        raise TypeError(f"relax must be a mode name or a Relaxation, got {type(relax).__name__}")
-    return dataclasses.replace(base, **{k: v for k, v in options.items() if v is not None})
 
 
 def _checkpoint_path(resume: PathLike) -> Path:
@@ -668,7 +651,7 @@ def train(
         if lr is not None:
             p = dataclasses.replace(p, lr=lr)
         if new_relax:
-            relaxation = _relaxation(p, relax, relax_options)
+            relaxation = resolve_relaxation(p.spec.relax, relax, relax_options)
             p = dataclasses.replace(p, spec=p.spec.replace(relax=relaxation))
         if binarize_states is not None or binarize_every is not None:
             spec = p.spec.with_rounding(binarize_states, binarize_every)
