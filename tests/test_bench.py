@@ -56,6 +56,7 @@ def test_bench_times_relaxations_side_by_side(capsys: pytest.CaptureFixture[str]
     rows = [json.loads(line) for line in capsys.readouterr().out.strip().splitlines()]
     assert [r["relax"] for r in rows] == ["softmax", "softmax+binarized"]
     assert rows[1]["vs_softmax"] > 0 and "vs_softmax" not in rows[0]
+    assert [r["binarize_every"] for r in rows] == [1, 1]
     assert main([*argv, "--relax", "softmax+rounded"]) == 2
     assert "unknown mode(s) ['softmax+rounded']" in capsys.readouterr().err
 
@@ -72,3 +73,14 @@ def test_bench_variants_keep_the_presets_rounding_period() -> None:
     assert (rounded.binarize_states, rounded.binarize_every) == (True, 2)
     for spec in (plain, rounded):
         logicars.Model(spec, seed=0)  # specs the engine accepts
+
+
+def test_bench_table_shows_the_rounding_period(capsys: pytest.CaptureFixture[str]) -> None:
+    """The lizard's `+binarized` row rounds in every second epoch, as its preset trains:
+    the table says so (`/2`), the JSON row has the period."""
+    argv = ["bench", "lizard", "--threads", "1", "--epochs", "1", "--warmup", "0"]
+    assert main([*argv, "--relax", "truth-table+binarized"]) == 0
+    assert "truth-table+binarized/2 " in capsys.readouterr().out
+    assert main([*argv, "--relax", "truth-table+binarized", "--json"]) == 0
+    (row,) = [json.loads(line) for line in capsys.readouterr().out.strip().splitlines()]
+    assert (row["relax"], row["binarize_every"]) == ("truth-table+binarized", 2)

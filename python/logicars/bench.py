@@ -105,6 +105,9 @@ def bench_preset(
             {
                 "preset": preset.name,
                 "relax": spec.relax.mode + (BINARIZED if spec.binarize_states else ""),
+                # The rounding's period: a `+binarized` row of the lizard rounds in every
+                # second epoch only, as its preset trains.
+                "binarize_every": spec.binarize_every,
                 "threads": threads,
                 "ms_per_epoch": round(ms, 3),
                 "ms_min": round(min(t) * 1e3, 3),

@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--relax: unknown mode(s) {bad}; valid: {', '.join(RELAX_MODES)}")
     if not args.json:
         head = ("preset", "relax", "threads", "ms/epoch", "G gce/s", "FMA peak", "RSS MB", "ratio")
-        print(f"{head[0]:<20}{head[1]:<20}" + "".join(f"{h:>10}" for h in head[2:]))
+        print(f"{head[0]:<20}{head[1]:<26}" + "".join(f"{h:>10}" for h in head[2:]))
     for name in names:
         for t in threads:
             for r in bench_preset(presets[name], t, args.epochs, args.warmup, relaxes):
@@ -127,8 +127,10 @@ def run(args: argparse.Namespace) -> int:
                     continue
                 frac = r["fma_fraction_of_peak"]
                 ratio = next((v for k, v in r.items() if k.startswith("vs_")), None)
+                every = r["binarize_every"]
+                relax = r["relax"] + (f"/{every}" if every > 1 else "")
                 print(
-                    f"{name:<20}{r['relax']:<20}{t:>10}{r['ms_per_epoch']:>10.2f}"
+                    f"{name:<20}{relax:<26}{t:>10}{r['ms_per_epoch']:>10.2f}"
                     f"{r['gce_per_s'] / 1e9:>10.2f}"
                     f"{'' if frac is None else f'{100 * frac:.1f}%':>10}{r['peak_rss_mb']:>10.0f}"
                     f"{'' if ratio is None else f'{ratio:.3f}':>10}",
