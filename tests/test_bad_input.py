@@ -826,6 +826,20 @@ def test_cli_model_over_memory_cap(
     assert not (tmp_path / "r").exists()
 
 
+def test_cli_grids_over_memory_cap(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model under the cap whose training grids are not: refused before the run
+    directory and the progress bar, like a model over the cap."""
+    monkeypatch.setenv("LOGICARS_MAX_MEMORY_MB", "2")
+    code = main(["train", "lizard", "--epochs", "1", "--out", str(tmp_path / "r")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert err.startswith("logicars: error: a grid of 1x20x20 cells over 12 steps"), err
+    assert "limit of 2 MB" in err
+    assert not (tmp_path / "r").exists()
+
+
 def test_case_count() -> None:
     """The issue asks for at least 40 cases across the API and the CLI."""
     assert len(API_CASES) + len(CLI_CASES) >= 40

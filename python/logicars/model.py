@@ -243,6 +243,12 @@ class Model:
         masks = _as_masks(masks, xa, self._spec.num_steps)
         return self._engine.train_step(xa, ya, masks, lr=lr)
 
+    def check_training_memory(self, batch: int, height: int, width: int) -> None:
+        """Raises `MemoryLimitError` when training on `batch` grids of `height` x `width`
+        would need buffers over `LOGICARS_MAX_MEMORY_MB`: `train` checks it before it
+        makes the run directory."""
+        self._engine.check_training_memory(batch, height, width)
+
     def simulate(
         self,
         x: Any,

@@ -682,6 +682,8 @@ def train(
     dataset = state.preset.task()  # a preset without a task fails here, before the dir
     if model is None:
         model = Model(state.preset.spec, state.seed)  # so does a model over the memory cap
+    # and so do grids whose buffers would pass it
+    model.check_training_memory(state.preset.batch, state.preset.height, state.preset.width)
     lock = _prepare_dir(run_dir)
 
     previous_threads = _core.num_threads()

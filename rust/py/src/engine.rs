@@ -201,6 +201,20 @@ impl Engine {
             .map_err(to_py)
     }
 
+    /// Refuses (`MemoryLimitError`) training on `batch` grids of `height` x `width`
+    /// whose buffers would pass the memory cap: `train` checks it before a run starts.
+    fn check_training_memory(&self, batch: usize, height: usize, width: usize) -> PyResult<()> {
+        let spec = self.model.spec();
+        let shape = GridShape {
+            batch,
+            height,
+            width,
+        };
+        self.model
+            .check_rollout_memory(shape, spec.num_steps, spec.is_async, false)
+            .map_err(to_py)
+    }
+
     /// Each parameter gate's op in the hard circuit (its most likely op), in
     /// `param_info` order.
     fn hard_ops<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u8>> {

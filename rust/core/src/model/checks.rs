@@ -59,6 +59,20 @@ impl Model {
         let c = self.spec.channels;
         self.check_grid("x", x, shape, c)?;
         check_unit_range("x", x)?;
+        self.check_rollout_memory(shape, steps, masks, record)
+    }
+
+    /// Whether a rollout of `steps` steps on grids of `shape` fits the memory cap, without
+    /// a grid: what `train` checks before it makes a run directory. `masks` and `record`
+    /// as `check_rollout`'s.
+    pub fn check_rollout_memory(
+        &self,
+        shape: GridShape,
+        steps: usize,
+        masks: bool,
+        record: bool,
+    ) -> Result<()> {
+        let c = self.spec.channels;
         if steps == 0 {
             return value_err!("steps must be >= 1, got 0");
         }
