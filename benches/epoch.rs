@@ -70,7 +70,11 @@ fn epoch(c: &mut Criterion) {
             threads::set_num_threads(t).unwrap();
             let mut model = Model::new(spec.clone(), 23).unwrap();
             c.bench_function(&format!("{name}_epoch_{t}_threads"), |b| {
-                b.iter(|| model.train_step(&x, &y, shape, None, lr).unwrap())
+                b.iter(|| {
+                    model
+                        .train_step(&x, &y, shape, None, lr, logicars_core::optim::WEIGHT_DECAY)
+                        .unwrap()
+                })
             });
         }
     }

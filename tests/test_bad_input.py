@@ -640,6 +640,20 @@ API_CASES = [
         "number",
     ),
     case(
+        "train-weight-decay-negative",
+        lambda tmp: logicars.train("gol", weight_decay=-0.01, out=tmp / "r"),
+        InvalidValueError,
+        "weight_decay",
+        "finite number >= 0",
+    ),
+    case(
+        "train-weight-decay-type",
+        lambda tmp: logicars.train("gol", weight_decay=True, out=tmp / "r"),
+        TypeError,
+        "weight_decay",
+        "number",
+    ),
+    case(
         "train-seed-negative",
         lambda tmp: logicars.train("gol", seed=-3, out=tmp / "r"),
         InvalidValueError,
@@ -761,6 +775,11 @@ CLI_CASES: list[tuple[str, Callable[[Path], list[str]], tuple[str, ...]]] = [
     ("train-epochs-0", lambda t: ["train", "gol", "--epochs", "0"], ("--epochs", ">= 1")),
     ("train-epochs-word", lambda t: ["train", "gol", "--epochs", "ten"], ("--epochs", "integer")),
     ("train-lr-nan", lambda t: ["train", "gol", "--lr", "nan"], ("--lr", "finite number > 0")),
+    (
+        "train-weight-decay-negative",
+        lambda t: ["train", "gol", "--weight-decay", "-1"],
+        ("--weight-decay", "finite number >= 0"),
+    ),
     ("train-seed-negative", lambda t: ["train", "gol", "--seed", "-1"], ("--seed", ">= 0")),
     ("train-threads", lambda t: ["train", "gol", "--threads", "2000"], ("threads", "1024")),
     ("train-unknown-flag", lambda t: ["train", "gol", "--fast"], ("unrecognized", "--fast")),

@@ -191,3 +191,11 @@ def test_module_entry_point(tmp_path: Path) -> None:
     assert bad.returncode == 2
     assert bad.stderr.strip().count("\n") == 0 and "Traceback" not in bad.stderr
     assert "valid presets: gol, checkerboard, checkerboard-async, lizard, colored-g" in bad.stderr
+
+
+def test_cli_weight_decay_and_lr_reach_the_run(tmp_path: Path) -> None:
+    out = tmp_path / "r"
+    argv = ["train", "gol", "--epochs", "1", "--lr", "0.02", "--weight-decay", "0"]
+    assert main([*argv, "--quiet", "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["lr"], summary["weight_decay"]) == (0.02, 0.0)

@@ -68,7 +68,7 @@ STRIPES = (
     "[model]\n"
     "channels = 4\nkernels = 2\nperceive = [8, 4]\nupdate = [32, 16, 8]\nnum_steps = 4\n"
     "[training]\n"
-    "epochs = 2\nseed = 3\nlr = 0.02\n"
+    "epochs = 2\nseed = 3\nlr = 0.02\nweight_decay = 0.001\n"
 )
 STRIPES_OPTIONS = 'relax = "gumbel-st"\ntau = 0.5\nstop_on_solve = false\n'
 
@@ -106,6 +106,7 @@ def test_a_task_kind_file_with_options_that_the_command_line_replaces(
     assert summary["relax"]["mode"] == "gumbel-st" and summary["relax"]["tau"] == 2.0
     assert summary["lr"] == 0.02 and summary["config"]["channels"] == 4
     assert "lr" not in summary["config"]  # the training's, not the model's
+    assert summary["weight_decay"] == 0.001
     model, _ = load_checkpoint(run / "model.safetensors")
     assert model.spec.update.layers == [4 + 4 * 4 * 2, 32, 16, 8, 4]
 
@@ -217,6 +218,10 @@ def test_every_option_a_file_sets_reaches_the_run(
         (
             'task = "life:B36/S23"\n[training]\nlr = 0\n',
             ("[training] lr must be a finite number > 0",),
+        ),
+        (
+            'task = "life:B36/S23"\n[training]\nweight_decay = -0.1\n',
+            ("[training] weight_decay must be a finite number >= 0",),
         ),
         # The relaxation's values are the engine's, checked when the file is read.
         (

@@ -72,11 +72,11 @@ def test_train_step_matches(fixture_name: str) -> None:
     assert off <= 1e-3 * total, f"{off} of {total} next_* entries off by more than {NEXT_ATOL}"
 
 
-def _adamw_first_step(w: np.ndarray, g: np.ndarray, lr: float) -> np.ndarray:
+def _adamw_first_step(w: np.ndarray, g: np.ndarray, lr: float, wd: float = 1e-2) -> np.ndarray:
     g = np.clip(g, -100, 100).astype(np.float32)
     m_hat = (np.float32(0.1) * g) / np.float32(1 - 0.9)
     v_hat = (np.float32(0.01) * g * g) / np.float32(1 - 0.99)
-    return w - np.float32(lr) * (m_hat / (np.sqrt(v_hat) + np.float32(1e-8)) + np.float32(1e-2) * w)
+    return w - np.float32(lr) * (m_hat / (np.sqrt(v_hat) + np.float32(1e-8)) + np.float32(wd) * w)
 
 
 def test_adamw_update_is_exact(fixture_name: str) -> None:
@@ -93,6 +93,18 @@ def test_adamw_update_is_exact(fixture_name: str) -> None:
         )
         ref = _adamw_first_step(f[name], f["grad_" + name.replace("_logits", "")], lr)
         np.testing.assert_allclose(ref, f["next_" + name], atol=1e-6, rtol=0, err_msg=name)
+
+
+@pytest.mark.parametrize("wd", [0.0, 0.1])
+def test_adamw_weight_decay_is_the_runs(wd: float) -> None:
+    """`weight_decay` replaces the notebook's 1e-2 in the same decoupled AdamW step."""
+    model, f, masks = _model_and_data("sync_small")
+    before = model.params()
+    _, grads = model.loss_and_grad(f["x"], f["y"], masks=masks)
+    model.train_step(f["x"], f["y"], masks=masks, lr=0.05, weight_decay=wd)
+    for name, p in model.params().items():
+        want = _adamw_first_step(before[name], grads[name], 0.05, wd)
+        np.testing.assert_allclose(p, want, atol=1e-6, rtol=0, err_msg=name)
 
 
 def test_three_step_trajectory_matches(fixture_name: str) -> None:

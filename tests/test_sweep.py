@@ -314,10 +314,12 @@ def test_a_crashed_point_resumes_with_its_own_options(
     real_step = logicars.Model.train_step
     steps = iter(range(10**6))
 
-    def crash_at_1200(self: logicars.Model, x: object, y: object, lr: float) -> tuple[float, float]:
+    def crash_at_1200(
+        self: logicars.Model, x: object, y: object, **opts: float
+    ) -> tuple[float, float]:
         if next(steps) == 1200:
             raise RuntimeError("node lost")
-        return real_step(self, x, y, lr=lr)
+        return real_step(self, x, y, **opts)
 
     with monkeypatch.context() as m:
         m.setattr(logicars.Model, "train_step", crash_at_1200)

@@ -63,11 +63,13 @@ def test_resume_after_a_crash_continues_the_log_once(
     real_step = logicars.Model.train_step
     calls: list[int] = []
 
-    def dying_step(self: logicars.Model, x: object, y: object, lr: float) -> tuple[float, float]:
+    def dying_step(
+        self: logicars.Model, x: object, y: object, **opts: float
+    ) -> tuple[float, float]:
         calls.append(1)
         if len(calls) == 6:
             raise RuntimeError("simulated crash")
-        return real_step(self, x, y, lr=lr)
+        return real_step(self, x, y, **opts)
 
     run = tmp_path / "run"
     monkeypatch.setattr(logicars.Model, "train_step", dying_step)

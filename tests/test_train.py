@@ -163,11 +163,13 @@ def test_resume_from_periodic_checkpoint_after_crash(
     real_step = logicars.Model.train_step
     calls = []
 
-    def dying_step(self: logicars.Model, x: object, y: object, lr: float) -> tuple[float, float]:
+    def dying_step(
+        self: logicars.Model, x: object, y: object, **opts: float
+    ) -> tuple[float, float]:
         calls.append(1)
         if len(calls) == 6:
             raise RuntimeError("simulated crash")
-        return real_step(self, x, y, lr=lr)
+        return real_step(self, x, y, **opts)
 
     monkeypatch.setattr(logicars.Model, "train_step", dying_step)
     with pytest.raises(RuntimeError, match="simulated crash"):
@@ -210,6 +212,41 @@ def test_lr_override(tmp_path: Path) -> None:
     straight = train(tiny_async_preset(), epochs=3, lr=0.01, out=tmp_path / "s", quiet=True)
     assert resumed.summary["lr"] == 0.01
     assert losses(resumed) == losses(straight) and same_state(resumed.model, straight.model)
+
+
+def test_weight_decay_is_the_runs(tmp_path: Path) -> None:
+    """`weight_decay` trains, is stored (summary, training state), kept on resume; a
+    checkpoint from before the option reads as the notebook's 1e-2."""
+    preset = tiny_async_preset()
+    r = train(preset, epochs=2, weight_decay=0.0, out=tmp_path / "r", quiet=True)
+    default = train(preset, epochs=2, out=tmp_path / "d", quiet=True)
+    assert (r.summary["weight_decay"], default.summary["weight_decay"]) == (0.0, 0.01)
+    assert not same_state(r.model, default.model)
+    assert load_checkpoint(r.checkpoint)[1]["preset"]["weight_decay"] == 0.0
+    resumed = train(None, resume=r.run_dir, epochs=3, quiet=True)
+    straight = train(preset, epochs=3, weight_decay=0.0, out=tmp_path / "s", quiet=True)
+    assert resumed.summary["weight_decay"] == 0.0
+    assert losses(resumed) == losses(straight) and same_state(resumed.model, straight.model)
+    _without_weight_decay(default.run_dir)
+    assert load_run(default.run_dir).preset.weight_decay == 0.01
+
+
+def _without_weight_decay(run_dir: Path) -> None:
+    """Rewrites a run's checkpoint as logicars wrote it before `weight_decay`."""
+    from safetensors import safe_open
+    from safetensors.numpy import load_file, save_file
+
+    import logicars.checkpoint as ckpt_mod
+
+    path = run_dir / "model.safetensors"
+    with safe_open(str(path), framework="numpy") as f:
+        meta = dict(f.metadata())
+    tensors = load_file(str(path))
+    extra = json.loads(meta["extra"])
+    del extra["preset"]["weight_decay"]
+    meta["extra"] = json.dumps(extra, sort_keys=True)
+    meta["checksum"] = ckpt_mod._checksum(tensors, meta)
+    save_file(tensors, str(path), metadata=meta)
 
 
 def _as_before_lr_left_the_spec(run_dir: Path, lr: float) -> None:
@@ -255,7 +292,7 @@ def test_early_stop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Stops once the hard loss has been 0 for K consecutive epochs."""
     hard = iter([5.0, 0.0, 3.0, 0.0, 0.0, 0.0, 0.0, 0.0])
 
-    def fake_step(self: logicars.Model, x: object, y: object, lr: float) -> tuple[float, float]:
+    def fake_step(self: logicars.Model, x: object, y: object, **opts: float) -> tuple[float, float]:
         return 1.0, next(hard)
 
     monkeypatch.setattr(logicars.Model, "train_step", fake_step)
@@ -692,7 +729,7 @@ def test_stop_on_solve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     hard = iter([5.0, 0.0, 3.0, 0.0, 0.0, 0.0, 0.0])
     checks = []
 
-    def fake_step(self: logicars.Model, x: object, y: object, lr: float) -> tuple[float, float]:
+    def fake_step(self: logicars.Model, x: object, y: object, **opts: float) -> tuple[float, float]:
         return 1.0, next(hard)
 
     def fake_solves(model: logicars.Model, preset: logicars.Preset) -> bool:
@@ -735,7 +772,9 @@ def _fake_repairs(
         calls.append(len(calls) + 1)
         return RepairResult(9, 0 if len(calls) == fixed_on_call else 4, int(kw["budget"]))
 
-    monkeypatch.setattr(logicars.Model, "train_step", lambda self, x, y, lr: (1.0, next(losses)))
+    monkeypatch.setattr(
+        logicars.Model, "train_step", lambda self, x, y, **opts: (1.0, next(losses))
+    )
     monkeypatch.setattr(train_module, "_solves", lambda model, preset: False)
     monkeypatch.setattr(train_module, "_confirmed", lambda model, preset: confirmed)
     monkeypatch.setattr(train_module, "repair_circuit", fake_repair)

@@ -86,14 +86,14 @@ def bench_preset(
     x, y = preset.task().sample(np.random.default_rng(23))
     for model in models:
         for _ in range(warmup):
-            model.train_step(x, y, lr=preset.lr)
+            model.train_step(x, y, lr=preset.lr, weight_decay=preset.weight_decay)
     rounds = ROUNDS if len(models) > 1 else 1
     times: list[list[float]] = [[] for _ in models]
     for r in range(rounds):
         for model, t in zip(models, times):
             for _ in range(epochs * (r + 1) // rounds - epochs * r // rounds):
                 t0 = time.perf_counter()
-                model.train_step(x, y, lr=preset.lr)
+                model.train_step(x, y, lr=preset.lr, weight_decay=preset.weight_decay)
                 t.append(time.perf_counter() - t0)
     gce = preset.gate_cell_evals_per_epoch()
     peak, how = cpu_peak_fma_per_s(threads)

@@ -21,7 +21,7 @@ from .errors import (
     MemoryLimitError,
     ShapeError,
 )
-from .spec import DEFAULT_LR, ModelSpec
+from .spec import DEFAULT_LR, DEFAULT_WEIGHT_DECAY, ModelSpec
 
 if TYPE_CHECKING:
     from .export import Netlist
@@ -233,15 +233,21 @@ class Model:
         return loss, _unflatten(self._engine.param_info(), grad)
 
     def train_step(
-        self, x: Any, y: Any, masks: Any = None, *, lr: float = DEFAULT_LR
+        self,
+        x: Any,
+        y: Any,
+        masks: Any = None,
+        *,
+        lr: float = DEFAULT_LR,
+        weight_decay: float = DEFAULT_WEIGHT_DECAY,
     ) -> tuple[float, float]:
-        """One clip + AdamW step with learning rate `lr` (a training option, not part of
-        the spec); returns (soft_loss, hard_loss) measured at the logits before the
-        update."""
+        """One clip + AdamW step with learning rate `lr` and decoupled weight decay
+        `weight_decay` (training options, not part of the spec); returns (soft_loss,
+        hard_loss) measured at the logits before the update."""
         xa = _as_unit_array("x", x)
         ya = _as_unit_array("y", y)
         masks = _as_masks(masks, xa, self._spec.num_steps)
-        return self._engine.train_step(xa, ya, masks, lr=lr)
+        return self._engine.train_step(xa, ya, masks, lr=lr, weight_decay=weight_decay)
 
     def check_training_memory(self, batch: int, height: int, width: int) -> None:
         """Raises `MemoryLimitError` when training on `batch` grids of `height` x `width`

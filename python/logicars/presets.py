@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from .spec import DEFAULT_LR, ModelSpec, resolve_relaxation
+from .spec import DEFAULT_LR, DEFAULT_WEIGHT_DECAY, ModelSpec, resolve_relaxation
 from .tasks import Task, is_builtin_kind, kind_data, make_task, normalise_rule, split_kind
 
 # Label of a start from the reference notebook's own seed-23 wiring (the lizard's `init`).
@@ -64,6 +64,8 @@ class Preset:
     seed: int = 0
     # The learning rate of the run's AdamW steps: the training's, not the model spec's.
     lr: float = DEFAULT_LR
+    # AdamW's decoupled weight decay, likewise the training's.
+    weight_decay: float = DEFAULT_WEIGHT_DECAY
     # File in `logicars/data/` (or an absolute path: an experiment file's) in the fixture
     # npz format with the wiring and logits a run starts from when no seed is given;
     # None: a fresh `Model(spec, seed)`.
@@ -373,6 +375,7 @@ _RUN_KEYS = {
     "seed": "int>=0",
     "init": "str",
     "lr": "float",
+    "weight_decay": "float",
 }
 # Every other option of `logicars.train` an experiment may set (train checks the values).
 TRAIN_OPTIONS = {
@@ -468,13 +471,15 @@ def experiment_from_dict(
             raise ValueError(f"{source}: [training] {key}: missing")
         return default
 
-    if "lr" in run:
-        from . import _core
+    from . import _core
 
-        try:
-            _core.check_lr(run["lr"])  # the training step's rule, reported with the file
-        except ValueError as e:
-            raise ValueError(f"{source}: [training] {e}") from None
+    # The training step's rules, reported with the file.
+    for key, check in (("lr", _core.check_lr), ("weight_decay", _core.check_weight_decay)):
+        if key in run:
+            try:
+                check(run[key])
+            except ValueError as e:
+                raise ValueError(f"{source}: [training] {e}") from None
     if "model" not in top and base is not None:
         spec = base.spec
     else:
@@ -520,6 +525,7 @@ def experiment_from_dict(
         task_pixels=None if base is None else base.task_pixels,
         restart_every=value("restart_every", None),
         notebook_epochs=value("notebook_epochs", None),
+        weight_decay=value("weight_decay", DEFAULT_WEIGHT_DECAY),
         **{key: value(key) for key in ("height", "width", "batch", "epochs", "seed", "lr")},
     )
     return Experiment(preset, options)

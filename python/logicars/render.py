@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from .runstate import EpochMetrics
     from .sweep import SweepReport
 
+from .spec import DEFAULT_WEIGHT_DECAY
+
 PathLike = Union[str, "os.PathLike[str]"]
 
 # Pixels of height of an inline live page (its controls sit beside the grid).
@@ -148,6 +150,9 @@ def run_html(
     # The learning rate is the run's (summary.json), not the model's.
     lr = summary.get("lr")
     rate = f"learning rate {lr:g}, " if isinstance(lr, (int, float)) else ""
+    decay = summary.get("weight_decay")
+    if isinstance(decay, (int, float)) and decay != DEFAULT_WEIGHT_DECAY:
+        rate += f"weight decay {decay:g}, "
     rows.append(("training", f"{rate}relaxation {spec.relax.label()}"))
     ev = summary.get("hard_eval")
     if isinstance(ev, dict):

@@ -82,6 +82,7 @@ def load_run(path: PathLike) -> LoadedRun:
                 known,
                 spec=model.spec,
                 lr=state.preset.lr,
+                weight_decay=state.preset.weight_decay,
                 height=int(stored.get("height", known.height)),
                 width=int(stored.get("width", known.width)),
             )

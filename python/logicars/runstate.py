@@ -17,7 +17,7 @@ from .checkpoint import memory_cap_bytes
 from .errors import CheckpointError
 from .model import MAX_SEED
 from .presets import Preset
-from .spec import ModelSpec
+from .spec import DEFAULT_WEIGHT_DECAY, ModelSpec
 from .tasks import task_from_dict
 
 # A run directory's checkpoint, and the `kind` of the training state in its `extra`.
@@ -94,6 +94,7 @@ class RunState:
                 "description": p.description,
                 "seed": p.seed,
                 "lr": p.lr,
+                "weight_decay": p.weight_decay,
                 # The task with any tile or image's pixels: resume, simulate and analyze
                 # need neither the preset table nor the file it came from.
                 "task": p.task_record(),
@@ -138,7 +139,11 @@ class RunState:
                 epochs=int(p["epochs"]),
                 description=str(p["description"]),
                 seed=int(p.get("seed", extra["seed"])),
-                lr=_checked_lr(p["lr"]),
+                lr=_checked_optimizer_number("lr", p["lr"]),
+                # A checkpoint from before the option trained with the notebook's.
+                weight_decay=_checked_optimizer_number(
+                    "weight_decay", p.get("weight_decay", DEFAULT_WEIGHT_DECAY)
+                ),
             )
             preset = with_recorded_task(preset, p.get("task"))
             state = extra["rng_state"]
@@ -194,12 +199,14 @@ class RunState:
             ) from None
 
 
-def _checked_lr(lr: Any) -> float:
-    """A recorded learning rate: a number (JSON), in the training step's range."""
-    if type(lr) not in (int, float):
-        raise TypeError(f"preset.lr must be a number, got {str(lr)[:40]}")
-    _core.check_lr(float(lr))
-    return float(lr)
+def _checked_optimizer_number(key: str, value: Any) -> float:
+    """A recorded learning rate or weight decay: a number (JSON), in the training step's
+    range."""
+    if type(value) not in (int, float):
+        raise TypeError(f"preset.{key} must be a number, got {str(value)[:40]}")
+    check = _core.check_lr if key == "lr" else _core.check_weight_decay
+    check(float(value))
+    return float(value)
 
 
 def with_recorded_task(preset: Preset, record: dict[str, Any] | None) -> Preset:

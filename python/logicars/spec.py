@@ -16,6 +16,8 @@ WIRINGS = ("first_kernel", "unique", "random")
 # The reference notebook's learning rate: a training option (`Model.train_step`'s and a
 # `Preset`'s default), not part of a `ModelSpec`.
 DEFAULT_LR = 0.05
+# The notebook's AdamW weight decay (decoupled), likewise a training option.
+DEFAULT_WEIGHT_DECAY = 0.01
 
 # Training relaxations (rust/core/src/relax.rs, which validates them): the notebook's
 # softmax, Gumbel noise with a straight-through estimator, straight-through without noise,

@@ -128,12 +128,14 @@ class RunResult:
 # ---- argument checks ------------------------------------------------------------------
 
 
-def _as_lr(lr: Any) -> float:
-    """`lr` as a float, checked by the engine's rule for a training step's."""
-    if isinstance(lr, bool) or not isinstance(lr, (int, float, np.integer, np.floating)):
-        raise TypeError(f"lr must be a number, got {lr!r}")
-    _core.check_lr(float(lr))
-    return float(lr)
+def _as_optimizer_number(name: str, value: Any) -> float:
+    """`lr` or `weight_decay` as a float, checked by the engine's rule for a training
+    step's."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    check = _core.check_lr if name == "lr" else _core.check_weight_decay
+    check(float(value))
+    return float(value)
 
 
 def _is_experiment_file(preset: object) -> bool:
@@ -412,6 +414,7 @@ def train(
     epochs: int | None = None,
     seed: int | None = None,
     lr: float | None = None,
+    weight_decay: float | None = None,
     out: PathLike | None = None,
     threads: int | None = None,
     resume: PathLike | None = None,
@@ -452,7 +455,8 @@ def train(
       reach, counting the epochs already done.
     - `seed`: fixes wiring, data and async masks (default: the preset's `seed`, see
       `logicars.presets`; a resumed run keeps its own seed).
-    - `lr`: overrides the preset's learning rate.
+    - `lr`: overrides the preset's learning rate; `weight_decay` its AdamW weight decay
+      (decoupled; default 0.01, the notebook's). Both may change on resume.
     - `relax`: the training relaxation (a mode of `logicars.spec.RELAX_MODES`, or a
       `Relaxation`; default: the preset's), `tau` its backward temperature, `noise`
       its Gumbel noise scale and `warmup` its softmax epochs before the straight-through
@@ -554,7 +558,10 @@ def train(
     if seed is not None:
         seed = check_int("seed", seed, 0, MAX_SEED)
     if lr is not None:
-        lr = _as_lr(lr)
+        lr = _as_optimizer_number("lr", lr)
+    if weight_decay is not None:
+        weight_decay = _as_optimizer_number("weight_decay", weight_decay)
+    optimizer = {k: v for k, v in (("lr", lr), ("weight_decay", weight_decay)) if v is not None}
     if threads is not None:
         threads = check_int("threads", threads, 0, MAX_THREADS)
     if early_stop is not None:
@@ -637,8 +644,7 @@ def train(
                 f"{state.zero_streak} epochs); pass a larger early_stop (--early-stop) "
                 "to train further"
             )
-        if lr is not None:
-            state.preset = dataclasses.replace(state.preset, lr=lr)
+        state.preset = dataclasses.replace(state.preset, **optimizer)
         run_dir = Path(out) if out is not None else ckpt.parent
         if run_dir.resolve() != ckpt.parent.resolve() and (run_dir / CHECKPOINT_NAME).exists():
             raise ValueError(
@@ -647,9 +653,7 @@ def train(
             )
     else:
         assert given is not None
-        p = given
-        if lr is not None:
-            p = dataclasses.replace(p, lr=lr)
+        p = dataclasses.replace(given, **optimizer)
         if new_relax:
             relaxation = resolve_relaxation(p.spec.relax, relax, relax_options)
             p = dataclasses.replace(p, spec=p.spec.replace(relax=relaxation))
@@ -781,7 +785,9 @@ def _train_epochs(
                         _keep_if_best(model, state, run_dir)
                         model = _restart(model, state)
                 x, y = dataset.sample(state.rng)
-                soft, hard = model.train_step(x, y, lr=state.preset.lr)
+                soft, hard = model.train_step(
+                    x, y, lr=state.preset.lr, weight_decay=state.preset.weight_decay
+                )
                 row = EpochMetrics(epoch, soft, hard, offset + time.perf_counter() - t0)
                 if not math.isfinite(soft):
                     where = f"{ckpt}" if ckpt.exists() else "none yet"
@@ -1015,6 +1021,7 @@ def _summary(
         "epochs": state.epoch,
         "target_epochs": state.target_epochs,
         "lr": p.lr,
+        "weight_decay": p.weight_decay,
         "relax": model.spec.relax.to_dict(),
         "final_soft_loss": None if last is None else last.soft_loss,
         "final_hard_loss": None if last is None else last.hard_loss,

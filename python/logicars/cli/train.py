@@ -40,6 +40,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="fixes wiring, data and async masks (default: the preset's)",
     )
     p.add_argument("--lr", type=positive_float, help="learning rate (default: the preset's)")
+    p.add_argument(
+        "--weight-decay",
+        type=non_negative_float,
+        help="AdamW's decoupled weight decay (default: the preset's, 0.01 as the notebook's)",
+    )
     add_relax_arguments(p)
     p.add_argument("--out", metavar="DIR", help="run directory (default runs/<preset>-<time>)")
     p.add_argument(
@@ -151,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
         "epochs": args.epochs,
         "seed": args.seed,
         "lr": args.lr,
+        "weight_decay": args.weight_decay,
         "out": args.out,
         "resume": args.resume,
         "restart_every": args.restart_every,

@@ -32,7 +32,9 @@ fn main() {
     let t0 = std::time::Instant::now();
     let mut last = (0.0, 0.0);
     for _ in 0..epochs {
-        last = model.train_step(&x, &y, shape, None, lr).unwrap();
+        last = model
+            .train_step(&x, &y, shape, None, lr, logicars_core::optim::WEIGHT_DECAY)
+            .unwrap();
     }
     let ms = t0.elapsed().as_secs_f64() * 1e3 / epochs as f64;
     println!("{epochs} epochs, {ms:.2} ms/epoch, last losses {last:?}");

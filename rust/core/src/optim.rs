@@ -10,6 +10,7 @@ pub const CLIP: f32 = 100.0;
 pub const BETA1: f32 = 0.9;
 pub const BETA2: f32 = 0.99;
 pub const EPS: f32 = 1e-8;
+/// The notebook's decoupled weight decay (`train(weight_decay=...)` sets a run's).
 pub const WEIGHT_DECAY: f32 = 1e-2;
 
 /// Checks a learning rate: the one rule for `lr` wherever it is given (a training step,
@@ -17,6 +18,14 @@ pub const WEIGHT_DECAY: f32 = 1e-2;
 pub fn check_lr(lr: f64) -> Result<()> {
     if !(lr.is_finite() && lr > 0.0 && (lr as f32).is_finite()) {
         return value_err!("lr must be a finite number > 0, got {lr}");
+    }
+    Ok(())
+}
+
+/// Checks a decoupled weight decay: the one rule for `weight_decay` wherever it is given.
+pub fn check_weight_decay(weight_decay: f64) -> Result<()> {
+    if !(weight_decay.is_finite() && weight_decay >= 0.0 && (weight_decay as f32).is_finite()) {
+        return value_err!("weight_decay must be a finite number >= 0, got {weight_decay}");
     }
     Ok(())
 }
@@ -41,7 +50,7 @@ impl AdamW {
 
     /// Clips every gradient element to ±100, then one decoupled AdamW step:
     /// `p -= lr·(m̂/(√v̂ + eps) + wd·p)`.
-    pub fn step(&mut self, params: &mut [f32], grads: &[f32], lr: f32) {
+    pub fn step(&mut self, params: &mut [f32], grads: &[f32], lr: f32, wd: f32) {
         self.t += 1;
         let bc1 = 1.0 - (BETA1 as f64).powi(self.t as i32);
         let bc2 = 1.0 - (BETA2 as f64).powi(self.t as i32);
@@ -51,7 +60,7 @@ impl AdamW {
             let g = g.clamp(-CLIP, CLIP);
             *m = BETA1 * *m + (1.0 - BETA1) * g;
             *v = BETA2 * *v + (1.0 - BETA2) * g * g;
-            let step = (*m / bc1) / ((*v / bc2).sqrt() + EPS) + WEIGHT_DECAY * *p;
+            let step = (*m / bc1) / ((*v / bc2).sqrt() + EPS) + wd * *p;
             *p -= lr * step;
         };
         threads::pool().install(|| {

@@ -65,11 +65,29 @@ fn allocations_per_epoch(steps: usize, side: usize, batch: usize, fire_rate: Opt
     let n = shape.cells() * 8;
     let x: Vec<f32> = (0..n).map(|i| (i % 3 == 0) as u8 as f32).collect();
     let y: Vec<f32> = (0..n).map(|i| (i % 5 < 2) as u8 as f32).collect();
-    model.train_step(&x, &y, shape, None, 0.05).unwrap();
+    model
+        .train_step(
+            &x,
+            &y,
+            shape,
+            None,
+            0.05,
+            logicars_core::optim::WEIGHT_DECAY,
+        )
+        .unwrap();
     (0..6)
         .map(|_| {
             let before = ALLOCATIONS.load(Ordering::SeqCst);
-            model.train_step(&x, &y, shape, None, 0.05).unwrap();
+            model
+                .train_step(
+                    &x,
+                    &y,
+                    shape,
+                    None,
+                    0.05,
+                    logicars_core::optim::WEIGHT_DECAY,
+                )
+                .unwrap();
             ALLOCATIONS.load(Ordering::SeqCst) - before
         })
         .min()

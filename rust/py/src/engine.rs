@@ -180,9 +180,9 @@ impl Engine {
         Ok((loss, PyArray1::from_vec(py, grad)))
     }
 
-    /// One clip + AdamW step with learning rate `lr`; returns `(soft_loss, hard_loss)`
-    /// before the update.
-    #[pyo3(signature = (x, y, masks=None, *, lr))]
+    /// One clip + AdamW step with learning rate `lr` and decoupled weight decay
+    /// `weight_decay`; returns `(soft_loss, hard_loss)` before the update.
+    #[pyo3(signature = (x, y, masks=None, *, lr, weight_decay))]
     fn train_step<'py>(
         &mut self,
         py: Python<'py>,
@@ -190,14 +190,16 @@ impl Engine {
         y: PyReadonlyArrayDyn<'py, f32>,
         masks: Option<PyReadonlyArrayDyn<'py, f32>>,
         lr: f64,
+        weight_decay: f64,
     ) -> PyResult<(f64, f64)> {
         // Checked as given: 1e300 is refused as 1e300, not as its float32 infinity.
         core::optim::check_lr(lr).map_err(to_py)?;
+        core::optim::check_weight_decay(weight_decay).map_err(to_py)?;
         let (shape, xs, ys) = self.inputs(&x, &y)?;
         let ms = masks.as_ref().map(|m| slice("masks", m)).transpose()?;
         self.hard = None;
         let model = &mut self.model;
-        py.detach(|| model.train_step(xs, ys, shape, ms, lr as f32))
+        py.detach(|| model.train_step(xs, ys, shape, ms, lr as f32, weight_decay as f32))
             .map_err(to_py)
     }
 

@@ -66,6 +66,12 @@ pub fn check_lr(lr: f64) -> PyResult<()> {
     core::optim::check_lr(lr).map_err(to_py)
 }
 
+/// Checks a decoupled weight decay (finite, >= 0) as a training step would.
+#[pyfunction]
+pub fn check_weight_decay(weight_decay: f64) -> PyResult<()> {
+    core::optim::check_weight_decay(weight_decay).map_err(to_py)
+}
+
 /// Sets the number of worker threads (0: `RAYON_NUM_THREADS` or one per core).
 #[pyfunction]
 pub fn set_num_threads(threads: usize) -> PyResult<()> {

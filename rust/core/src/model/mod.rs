@@ -379,8 +379,9 @@ impl Model {
     }
 
     /// One training step: soft loss and gradient, hard loss (same masks), then clip
-    /// and AdamW with learning rate `lr` (the training's, not the architecture's).
-    /// Returns both losses at the logits before the update.
+    /// and AdamW with learning rate `lr` and decoupled weight decay `weight_decay` (the
+    /// training's, not the architecture's). Returns both losses at the logits before
+    /// the update.
     pub fn train_step(
         &mut self,
         x: &[f32],
@@ -388,8 +389,10 @@ impl Model {
         shape: GridShape,
         masks: Option<&[f32]>,
         lr: f32,
+        weight_decay: f32,
     ) -> Result<(f64, f64)> {
         optim::check_lr(lr.into())?;
+        optim::check_weight_decay(weight_decay.into())?;
         let steps = self.spec.num_steps;
         let per_cell = self.check_target(y, shape)?;
         let drawn = masks.is_some() || self.spec.is_async;
@@ -401,7 +404,8 @@ impl Model {
         threads::pool().install(|| {
             let hard = self.hard_loss(x, y, per_cell, shape, masks.as_deref())?;
             let (soft, grad) = self.soft_loss_and_grad(x, y, per_cell, shape, masks.as_deref())?;
-            self.optimizer.step(&mut self.logits, &grad, lr);
+            self.optimizer
+                .step(&mut self.logits, &grad, lr, weight_decay);
             Ok((soft, hard))
         })
     }

@@ -40,14 +40,22 @@ fn refused_calls_draw_no_masks() {
     ));
     let y = vec![3.0f32; 24];
     assert!(matches!(
-        m.train_step(&x, &y, SHAPE, None, 0.05),
+        m.train_step(&x, &y, SHAPE, None, 0.05, optim::WEIGHT_DECAY),
         Err(Error::Value(_))
     ));
     let y = vec![1.0f32; 24];
     for lr in [f32::NAN, f32::INFINITY, 0.0, -0.1] {
-        match m.train_step(&x, &y, SHAPE, None, lr) {
+        match m.train_step(&x, &y, SHAPE, None, lr, optim::WEIGHT_DECAY) {
             Err(Error::Value(msg)) => assert!(msg.starts_with("lr must be a finite number > 0")),
             other => panic!("lr {lr}: expected a value error, got {other:?}"),
+        }
+    }
+    for wd in [f32::NAN, f32::INFINITY, -0.01] {
+        match m.train_step(&x, &y, SHAPE, None, 0.05, wd) {
+            Err(Error::Value(msg)) => {
+                assert!(msg.starts_with("weight_decay must be a finite number >= 0"))
+            }
+            other => panic!("weight decay {wd}: expected a value error, got {other:?}"),
         }
     }
     assert_eq!(m.mask_draws, 0);
@@ -69,7 +77,9 @@ fn the_hard_loss_follows_changed_logits() {
     let mut m = Model::new(spec.clone(), 7).unwrap();
     let x: Vec<f32> = (0..24).map(|i| (i % 3 == 0) as u8 as f32).collect();
     let y: Vec<f32> = (0..24).map(|i| (i % 3 == 1) as u8 as f32).collect();
-    let (_, first) = m.train_step(&x, &y, SHAPE, None, 0.05).unwrap();
+    let (_, first) = m
+        .train_step(&x, &y, SHAPE, None, 0.05, optim::WEIGHT_DECAY)
+        .unwrap();
     // Every gate constant 1 (op 15): every output 1, a hard loss of 16 zeros of y.
     let logits: Vec<f32> = (0..m.logits().len())
         .map(|i| if i % N_OPS == 15 { 5.0 } else { 0.0 })
@@ -77,10 +87,17 @@ fn the_hard_loss_follows_changed_logits() {
     m.set_logits(&logits).unwrap();
     let (perceive, update) = (m.perceive_wires().to_vec(), m.update_wires().to_vec());
     let mut fresh = Model::from_parts(spec, perceive, update, logits, 7).unwrap();
-    let (_, want) = fresh.train_step(&x, &y, SHAPE, None, 0.05).unwrap();
+    let (_, want) = fresh
+        .train_step(&x, &y, SHAPE, None, 0.05, optim::WEIGHT_DECAY)
+        .unwrap();
     assert_eq!(want, 16.0);
     assert_ne!(want, first, "the new logits must change the hard loss");
-    assert_eq!(m.train_step(&x, &y, SHAPE, None, 0.05).unwrap().1, want);
+    assert_eq!(
+        m.train_step(&x, &y, SHAPE, None, 0.05, optim::WEIGHT_DECAY)
+            .unwrap()
+            .1,
+        want
+    );
 }
 
 #[test]
