@@ -146,6 +146,11 @@ def test_run_html_names_the_relaxation(tmp_path: Path) -> None:
     assert load_run(run.run_dir)._repr_html_().count("relaxation gumbel-st(tau=0.5") == 2
 
 
+def test_run_html_names_a_weight_decay_other_than_the_notebooks(tmp_path: Path) -> None:
+    run = logicars.train("gol", epochs=2, out=tmp_path / "run", weight_decay=0, quiet=True)
+    assert "learning rate 0.05, weight decay 0, relaxation softmax" in run._repr_html_()
+
+
 def test_run_html_without_summary_or_metrics(gol_run: logicars.RunResult, tmp_path: Path) -> None:
     # A summary.json of another epoch than the checkpoint's is not shown as the run's.
     run = tmp_path / "run"
