@@ -20,7 +20,6 @@ __all__ = [
     "draw_masks",
     "check_lr",
     "check_weight_decay",
-    "WEIGHT_DECAY",
     "param_layout",
     "InvalidValueError",
     "ShapeError",
@@ -156,8 +155,6 @@ def draw_masks(
 ) -> npt.NDArray[np.uint8]: ...
 def check_lr(lr: float) -> None: ...
 def check_weight_decay(weight_decay: float) -> None: ...
-
-WEIGHT_DECAY: float
 
 def param_layout(config_json: str) -> list[tuple[str, list[int], int]]: ...
 def unique_pairs(in_width: int, out: int) -> tuple[list[int], list[int]]: ...

@@ -36,7 +36,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(draw_masks, m)?)?;
     m.add_function(wrap_pyfunction!(check_lr, m)?)?;
     m.add_function(wrap_pyfunction!(check_weight_decay, m)?)?;
-    m.add("WEIGHT_DECAY", core::optim::WEIGHT_DECAY as f64)?;
     m.add_function(wrap_pyfunction!(param_layout, m)?)?;
     m.add("InvalidValueError", m.py().get_type::<InvalidValueError>())?;
     m.add("ShapeError", m.py().get_type::<ShapeError>())?;
