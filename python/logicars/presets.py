@@ -377,6 +377,19 @@ _RUN_KEYS = {
     "lr": "float",
     "weight_decay": "float",
 }
+# A run's AdamW numbers (`Preset.lr`, `Preset.weight_decay`).
+OPTIMIZER_NUMBERS = ("lr", "weight_decay")
+
+
+def check_optimizer_number(key: str, value: float) -> None:
+    """The training step's rule for `lr` or `weight_decay`, wherever one is given (a
+    file, `train`, a checkpoint): `InvalidValueError` naming the key."""
+    from . import _core
+
+    check = {"lr": _core.check_lr, "weight_decay": _core.check_weight_decay}[key]
+    check(value)
+
+
 # Every other option of `logicars.train` an experiment may set (train checks the values).
 TRAIN_OPTIONS = {
     "relax": "str",
@@ -471,13 +484,10 @@ def experiment_from_dict(
             raise ValueError(f"{source}: [training] {key}: missing")
         return default
 
-    from . import _core
-
-    # The training step's rules, reported with the file.
-    for key, check in (("lr", _core.check_lr), ("weight_decay", _core.check_weight_decay)):
+    for key in OPTIMIZER_NUMBERS:
         if key in run:
             try:
-                check(run[key])
+                check_optimizer_number(key, run[key])  # reported with the file
             except ValueError as e:
                 raise ValueError(f"{source}: [training] {e}") from None
     if "model" not in top and base is not None:

@@ -12,11 +12,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import _core
 from .checkpoint import memory_cap_bytes
 from .errors import CheckpointError
 from .model import MAX_SEED
-from .presets import Preset
+from .presets import Preset, check_optimizer_number
 from .spec import DEFAULT_WEIGHT_DECAY, ModelSpec
 from .tasks import task_from_dict
 
@@ -204,8 +203,7 @@ def _checked_optimizer_number(key: str, value: Any) -> float:
     range."""
     if type(value) not in (int, float):
         raise TypeError(f"preset.{key} must be a number, got {str(value)[:40]}")
-    check = _core.check_lr if key == "lr" else _core.check_weight_decay
-    check(float(value))
+    check_optimizer_number(key, float(value))
     return float(value)
 
 

@@ -53,7 +53,14 @@ from .plots import (  # noqa: F401 (write_frames_gif: importable from here too)
     write_frames_gif,
     write_rollout_gif,
 )
-from .presets import TRAIN_OPTIONS, Preset, preset_for_task, read_experiment, resolve_preset
+from .presets import (
+    TRAIN_OPTIONS,
+    Preset,
+    check_optimizer_number,
+    preset_for_task,
+    read_experiment,
+    resolve_preset,
+)
 from .repair import repair as repair_circuit
 from .runlock import RunLock
 from .runstate import (  # noqa: F401 (EpochMetrics, TRAIN_STATE_KIND: importable from here too)
@@ -133,8 +140,7 @@ def _as_optimizer_number(name: str, value: Any) -> float:
     step's."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{name} must be a number, got {value!r}")
-    check = _core.check_lr if name == "lr" else _core.check_weight_decay
-    check(float(value))
+    check_optimizer_number(name, float(value))
     return float(value)
 
 
