@@ -563,11 +563,12 @@ def train(
         epochs = check_int("epochs", epochs, 1)
     if seed is not None:
         seed = check_int("seed", seed, 0, MAX_SEED)
-    if lr is not None:
-        lr = _as_optimizer_number("lr", lr)
-    if weight_decay is not None:
-        weight_decay = _as_optimizer_number("weight_decay", weight_decay)
-    optimizer = {k: v for k, v in (("lr", lr), ("weight_decay", weight_decay)) if v is not None}
+    # The AdamW numbers given, checked: they replace the preset's (or the resumed run's).
+    optimizer = {
+        k: _as_optimizer_number(k, v)
+        for k, v in (("lr", lr), ("weight_decay", weight_decay))
+        if v is not None
+    }
     if threads is not None:
         threads = check_int("threads", threads, 0, MAX_THREADS)
     if early_stop is not None:

@@ -7,6 +7,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use logicars_core::optim::WEIGHT_DECAY;
 use logicars_core::{threads, GridShape, Model, Spec};
 
 struct Counting;
@@ -65,29 +66,16 @@ fn allocations_per_epoch(steps: usize, side: usize, batch: usize, fire_rate: Opt
     let n = shape.cells() * 8;
     let x: Vec<f32> = (0..n).map(|i| (i % 3 == 0) as u8 as f32).collect();
     let y: Vec<f32> = (0..n).map(|i| (i % 5 < 2) as u8 as f32).collect();
-    model
-        .train_step(
-            &x,
-            &y,
-            shape,
-            None,
-            0.05,
-            logicars_core::optim::WEIGHT_DECAY,
-        )
-        .unwrap();
+    let mut step = || {
+        model
+            .train_step(&x, &y, shape, None, 0.05, WEIGHT_DECAY)
+            .unwrap()
+    };
+    step();
     (0..6)
         .map(|_| {
             let before = ALLOCATIONS.load(Ordering::SeqCst);
-            model
-                .train_step(
-                    &x,
-                    &y,
-                    shape,
-                    None,
-                    0.05,
-                    logicars_core::optim::WEIGHT_DECAY,
-                )
-                .unwrap();
+            step();
             ALLOCATIONS.load(Ordering::SeqCst) - before
         })
         .min()

@@ -56,8 +56,7 @@ impl Model {
         masks: bool,
         record: bool,
     ) -> Result<()> {
-        let c = self.spec.channels;
-        self.check_grid("x", x, shape, c)?;
+        self.check_grid("x", x, shape, self.spec.channels)?;
         check_unit_range("x", x)?;
         self.check_rollout_memory(shape, steps, masks, record)
     }
