@@ -199,3 +199,31 @@ def test_cli_weight_decay_and_lr_reach_the_run(tmp_path: Path) -> None:
     assert main([*argv, "--quiet", "--out", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert (summary["lr"], summary["weight_decay"]) == (0.02, 0.0)
+
+
+@pytest.mark.parametrize("method", ["drift", "greedy"])
+def test_cli_repair_writes_a_repaired_model_of_the_run(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, method: str
+) -> None:
+    from logicars.evaluate import evaluate
+    from logicars.runs import load_run
+
+    run = tmp_path / "r"
+    assert main(["train", "gol", "--epochs", "3", "--quiet", "--out", str(run)]) == 0
+    capsys.readouterr()
+    argv = ["repair", str(run), "--method", method, "--budget", "150", "--samples", "8"]
+    code, out, _ = run_cli(capsys, *argv)
+    assert code == 0
+    m = re.search(r"^gol \(.*\): (\d+) -> (\d+) wrong cells in (\d+) candidate runs", out, re.M)
+    assert m is not None, out
+    before, after, runs = map(int, m.groups())
+    assert after <= before and 1 <= runs <= 150
+    repaired = load_run(run / "repaired.safetensors")
+    assert repaired.preset is not None and repaired.preset.name == "gol"
+    assert evaluate(repaired.model, repaired.preset, samples=8, seed=1)["wrong_cells"] == after
+    assert f"wrote {run / 'repaired.safetensors'}" in out
+
+    code, _, err = run_cli(capsys, "repair", str(run), "--out", str(run / "model.safetensors"))
+    assert_one_line_error(code, err, "would overwrite the run's own model")
+    code, _, err = run_cli(capsys, "repair", str(run), "--method", "anneal")
+    assert code == 2 and "invalid choice: 'anneal'" in err

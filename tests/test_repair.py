@@ -103,3 +103,112 @@ def test_result_serialises() -> None:
     d = result.to_dict()
     assert set(d) == {f.name for f in dataclasses.fields(result)} - {"seconds"}
     assert all(isinstance(c, list) and len(c) == 4 for c in d["changes"])
+
+
+# ---- method="drift": the neutral-drift search in the engine --------------------------
+
+
+def _random_model(preset_name: str, relax: str = "truth-table") -> logicars.Model:
+    preset = logicars.get_preset(preset_name)
+    spec = preset.spec.replace(relax=logicars.Relaxation(relax))
+    model = logicars.Model(spec, seed=3)
+    rng = np.random.default_rng(0)
+    model.set_params(
+        {k: rng.normal(size=v.shape).astype(np.float32) for k, v in model.params().items()}
+    )
+    return model
+
+
+@pytest.mark.parametrize("preset_name", ["gol", "checkerboard", "checkerboard-async", "colored-g"])
+def test_drift_counts_wrong_cells_as_the_task_does(preset_name: str) -> None:
+    # The engine scores each candidate itself: its count must be the task's (a pattern in
+    # its closest phase, the async masks of the seed), before and after the changes.
+    preset = logicars.get_preset(preset_name)
+    model = _random_model(preset_name)
+    x, target = heldout_inputs(model, preset, 4, seed=5)
+    before = int(wrong_cells(model, preset, x, target, seed=5).sum())
+    result = repair_on(model, preset, x, target, budget=30, seed=5, method="drift")
+    assert result.wrong_before == before > 0
+    assert result.wrong_after == int(wrong_cells(model, preset, x, target, seed=5).sum())
+    assert result.wrong_after <= before and result.evaluations == 30
+
+
+@pytest.mark.parametrize("relax", ["softmax", "truth-table"])
+def test_drift_undoes_a_planted_row_flip(relax: str) -> None:
+    # The target is the circuit's own output; one truth-table row of a gate that matters
+    # is flipped. The search keeps only flips that do not add wrong cells, so it ends at
+    # 0 (by undoing the flip or another way), and the changes it reports are applied.
+    preset = logicars.get_preset("gol")
+    model = _random_model("gol", relax)
+    x, _ = heldout_inputs(model, preset)
+    target = model.simulate(x, preset.spec.num_steps)[..., :1].astype(bool)
+    good = model.params()
+    planted = (
+        (name, gate, row)
+        for name in sorted(good, reverse=True)
+        for gate in range(good[name].reshape(-1, good[name].shape[-1]).shape[0])
+        for row in range(4)
+    )
+    for name, gate, row in planted:
+        model.set_params(good)
+        _flip_row(model, name, gate, row)
+        if wrong_cells(model, preset, x, target).any():
+            break
+    else:
+        pytest.fail("no row of the circuit changes its output")
+    broken = model.hard_ops()
+
+    result = repair_on(model, preset, x, target, budget=20000, method="drift")
+
+    assert result.wrong_before > 0 and result.wrong_after == 0
+    assert not wrong_cells(model, preset, x, target).any()
+    assert 1 <= len(result.changes) and result.evaluations <= 20000
+    ops = model.hard_ops()
+    for pname, g, old, new in result.changes:
+        assert broken[pname].reshape(-1)[g] == old and ops[pname].reshape(-1)[g] == new
+
+
+def _flip_row(model: logicars.Model, name: str, gate: int, row: int) -> None:
+    """Flips a row of the gate's hard truth table (through `repair`'s own op setter)."""
+    from logicars.repair import _set_op
+
+    params = model.params()
+    op = int(model.hard_ops()[name].reshape(-1)[gate])
+    _set_op(params[name].reshape(-1, params[name].shape[-1])[gate], op ^ (8 >> row))
+    model.set_params(params)
+
+
+def test_drift_is_deterministic_and_keeps_no_worse_circuit() -> None:
+    preset = logicars.get_preset("colored-g")
+    runs = []
+    for search_seed in (1, 1, 2):
+        model = _random_model("colored-g")
+        r = repair(model, preset, budget=60, seed=search_seed, method="drift")
+        assert r.wrong_after == evaluate(model, preset, seed=search_seed)["wrong_cells"]
+        runs.append((r.wrong_after, r.changes))
+    assert runs[0] == runs[1]
+    assert runs[0][1] != runs[2][1]  # another seed draws other flips
+
+
+def test_drift_with_no_budget_changes_nothing_and_bad_methods_are_refused() -> None:
+    preset = logicars.get_preset("gol")
+    model = _random_model("gol")
+    params = model.params()
+    result = repair(model, preset, budget=0, method="drift")
+    assert result.evaluations == 0 and result.changes == []
+    assert result.wrong_after == result.wrong_before > 0
+    for k, v in model.params().items():
+        np.testing.assert_array_equal(v, params[k])
+    with pytest.raises(ValueError, match="method"):
+        repair(model, preset, method="anneal")
+
+
+def test_model_drift_search_refuses_bad_targets() -> None:
+    model = _random_model("gol")
+    x = np.zeros((2, 3, 3, 1), np.uint8)
+    with pytest.raises(logicars.errors.ShapeError, match="targets"):
+        model.drift_search(x, np.zeros((1, 2, 3, 3, 2), np.uint8), [0])
+    with pytest.raises(ValueError, match="0 or 1"):
+        model.drift_search(x, np.full((1, 2, 3, 3, 1), 2, np.uint8), [0])
+    with pytest.raises(ValueError, match="loss channel"):
+        model.drift_search(x, np.zeros((1, 2, 3, 3, 1), np.uint8), [1])

@@ -91,6 +91,18 @@ class Engine:
     ) -> tuple[float, float]: ...
     def check_training_memory(self, batch: int, height: int, width: int) -> None: ...
     def hard_ops(self) -> npt.NDArray[np.uint8]: ...
+    def drift_search(
+        self,
+        x: npt.ArrayLike,
+        targets: npt.ArrayLike,
+        loss_channels: list[int],
+        steps: int,
+        periodic: bool,
+        fire_rate: float | None,
+        seed: int,
+        budget: int,
+        search_seed: int,
+    ) -> tuple[int, int, int, list[tuple[int, int, int]]]: ...
     def hard_circuit(self) -> HardCircuit: ...
 
 @final

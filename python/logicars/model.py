@@ -312,6 +312,47 @@ class Model:
             xa, steps, periodic=None if periodic is None else bool(periodic), **run
         )
 
+    def drift_search(
+        self,
+        x: Any,
+        targets: Any,
+        loss_channels: list[int],
+        *,
+        steps: int | None = None,
+        periodic: bool | None = None,
+        seed: int = 0,
+        budget: int = 20000,
+        search_seed: int = 0,
+    ) -> tuple[int, int, int, list[tuple[int, int, int]]]:
+        """The engine's neutral-drift search over the hard circuit's gate ops, which
+        `logicars.repair(..., method="drift")` runs: flips of one truth-table row of one
+        gate, drawn from `search_seed`, each kept when the wrong cells do not grow, for at
+        most `budget` candidate runs. The circuit runs from `x` `(B, H, W, C)` for `steps`
+        (default: the spec's), async masks from `seed` as `simulate`'s; each grid is scored
+        on `loss_channels` against the closest of its options in `targets`
+        `(O, B, H, W, len(loss_channels))`. Returns `(wrong_before, wrong_after,
+        evaluations, changes)`, each change `(parameter gate, old op, new op)` with gates
+        numbered in `params()` order. The parameters are not changed."""
+        steps = self._spec.num_steps if steps is None else check_int("steps", steps, 0, MAX_STEPS)
+        budget = check_int("budget", budget, 0)
+        xa = _as_grid(x, self._spec.channels)
+        ta = _as_binary("targets", targets)
+        want = (*xa.shape[:3], len(loss_channels))
+        if ta.ndim != 5 or ta.shape[1:] != want:
+            raise ShapeError(f"targets: expected shape (O, *{want}), got {ta.shape}")
+        run = _run_arguments(self._spec, steps, None, seed, None, None, None, False)
+        return self._engine.drift_search(
+            xa,
+            ta,
+            [int(c) for c in loss_channels],
+            steps,
+            self._spec.periodic if periodic is None else bool(periodic),
+            run["fire_rate"],
+            int(seed),
+            budget,
+            int(search_seed),
+        )
+
     def hard_circuit_stats(self) -> dict[str, int]:
         """Gate counts of the circuit `simulate` runs: `program_gates` (live gates of the
         step, perception counted per channel), `active_gates` (after folding constants,

@@ -10,6 +10,12 @@ validation inputs (`evaluate.heldout_inputs`, the bit-sliced simulator) and kept
 it strictly lowers the number of wrong cells. Passes repeat while they improve, within
 a budget of evaluations, so the result is deterministic.
 
+`method="drift"` searches differently, in the engine (`Model.drift_search`): it flips
+one truth-table row of one gate at a time, drawn at random, and keeps the flip when the
+wrong cells do not grow. Keeping the flips that leave the count equal lets it walk
+across the plateaus where the greedy search stops (on the lizard's trained circuits,
+greedy repair ends a few cells short; drift goes on down, docs/results.md).
+
 A kept change raises the new op's logit just above the old maximum (or flips the
 truth-table row): the relaxed model moves as little as possible, and training can go on
 from it.
@@ -17,6 +23,7 @@ from it.
 
 from __future__ import annotations
 
+import itertools
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -26,7 +33,12 @@ import numpy as np
 from .evaluate import heldout_inputs, wrong_cells
 from .model import Model, check_int
 from .presets import Preset
+from .progress import progress_bar
 
+# The searches `repair` offers (see its doc).
+REPAIR_METHODS = ("greedy", "drift")
+# Candidate runs per call of the engine's drift search (a few seconds on the lizard).
+DRIFT_CHUNK = 1000
 # Op changes tried per gate, in order of confidence (2: the 2nd and 3rd most likely).
 ALTERNATIVES = 2
 # A kept change puts the new op's logit this far above the old maximum.
@@ -61,13 +73,21 @@ def repair(
     budget: int = 2000,
     samples: int = 64,
     seed: int = 1,
+    method: str = "greedy",
+    progress: bool = False,
 ) -> RepairResult:
-    """Greedy search over gate ops that lowers the hard circuit's wrong cells on
-    `evaluate`'s inputs of `preset` (`samples` and `seed` as `evaluate`'s); changes
-    `model`'s parameters in place. Stops at 0 wrong cells, after a pass that kept
-    nothing, or after `budget` candidate runs."""
+    """Search over gate ops that lowers the hard circuit's wrong cells on `evaluate`'s
+    inputs of `preset` (`samples` and `seed` as `evaluate`'s); changes `model`'s
+    parameters in place. `method`: `"greedy"` tries the least confident gates' next
+    most likely ops in order and keeps a change that lowers the wrong cells, until a
+    pass keeps nothing; `"drift"` flips random truth-table rows (drawn from `seed`) and
+    keeps a flip that does not raise them (`Model.drift_search`), which walks on where
+    greedy stops. Both stop at 0 wrong cells or after `budget` candidate runs;
+    `progress` shows a bar of the drift search's runs."""
     x, target = heldout_inputs(model, preset, samples, seed)
-    return repair_on(model, preset, x, target, budget=budget, seed=seed)
+    return repair_on(
+        model, preset, x, target, budget=budget, seed=seed, method=method, progress=progress
+    )
 
 
 def repair_on(
@@ -78,10 +98,16 @@ def repair_on(
     *,
     budget: int = 2000,
     seed: int = 1,
+    method: str = "greedy",
+    progress: bool = False,
 ) -> RepairResult:
     """`repair` on given inputs `x` and their `target` on the loss channels (run for
     `preset`'s steps on its boundary, async masks drawn from `seed`)."""
     budget = check_int("budget", budget, 0)
+    if method not in REPAIR_METHODS:
+        raise ValueError(f"method must be one of {REPAIR_METHODS}, got {method!r}")
+    if method == "drift":
+        return _drift(model, preset, x, target, budget, seed, progress)
     t0 = time.perf_counter()
 
     def count() -> int:
@@ -114,6 +140,79 @@ def repair_on(
     result.wrong_after = best
     result.seconds = time.perf_counter() - t0
     return result
+
+
+def _drift(
+    model: Model,
+    preset: Preset,
+    x: np.ndarray,
+    target: np.ndarray,
+    budget: int,
+    seed: int,
+    progress: bool,
+) -> RepairResult:
+    """The engine's drift search in chunks of `DRIFT_CHUNK` candidate runs (each with
+    its own stream of `seed`), so that a long search shows its progress; the changes of
+    each chunk go into the parameters before the next."""
+    t0 = time.perf_counter()
+    task = preset.task()
+    options = np.stack(
+        [np.broadcast_to(o, target.shape) for o in task.accepted(np.asarray(target) > 0.5)]
+    )
+    gates = _gate_rows(model)
+    first: dict[tuple[str, int], int] = {}  # each changed gate's op before the search
+    result: RepairResult | None = None
+    bar = progress_bar(total=budget, unit="run", desc="drift", disable=not progress)
+    with bar:
+        for chunk in itertools.count():
+            left = budget - (result.evaluations if result else 0)
+            before, after, evaluations, changes = model.drift_search(
+                x,
+                options,
+                list(task.loss_channels),
+                steps=task.num_steps,
+                periodic=task.periodic,
+                seed=seed,
+                budget=min(left, DRIFT_CHUNK),
+                search_seed=_chunk_seed(seed, chunk),
+            )
+            if result is None:
+                result = RepairResult(before, before, 0)
+            result.wrong_after, result.evaluations = after, result.evaluations + evaluations
+            params = model.params()
+            for gate, old_op, new_op in changes:
+                name, row = gates[gate]
+                first.setdefault((name, row), old_op)
+                _set_op(params[name].reshape(-1, params[name].shape[-1])[row], new_op)
+            model.set_params(params)
+            bar.update(evaluations)
+            bar.set_postfix(wrong=after)
+            if after == 0 or evaluations == 0 or result.evaluations >= budget:
+                break
+    assert result is not None
+    ops = model.hard_ops()
+    result.changes = [
+        (name, row, old, int(ops[name].reshape(-1)[row]))
+        for (name, row), old in sorted(first.items())
+        if ops[name].reshape(-1)[row] != old
+    ]
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+def _chunk_seed(seed: int, chunk: int) -> int:
+    """The flip stream of a drift search's chunk: a 64-bit draw of `SeedSequence`."""
+    words = np.random.SeedSequence([seed, chunk]).generate_state(2, np.uint32)
+    return int(words[0]) | int(words[1]) << 32
+
+
+def _gate_rows(model: Model) -> list[tuple[str, int]]:
+    """`(parameter, row)` of every parameter gate, in the engine's gate order."""
+    return [
+        (name, row)
+        for name, arr in model.params().items()
+        for row in range(int(np.prod(arr.shape[:-1])))
+    ]
 
 
 def _candidates(params: dict[str, np.ndarray]) -> list[tuple[str, int, int]]:

@@ -14,7 +14,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import analyze, bench, export, presets, simulate, sweep, train, view
+from . import analyze, bench, export, presets, repair, simulate, sweep, train, view
 from .common import COMMANDS, PROG, Parser, UsageError, fail, register
 
 # In the order `--help` lists them.
@@ -22,6 +22,7 @@ _COMMAND_MODULES = {
     "train": train,
     "presets": presets,
     "analyze": analyze,
+    "repair": repair,
     "bench": bench,
     "simulate": simulate,
     "export": export,

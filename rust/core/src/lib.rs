@@ -24,7 +24,7 @@ pub mod wiring;
 pub use error::{Error, Result};
 pub use float::GridShape;
 pub use memory::cap_mb as memory_cap_mb;
-pub use model::{param_layout, Decoding, Model, ParamInfo};
+pub use model::{param_layout, Decoding, DriftOutcome, DriftTask, Model, ParamInfo};
 pub use relax::Relax;
 pub use spec::{PerceiveSpec, Spec, UpdateSpec};
 pub use wiring::{Wires, Wiring};

@@ -1,7 +1,7 @@
 //! `Engine`: a model in the engine (spec, wiring, logits, AdamW state, buffers).
 
 use logicars_core::{self as core, hard, memory};
-use logicars_core::{Decoding, GridShape, Model, Spec};
+use logicars_core::{Decoding, DriftTask, GridShape, Model, Spec};
 use numpy::{
     PyArray1, PyArrayDyn, PyArrayMethods, PyReadonlyArray1, PyReadonlyArrayDyn,
     PyUntypedArrayMethods,
@@ -9,9 +9,12 @@ use numpy::{
 use pyo3::prelude::*;
 
 use crate::circuit::HardCircuit;
-use crate::convert::{grid_shape, param_tuples, slice, wires_from, wires_to};
+use crate::convert::{grid_of, grid_shape, param_tuples, slice, wires_from, wires_to, Binary};
 use crate::errors::{to_py, ShapeError};
 use crate::signals::detach_interruptible;
+
+/// `Engine.drift_search`'s result.
+type DriftResult = (u64, u64, u64, Vec<(usize, u8, u8)>);
 
 /// A model in the engine: spec, wiring, logits, AdamW state and a buffer pool.
 #[pyclass(module = "logicars._core")]
@@ -221,6 +224,51 @@ impl Engine {
     /// `param_info` order.
     fn hard_ops<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u8>> {
         PyArray1::from_vec(py, self.model.hard_ops())
+    }
+
+    /// Neutral-drift search over the hard circuit's ops for fewer wrong cells on
+    /// `loss_channels` of the grids `x` run `steps` steps (async with `fire_rate`, masks
+    /// from `seed`), each grid against its closest option in `targets` `(O, B, H, W, L)`:
+    /// `(wrong_before, wrong_after, evaluations, [(gate, old op, new op), ...])`. The
+    /// logits are not changed.
+    #[pyo3(signature = (x, targets, loss_channels, steps, periodic, fire_rate, seed, budget, search_seed))]
+    #[allow(clippy::too_many_arguments)]
+    fn drift_search<'py>(
+        &mut self,
+        py: Python<'py>,
+        x: Binary<'py>,
+        targets: Binary<'py>,
+        loss_channels: Vec<usize>,
+        steps: usize,
+        periodic: bool,
+        fire_rate: Option<f64>,
+        seed: u64,
+        budget: u64,
+        search_seed: u64,
+    ) -> PyResult<DriftResult> {
+        let shape = grid_of("x", &x.shape(), self.model.spec().channels)?;
+        let (x, targets) = (x.bits("x")?, targets.bits("targets")?);
+        let mut opts = hard::SimOptions::new(steps, periodic);
+        if let Some(fire_rate) = fire_rate {
+            opts.masks = hard::Masks::Random { fire_rate, seed };
+        }
+        let model = &mut self.model;
+        let out = detach_interruptible(py, |interrupt| {
+            let task = DriftTask {
+                x: &x,
+                shape,
+                targets: &targets,
+                loss_channels: &loss_channels,
+                opts,
+            };
+            model.drift_search(&task, budget, search_seed, Some(interrupt))
+        })?;
+        Ok((
+            out.wrong_before,
+            out.wrong_after,
+            out.evaluations,
+            out.changes,
+        ))
     }
 
     /// The hard circuit of the current logits, compiled for the bit-sliced engine.

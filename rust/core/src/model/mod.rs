@@ -3,6 +3,7 @@
 //! [`checks`], the losses in [`loss`].
 
 mod checks;
+mod drift;
 mod loss;
 #[cfg(test)]
 mod tests;
@@ -24,6 +25,7 @@ use crate::spec::Spec;
 use crate::threads;
 use crate::wiring::{self, Wires};
 
+pub use self::drift::{DriftOutcome, DriftTask};
 pub use crate::relax::INIT_PASS_LOGIT;
 
 /// One named array of parameters, as the fixtures name them.

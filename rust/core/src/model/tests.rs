@@ -110,3 +110,93 @@ fn absurd_step_counts_are_refused_before_allocating() {
     }
     assert_eq!(m.mask_draws, 0);
 }
+
+/// The small model, synchronous, with random logits: a circuit whose ops matter.
+fn random_sync_model() -> Model {
+    let json = r#"{"channels": 2, "periodic": true, "num_steps": 2, "loss_channels": [0],
+        "perceive": {"n_kernels": 1, "layers": [9, 8, 4],
+                     "connections": ["first_kernel", "unique"]},
+        "update": {"layers": [10, 6, 4, 2],
+                   "connections": ["unique", "unique", "unique"]}}"#;
+    let mut m = Model::new(Spec::from_json(json).unwrap(), 7).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let logits: Vec<f32> = m
+        .logits()
+        .iter()
+        .map(|_| rng.random_range(-2.0..2.0))
+        .collect();
+    m.set_logits(&logits).unwrap();
+    m
+}
+
+#[test]
+fn drift_search_never_adds_wrong_cells_and_reports_its_changes() {
+    use crate::hard::{simulate_on, HardEngine, SimOptions};
+    let m = random_sync_model();
+    let shape = GridShape {
+        batch: 3,
+        height: 5,
+        width: 6,
+    };
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    let x: Vec<u8> = (0..shape.batch * 30 * 2)
+        .map(|_| rng.random_range(0..2))
+        .collect();
+    let run = |ops: &[u8]| {
+        let circuit = Circuit::compile(&m.program, ops);
+        simulate_on(
+            HardEngine::Slots,
+            &circuit,
+            &x,
+            shape,
+            &SimOptions::new(2, true),
+        )
+        .unwrap()
+    };
+    // Targets: the circuit's own channel 0 with a few cells flipped, as a second option
+    // the circuit's own output exactly (so a grid may match either).
+    let own: Vec<u8> = run(&m.hard_ops()).chunks(2).map(|c| c[0]).collect();
+    let mut flipped = own.clone();
+    for i in [0, 7, 33, 61, 89] {
+        flipped[i] ^= 1;
+    }
+    fn task<'a>(x: &'a [u8], shape: GridShape, targets: &'a [u8]) -> DriftTask<'a> {
+        DriftTask {
+            x,
+            shape,
+            targets,
+            loss_channels: &[0],
+            opts: SimOptions::new(2, true),
+        }
+    }
+    let both: Vec<u8> = [flipped.clone(), own.clone()].concat();
+    let exact = m
+        .drift_search(&task(&x, shape, &both), 100, 1, None)
+        .unwrap();
+    assert_eq!((exact.wrong_before, exact.evaluations), (0, 0));
+
+    let a = m
+        .drift_search(&task(&x, shape, &flipped), 300, 1, None)
+        .unwrap();
+    let b = m
+        .drift_search(&task(&x, shape, &flipped), 300, 1, None)
+        .unwrap();
+    assert_eq!(a, b);
+    assert_eq!(a.wrong_before, 5);
+    assert!(a.wrong_after <= a.wrong_before && a.evaluations <= 300);
+    let mut ops = m.hard_ops();
+    for &(g, old, new) in &a.changes {
+        assert_eq!(ops[g], old);
+        ops[g] = new;
+    }
+    let got: Vec<u8> = run(&ops).chunks(2).map(|c| c[0]).collect();
+    let wrong = got.iter().zip(&flipped).filter(|(g, w)| g != w).count();
+    assert_eq!(wrong as u64, a.wrong_after);
+
+    for (targets, what) in [(vec![2u8; 90], "0 or 1"), (vec![0u8; 89], "targets")] {
+        match m.drift_search(&task(&x, shape, &targets), 10, 1, None) {
+            Err(e) => assert!(e.to_string().contains(what), "{e}"),
+            Ok(_) => panic!("{what}: accepted"),
+        }
+    }
+}

@@ -1,0 +1,88 @@
+"""`logicars repair`: search a trained circuit's gate ops for fewer wrong cells."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..repair import REPAIR_METHODS
+from .common import UsageError, int_at_least
+
+HELP = "search a trained circuit's gate ops for fewer wrong cells (greedy or drift)"
+
+# The file a repaired run's model goes to, in the run directory, unless --out says.
+REPAIRED_NAME = "repaired.safetensors"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run", metavar="RUN", help="training run directory or its checkpoint")
+    p.add_argument(
+        "--method",
+        choices=REPAIR_METHODS,
+        default="drift",
+        help="greedy: the least confident gates' next ops, kept when they lower the wrong "
+        "cells (what training runs); drift: random truth-table row flips, kept when they "
+        "do not raise them (default)",
+    )
+    p.add_argument(
+        "--budget",
+        type=int_at_least(0),
+        default=20000,
+        metavar="N",
+        help="candidate circuits to run at most (default 20000)",
+    )
+    p.add_argument(
+        "--samples",
+        type=int_at_least(1),
+        default=64,
+        metavar="N",
+        help="validation inputs, for tasks with random ones (default 64)",
+    )
+    p.add_argument(
+        "--seed", type=int_at_least(0), default=1, help="inputs, masks and flips (default 1)"
+    )
+    p.add_argument(
+        "--out",
+        metavar="FILE",
+        help=f"where the repaired model goes (default: {REPAIRED_NAME} in the run directory)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..evaluate import evaluate
+    from ..model import load_checkpoint
+    from ..repair import repair
+    from ..runs import load_run
+    from ..runstate import CHECKPOINT_NAME
+
+    loaded = load_run(args.run)
+    preset = loaded.preset
+    if preset is None or not preset.has_task():
+        raise UsageError(f"repair: {args.run}: cannot tell which task was trained")
+    source = Path(args.run)
+    source = source / CHECKPOINT_NAME if source.is_dir() else source
+    out = Path(args.out) if args.out else loaded.directory / REPAIRED_NAME
+    if out.resolve() == source.resolve():
+        raise UsageError(f"repair: --out {out} would overwrite the run's own model")
+    model = loaded.model
+    result = repair(
+        model,
+        preset,
+        budget=args.budget,
+        samples=args.samples,
+        seed=args.seed,
+        method=args.method,
+        progress=True,
+    )
+    # The run's training record goes with it, so the file opens as that run's model
+    # (`view`, `analyze`) and training can resume from the repaired gates.
+    model.save(out, load_checkpoint(source)[1])
+    check = evaluate(model, preset)
+    print(
+        f"{preset.name} ({args.run}): {result.wrong_before} -> {result.wrong_after} wrong "
+        f"cells in {result.evaluations} candidate runs, {len(result.changes)} gates changed "
+        f"({result.seconds:.1f} s)"
+    )
+    print(f"held-out check: {check['solved']} of {check['samples']} inputs solved")
+    print(f"wrote {out}")
+    return 0
