@@ -7,8 +7,9 @@
 //! across the plateaus where a greedy search (strictly fewer wrong cells) stops: on the
 //! lizard, greedy repair stops 2–13 cells short, where drift keeps going
 //! (docs/results.md). Each candidate compiles the circuit (0.1–0.3 ms) and runs it on
-//! the slot engine, not the JIT, whose machine-code generation would cost more than the
-//! small training grids' run.
+//! [`Planes`]: the slot engine's bit layout, but every gate over the whole grid at once,
+//! with the inputs, masks and targets packed once per search (a training grid is small:
+//! the slot engine's blocks, thread hand-overs and packing cost more than its gates).
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -16,7 +17,11 @@ use rand_chacha::ChaCha8Rng;
 use super::Model;
 use crate::error::{shape_err, value_err, Result};
 use crate::float::GridShape;
-use crate::hard::{simulate_on, Circuit, HardEngine, Interrupt, SimOptions};
+use crate::hard::circuit::Output;
+use crate::hard::kernels::Kind;
+use crate::hard::masks::random_mask;
+use crate::hard::packing::{pack_row, Geo};
+use crate::hard::{Circuit, Interrupt, Masks, SimOptions};
 
 /// What the search runs the circuit on: `x` (`N × H × W × C` bytes of 0/1), and for
 /// each grid the targets it may match on `loss_channels`: `targets` holds `O` options of
@@ -77,29 +82,234 @@ impl DriftTask<'_> {
         }
         Ok(())
     }
+}
 
-    /// Wrong loss-channel cells of the final grids `out`, each grid against the target
-    /// option closest to it.
-    fn wrong(&self, out: &[u8], channels: usize) -> u64 {
-        let cells = self.shape.height * self.shape.width;
-        let lc = self.loss_channels;
-        let per_grid = cells * lc.len();
-        let options = self.targets.chunks_exact(per_grid * self.shape.batch);
-        (0..self.shape.batch)
-            .map(|n| {
-                let grid = &out[n * cells * channels..(n + 1) * cells * channels];
-                let count = |option: &[u8]| -> u64 {
-                    let want = &option[n * per_grid..(n + 1) * per_grid];
-                    let pairs = grid.chunks_exact(channels).zip(want.chunks_exact(lc.len()));
-                    pairs
-                        .map(|(got, want)| {
-                            lc.iter().zip(want).filter(|&(&c, &w)| got[c] != w).count() as u64
-                        })
-                        .sum()
-                };
-                options.clone().map(count).min().unwrap_or(0)
+/// A search's grids as bit planes in the slot engine's layout (`Geo`: each grid row in
+/// `nw` words, rows of every board one after another), packed once: the inputs, the
+/// update masks of each step, and the target options.
+struct Planes {
+    geo: Geo,
+    /// Rows of every board, `B·H`.
+    rows: usize,
+    /// For each row offset (up, same, down), the row each row reads (`None`: outside a
+    /// zero grid).
+    neighbours: [Vec<Option<usize>>; 3],
+    /// Words of one channel, `B·H·nw`.
+    plane: usize,
+    steps: usize,
+    /// The start, `rows × C × nw` words (row-major, channels within a row).
+    x: Vec<u64>,
+    /// Step `t`'s mask at `t · plane`; empty when every cell updates.
+    masks: Vec<u64>,
+    /// Option `o`, loss channel `l` at `(o · L + l) · plane`.
+    targets: Vec<u64>,
+    n_options: usize,
+}
+
+impl Planes {
+    fn new(task: &DriftTask<'_>, channels: usize) -> Result<Planes> {
+        let shape = task.shape;
+        let geo = Geo::new(shape, channels, task.opts.periodic);
+        let (nw, rows, hw) = (
+            geo.nw,
+            shape.batch * shape.height,
+            shape.height * shape.width,
+        );
+        let plane = rows * nw;
+        let steps = task.opts.steps;
+        let mut x = vec![0u64; rows * channels * nw];
+        for (row, words) in x.chunks_exact_mut(channels * nw).enumerate() {
+            let cells = &task.x[row * shape.width * channels..][..shape.width * channels];
+            for (c, w) in words.chunks_exact_mut(nw).enumerate() {
+                pack_row(&cells[c..], channels, w);
+            }
+        }
+        let mut masks = Vec::new();
+        match task.opts.masks {
+            Masks::Sync => {}
+            Masks::Given(given) => {
+                if given.len() != shape.batch * steps * hw {
+                    return shape_err!(
+                        "masks: expected B*steps*H*W = {} values, got {}",
+                        shape.batch * steps * hw,
+                        given.len()
+                    );
+                }
+                masks = vec![0u64; steps * plane];
+                for (t, mask) in masks.chunks_exact_mut(plane).enumerate() {
+                    for (row, words) in mask.chunks_exact_mut(nw).enumerate() {
+                        let (b, r) = (row / shape.height, row % shape.height);
+                        let at = ((b * steps + t) * shape.height + r) * shape.width;
+                        pack_row(&given[at..at + shape.width], 1, words);
+                    }
+                }
+            }
+            Masks::Random { fire_rate, seed } => {
+                if !(fire_rate > 0.0 && fire_rate <= 1.0) {
+                    return value_err!("fire_rate must be in (0, 1], got {fire_rate}");
+                }
+                masks = vec![0u64; steps * plane];
+                for (t, mask) in masks.chunks_exact_mut(plane).enumerate() {
+                    random_mask(&geo, mask, fire_rate, seed, t);
+                }
+            }
+        }
+        let n_loss = task.loss_channels.len();
+        let n_options = task.targets.len() / (shape.cells() * n_loss);
+        let mut targets = vec![0u64; n_options * n_loss * plane];
+        for (o, option) in task
+            .targets
+            .chunks_exact(shape.cells() * n_loss)
+            .enumerate()
+        {
+            for l in 0..n_loss {
+                let dst = &mut targets[(o * n_loss + l) * plane..][..plane];
+                for (row, words) in dst.chunks_exact_mut(nw).enumerate() {
+                    let cells = &option[row * shape.width * n_loss..][..shape.width * n_loss];
+                    pack_row(&cells[l..], n_loss, words);
+                }
+            }
+        }
+        let neighbours = std::array::from_fn(|dr| {
+            (0..rows)
+                .map(|row| geo.neighbour_rows(row, row % shape.height)[dr])
+                .collect()
+        });
+        Ok(Planes {
+            geo,
+            rows,
+            neighbours,
+            plane,
+            steps,
+            x,
+            masks,
+            targets,
+            n_options,
+        })
+    }
+
+    /// Runs `circuit` from the start for the task's steps; returns the final state.
+    fn run(&self, circuit: &Circuit, arena: &mut Vec<u64>) -> Vec<u64> {
+        let (geo, plane, nw) = (&self.geo, self.plane, self.geo.nw);
+        let channels = geo.channels;
+        arena.clear();
+        arena.resize(circuit.n_slots * plane, 0);
+        let mut state = self.x.clone();
+        let mut tmp = Vec::new();
+        for t in 0..self.steps {
+            for f in &circuit.fills {
+                let dst = &mut arena[f.slot as usize * plane..][..plane];
+                let sources = &self.neighbours[f.dr];
+                if nw == 1 {
+                    // A grid row in one word (grids up to 64 wide, the usual training
+                    // grid): the shift inline, without `shifted_segment`'s slicing.
+                    let (wrap, c) = (geo.wrap_bit, f.channel);
+                    let periodic = geo.periodic;
+                    for (d, &src) in dst.iter_mut().zip(sources) {
+                        let Some(src) = src else {
+                            *d = 0;
+                            continue;
+                        };
+                        let w = state[src * channels + c];
+                        *d = match f.dc {
+                            1 => w,
+                            0 => (w << 1) | if periodic { (w >> wrap) & 1 } else { 0 },
+                            _ => (w >> 1) | if periodic { (w & 1) << wrap } else { 0 },
+                        };
+                    }
+                    continue;
+                }
+                for (words, &src) in dst.chunks_exact_mut(nw).zip(sources) {
+                    match src {
+                        Some(src) => geo.shifted_segment(&state, src, 0, f.channel, f.dc, words),
+                        None => words.fill(0),
+                    }
+                }
+            }
+            for run in &circuit.runs {
+                let ops = &circuit.ops[run.start..run.end];
+                match run.kind {
+                    Kind::And => gate_planes(ops, arena, plane, &mut tmp, |x, y| x & y),
+                    Kind::AndNot => gate_planes(ops, arena, plane, &mut tmp, |x, y| x & !y),
+                    Kind::Or => gate_planes(ops, arena, plane, &mut tmp, |x, y| x | y),
+                    Kind::Xor => gate_planes(ops, arena, plane, &mut tmp, |x, y| x ^ y),
+                }
+            }
+            let mask = (!self.masks.is_empty()).then(|| &self.masks[t * plane..][..plane]);
+            for (c, out) in circuit.outputs.iter().enumerate() {
+                for row in 0..self.rows {
+                    let dst = &mut state[(row * channels + c) * nw..][..nw];
+                    for (i, d) in dst.iter_mut().enumerate() {
+                        let mut v = match *out {
+                            Output::Const(b) => 0u64.wrapping_sub(b as u64),
+                            Output::Slot { slot, neg } => {
+                                arena[slot as usize * plane + row * nw + i]
+                                    ^ 0u64.wrapping_sub(neg as u64)
+                            }
+                        };
+                        if let Some(m) = mask {
+                            let m = m[row * nw + i];
+                            v = (*d & !m) | (v & m);
+                        }
+                        *d = if i + 1 == nw { v & geo.last_mask } else { v };
+                    }
+                }
+            }
+        }
+        state
+    }
+
+    /// Wrong cells of the final `state` on `loss_channels`, each board against its
+    /// closest target option.
+    fn wrong(&self, state: &[u64], loss_channels: &[usize]) -> u64 {
+        let (nw, channels, n_loss) = (self.geo.nw, self.geo.channels, loss_channels.len());
+        let boards = self.rows / self.geo.height;
+        (0..boards)
+            .map(|b| {
+                let rows = b * self.geo.height..(b + 1) * self.geo.height;
+                (0..self.n_options)
+                    .map(|o| {
+                        let mut n = 0u64;
+                        for (l, &c) in loss_channels.iter().enumerate() {
+                            let want = &self.targets[(o * n_loss + l) * self.plane..];
+                            for row in rows.clone() {
+                                let got = &state[(row * channels + c) * nw..][..nw];
+                                let want = &want[row * nw..][..nw];
+                                n += got
+                                    .iter()
+                                    .zip(want)
+                                    .map(|(g, w)| (g ^ w).count_ones() as u64)
+                                    .sum::<u64>();
+                            }
+                        }
+                        n
+                    })
+                    .min()
+                    .unwrap_or(0)
             })
             .sum()
+    }
+}
+
+/// `out = f(x, y)` over whole planes for each op. An op's output may be one of its
+/// inputs, so each result goes through `tmp` (in L1), which keeps the loops free of
+/// bounds checks and aliasing, so that they vectorise.
+#[inline(always)]
+fn gate_planes(
+    ops: &[crate::hard::kernels::Op],
+    arena: &mut [u64],
+    plane: usize,
+    tmp: &mut Vec<u64>,
+    f: impl Fn(u64, u64) -> u64,
+) {
+    tmp.resize(plane, 0);
+    for op in ops {
+        let x = &arena[op.x as usize * plane..][..plane];
+        let y = &arena[op.y as usize * plane..][..plane];
+        for ((t, &x), &y) in tmp.iter_mut().zip(x).zip(y) {
+            *t = f(x, y);
+        }
+        arena[op.out as usize * plane..][..plane].copy_from_slice(tmp);
     }
 }
 
@@ -116,10 +326,12 @@ impl Model {
     ) -> Result<DriftOutcome> {
         let channels = self.spec.channels;
         task.check(channels)?;
-        let wrong = |ops: &[u8]| -> Result<u64> {
+        let planes = Planes::new(task, channels)?;
+        let mut arena = Vec::new();
+        let mut wrong = |ops: &[u8]| -> Result<u64> {
             let circuit = Circuit::compile(&self.program, ops);
-            let out = simulate_on(HardEngine::Slots, &circuit, task.x, task.shape, &task.opts)?;
-            Ok(task.wrong(&out, channels))
+            let state = planes.run(&circuit, &mut arena);
+            Ok(planes.wrong(&state, task.loss_channels))
         };
         let start = self.hard_ops();
         let mut ops = start.clone();
@@ -154,5 +366,96 @@ impl Model {
             evaluations,
             changes,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::{RngExt, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    use super::*;
+    use crate::hard::{simulate_on, HardEngine};
+    use crate::spec::Spec;
+
+    fn random_model(periodic: bool, seed: u64) -> Model {
+        let json = format!(
+            r#"{{"channels": 3, "periodic": {periodic}, "num_steps": 3, "loss_channels": [0, 2],
+            "perceive": {{"n_kernels": 2, "layers": [9, 8, 4],
+                         "connections": ["first_kernel", "unique"]}},
+            "update": {{"layers": [27, 16, 8, 4, 3], "connections": ["unique", "unique", "unique", "random"]}}}}"#
+        );
+        let mut m = Model::new(Spec::from_json(&json).unwrap(), seed).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let logits: Vec<f32> = m
+            .logits()
+            .iter()
+            .map(|_| rng.random_range(-2.0..2.0))
+            .collect();
+        m.set_logits(&logits).unwrap();
+        m
+    }
+
+    /// The plane run gives the slot engine's final grid, on narrow, word-wide and
+    /// multi-word grids, both boundaries, synchronous and with given or drawn masks.
+    #[test]
+    fn planes_run_the_slot_engines_steps() {
+        for (width, periodic, seed) in
+            [(5, true, 1), (64, false, 2), (70, true, 3), (130, false, 4)]
+        {
+            let m = random_model(periodic, seed);
+            let shape = GridShape {
+                batch: 2,
+                height: 4,
+                width,
+            };
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let x: Vec<u8> = (0..shape.cells() * 3)
+                .map(|_| rng.random_range(0..2))
+                .collect();
+            let given: Vec<u8> = (0..shape.cells() * 3)
+                .map(|_| rng.random_range(0..2))
+                .collect();
+            let circuit = Circuit::compile(&m.program, &m.hard_ops());
+            let masks = [
+                Masks::Sync,
+                Masks::Given(&given),
+                Masks::Random {
+                    fire_rate: 0.4,
+                    seed: 9,
+                },
+            ];
+            for masks in masks {
+                let mut opts = SimOptions::new(3, periodic);
+                opts.masks = masks;
+                let want = simulate_on(HardEngine::Slots, &circuit, &x, shape, &opts).unwrap();
+                let targets = vec![0u8; shape.cells() * 2];
+                let task = DriftTask {
+                    x: &x,
+                    shape,
+                    targets: &targets,
+                    loss_channels: &[0, 2],
+                    opts,
+                };
+                let planes = Planes::new(&task, 3).unwrap();
+                let state = planes.run(&circuit, &mut Vec::new());
+                let (nw, rows) = (planes.geo.nw, planes.rows);
+                let got: Vec<u8> = (0..rows * width * 3)
+                    .map(|i| {
+                        let (row, col, c) = (i / (width * 3), i / 3 % width, i % 3);
+                        (state[(row * 3 + c) * nw + col / 64] >> (col % 64) & 1) as u8
+                    })
+                    .collect();
+                assert_eq!(got, want, "width {width}, periodic {periodic}, {masks:?}");
+                let ones = |c: usize| {
+                    want.iter()
+                        .skip(c)
+                        .step_by(3)
+                        .map(|&v| v as u64)
+                        .sum::<u64>()
+                };
+                assert_eq!(planes.wrong(&state, &[0, 2]), ones(0) + ones(2));
+            }
+        }
     }
 }
