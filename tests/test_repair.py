@@ -212,3 +212,22 @@ def test_model_drift_search_refuses_bad_targets() -> None:
         model.drift_search(x, np.full((1, 2, 3, 3, 1), 2, np.uint8), [0])
     with pytest.raises(ValueError, match="loss channel"):
         model.drift_search(x, np.zeros((1, 2, 3, 3, 1), np.uint8), [1])
+
+
+def test_drift_in_chunks_is_one_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    # repair runs the engine's search in chunks (for its progress bar); each chunk goes
+    # on from the candidate position where the last stopped, so the chunk size changes
+    # nothing.
+    import logicars.repair as repair_module
+
+    preset = logicars.get_preset("colored-g")
+    results = []
+    for chunk in (1000, 7):
+        monkeypatch.setattr(repair_module, "DRIFT_CHUNK", chunk)
+        model = _random_model("colored-g")
+        r = repair(model, preset, budget=40, method="drift")
+        results.append((r.wrong_after, r.evaluations, r.changes, model.hard_ops()))
+    (a_wrong, a_runs, a_changes, a_ops), (b_wrong, b_runs, b_changes, b_ops) = results
+    assert (a_wrong, a_runs, a_changes) == (b_wrong, b_runs, b_changes)
+    for k in a_ops:
+        np.testing.assert_array_equal(a_ops[k], b_ops[k])

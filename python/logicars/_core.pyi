@@ -102,6 +102,7 @@ class Engine:
         seed: int,
         budget: int,
         search_seed: int,
+        offset: int,
     ) -> tuple[int, int, int, list[tuple[int, int, int]]]: ...
     def hard_circuit(self) -> HardCircuit: ...
 

@@ -323,11 +323,15 @@ class Model:
         seed: int = 0,
         budget: int = 20000,
         search_seed: int = 0,
+        offset: int = 0,
     ) -> tuple[int, int, int, list[tuple[int, int, int]]]:
         """The engine's neutral-drift search over the hard circuit's gate ops, which
         `logicars.repair(..., method="drift")` runs: flips of one truth-table row of one
-        gate, drawn from `search_seed`, each kept when the wrong cells do not grow, for at
-        most `budget` candidate runs. The circuit runs from `x` `(B, H, W, C)` for `steps`
+        gate, each kept when the wrong cells do not grow, for at most `budget` candidate
+        runs. The flips go in passes over every gate's rows, each pass in an order drawn
+        from `search_seed`; `offset` is the position of the first (a search continued
+        with `offset` = the candidate runs so far, its changes applied, goes on as one
+        search). The circuit runs from `x` `(B, H, W, C)` for `steps`
         (default: the spec's), async masks from `seed` as `simulate`'s; each grid is scored
         on `loss_channels` against the closest of its options in `targets`
         `(O, B, H, W, len(loss_channels))`. Returns `(wrong_before, wrong_after,
@@ -351,6 +355,7 @@ class Model:
             int(seed),
             budget,
             int(search_seed),
+            check_int("offset", offset, 0),
         )
 
     def hard_circuit_stats(self) -> dict[str, int]:

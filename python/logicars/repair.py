@@ -11,8 +11,8 @@ it strictly lowers the number of wrong cells. Passes repeat while they improve, 
 a budget of evaluations, so the result is deterministic.
 
 `method="drift"` searches differently, in the engine (`Model.drift_search`): it flips
-one truth-table row of one gate at a time, drawn at random, and keeps the flip when the
-wrong cells do not grow. Keeping the flips that leave the count equal lets it walk
+one truth-table row of one gate at a time, in passes over all of them in random orders,
+and keeps the flip when the wrong cells do not grow. Keeping the flips that leave the count equal lets it walk
 across the plateaus where the greedy search stops (on the lizard's trained circuits,
 greedy repair ends a few cells short; drift goes on down, docs/results.md).
 
@@ -23,7 +23,6 @@ from it.
 
 from __future__ import annotations
 
-import itertools
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -80,8 +79,8 @@ def repair(
     inputs of `preset` (`samples` and `seed` as `evaluate`'s); changes `model`'s
     parameters in place. `method`: `"greedy"` tries the least confident gates' next
     most likely ops in order and keeps a change that lowers the wrong cells, until a
-    pass keeps nothing; `"drift"` flips random truth-table rows (drawn from `seed`) and
-    keeps a flip that does not raise them (`Model.drift_search`), which walks on where
+    pass keeps nothing; `"drift"` flips every gate's truth-table rows one at a time, in
+    passes in random orders (drawn from `seed`), and keeps a flip that does not raise them (`Model.drift_search`), which walks on where
     greedy stops. Both stop at 0 wrong cells or after `budget` candidate runs;
     `progress` shows a bar of the drift search's runs."""
     x, target = heldout_inputs(model, preset, samples, seed)
@@ -151,9 +150,9 @@ def _drift(
     seed: int,
     progress: bool,
 ) -> RepairResult:
-    """The engine's drift search in chunks of `DRIFT_CHUNK` candidate runs (each with
-    its own stream of `seed`), so that a long search shows its progress; the changes of
-    each chunk go into the parameters before the next."""
+    """The engine's drift search in chunks of `DRIFT_CHUNK` candidate runs, so that a
+    long search shows its progress: the changes of each chunk go into the parameters,
+    and the next chunk goes on from there, as one search would."""
     t0 = time.perf_counter()
     task = preset.task()
     options = np.stack(
@@ -164,7 +163,7 @@ def _drift(
     result: RepairResult | None = None
     bar = progress_bar(total=budget, unit="run", desc="drift", disable=not progress)
     with bar:
-        for chunk in itertools.count():
+        while True:
             left = budget - (result.evaluations if result else 0)
             before, after, evaluations, changes = model.drift_search(
                 x,
@@ -174,7 +173,8 @@ def _drift(
                 periodic=task.periodic,
                 seed=seed,
                 budget=min(left, DRIFT_CHUNK),
-                search_seed=_chunk_seed(seed, chunk),
+                search_seed=seed,
+                offset=result.evaluations if result else 0,
             )
             if result is None:
                 result = RepairResult(before, before, 0)
@@ -198,12 +198,6 @@ def _drift(
     ]
     result.seconds = time.perf_counter() - t0
     return result
-
-
-def _chunk_seed(seed: int, chunk: int) -> int:
-    """The flip stream of a drift search's chunk: a 64-bit draw of `SeedSequence`."""
-    words = np.random.SeedSequence([seed, chunk]).generate_state(2, np.uint32)
-    return int(words[0]) | int(words[1]) << 32
 
 
 def _gate_rows(model: Model) -> list[tuple[str, int]]:

@@ -228,10 +228,11 @@ impl Engine {
 
     /// Neutral-drift search over the hard circuit's ops for fewer wrong cells on
     /// `loss_channels` of the grids `x` run `steps` steps (async with `fire_rate`, masks
-    /// from `seed`), each grid against its closest option in `targets` `(O, B, H, W, L)`:
-    /// `(wrong_before, wrong_after, evaluations, [(gate, old op, new op), ...])`. The
-    /// logits are not changed.
-    #[pyo3(signature = (x, targets, loss_channels, steps, periodic, fire_rate, seed, budget, search_seed))]
+    /// from `seed`), each grid against its closest option in `targets` `(O, B, H, W, L)`,
+    /// the flips from `search_seed` from position `offset` on: `(wrong_before,
+    /// wrong_after, evaluations, [(gate, old op, new op), ...])`. The logits are not
+    /// changed.
+    #[pyo3(signature = (x, targets, loss_channels, steps, periodic, fire_rate, seed, budget, search_seed, offset))]
     #[allow(clippy::too_many_arguments)]
     fn drift_search<'py>(
         &mut self,
@@ -245,6 +246,7 @@ impl Engine {
         seed: u64,
         budget: u64,
         search_seed: u64,
+        offset: u64,
     ) -> PyResult<DriftResult> {
         let shape = grid_of("x", &x.shape(), self.model.spec().channels)?;
         let (x, targets) = (x.bits("x")?, targets.bits("targets")?);
@@ -261,7 +263,7 @@ impl Engine {
                 loss_channels: &loss_channels,
                 opts,
             };
-            model.drift_search(&task, budget, search_seed, Some(interrupt))
+            model.drift_search(&task, budget, search_seed, offset, Some(interrupt))
         })?;
         Ok((
             out.wrong_before,

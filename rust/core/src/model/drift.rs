@@ -11,7 +11,8 @@
 //! with the inputs, masks and targets packed once per search (a training grid is small:
 //! the slot engine's blocks, thread hand-overs and packing cost more than its gates).
 
-use rand::{RngExt, SeedableRng};
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::Model;
@@ -316,12 +317,16 @@ fn gate_planes(
 impl Model {
     /// Searches the hard circuit's gate ops for fewer wrong cells on `task` (see the
     /// module's doc), for at most `budget` candidate runs or until none is wrong. The
-    /// flips come from `seed`, so a search is reproducible; the model is not changed.
+    /// flips come from `seed` and the position in their sequence, `offset` for the first
+    /// candidate: a search continued from where another stopped (its changes applied,
+    /// `offset` its candidate runs) is the search that would have run on. The model is
+    /// not changed.
     pub fn drift_search(
         &self,
         task: &DriftTask<'_>,
         budget: u64,
         seed: u64,
+        offset: u64,
         interrupt: Option<Interrupt<'_>>,
     ) -> Result<DriftOutcome> {
         let channels = self.spec.channels;
@@ -337,11 +342,22 @@ impl Model {
         let mut ops = start.clone();
         let before = wrong(&ops)?;
         let (mut current, mut evaluations) = (before, 0u64);
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let n_flips = ops.len() as u64 * 4;
+        let mut order: Vec<u32> = Vec::new();
         let mut deadline = Interrupt::deadline(interrupt);
-        while current > 0 && evaluations < budget && !ops.is_empty() {
-            let gate = rng.random_range(0..ops.len());
-            let row = rng.random_range(0..4u32);
+        while current > 0 && evaluations < budget && n_flips > 0 {
+            // Flip `position` of the search: passes over every (gate, row) flip, each
+            // pass in its own order drawn from `seed`, so that every flip is tried once
+            // per pass, and a search resumed at `offset` goes on as one would have.
+            let position = offset + evaluations;
+            let (pass, at) = (position / n_flips, (position % n_flips) as usize);
+            if order.is_empty() || at == 0 {
+                order = (0..n_flips as u32).collect();
+                let mut rng = ChaCha8Rng::seed_from_u64(seed);
+                rng.set_stream(pass);
+                order.shuffle(&mut rng);
+            }
+            let (gate, row) = ((order[at] / 4) as usize, order[at] % 4);
             let old = ops[gate];
             ops[gate] ^= 8 >> row; // row k of the table is op bit 3 - k
             let w = wrong(&ops)?;

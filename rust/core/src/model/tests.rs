@@ -171,15 +171,15 @@ fn drift_search_never_adds_wrong_cells_and_reports_its_changes() {
     }
     let both: Vec<u8> = [flipped.clone(), own.clone()].concat();
     let exact = m
-        .drift_search(&task(&x, shape, &both), 100, 1, None)
+        .drift_search(&task(&x, shape, &both), 100, 1, 0, None)
         .unwrap();
     assert_eq!((exact.wrong_before, exact.evaluations), (0, 0));
 
     let a = m
-        .drift_search(&task(&x, shape, &flipped), 300, 1, None)
+        .drift_search(&task(&x, shape, &flipped), 300, 1, 0, None)
         .unwrap();
     let b = m
-        .drift_search(&task(&x, shape, &flipped), 300, 1, None)
+        .drift_search(&task(&x, shape, &flipped), 300, 1, 0, None)
         .unwrap();
     assert_eq!(a, b);
     assert_eq!(a.wrong_before, 5);
@@ -194,7 +194,7 @@ fn drift_search_never_adds_wrong_cells_and_reports_its_changes() {
     assert_eq!(wrong as u64, a.wrong_after);
 
     for (targets, what) in [(vec![2u8; 90], "0 or 1"), (vec![0u8; 89], "targets")] {
-        match m.drift_search(&task(&x, shape, &targets), 10, 1, None) {
+        match m.drift_search(&task(&x, shape, &targets), 10, 1, 0, None) {
             Err(e) => assert!(e.to_string().contains(what), "{e}"),
             Ok(_) => panic!("{what}: accepted"),
         }
