@@ -373,7 +373,7 @@ GROWTH_GAP = [
     "returns on seed 1; the excursions from the best circuit do not go lower.",
     "",
     "**A drift search after training** (2026-11-27; `logicars.repair(model, preset, "
-    "method=\"drift\")`, `python -m logicars repair RUN`). The greedy repair keeps only "
+    'method="drift")`, `python -m logicars repair RUN`). The greedy repair keeps only '
     "changes that lower the wrong cells and stops a few cells short of these circuits; "
     "the drift search flips one truth-table row of one gate at a time and keeps every "
     "flip that does not add wrong cells, so it walks across the plateaus where greedy "

@@ -12,9 +12,10 @@ a budget of evaluations, so the result is deterministic.
 
 `method="drift"` searches differently, in the engine (`Model.drift_search`): it flips
 one truth-table row of one gate at a time, in passes over all of them in random orders,
-and keeps the flip when the wrong cells do not grow. Keeping the flips that leave the count equal lets it walk
-across the plateaus where the greedy search stops (on the lizard's trained circuits,
-greedy repair ends a few cells short; drift goes on down, docs/results.md).
+and keeps the flip when the wrong cells do not grow. Keeping the flips that leave the
+count equal lets it walk across the plateaus where the greedy search stops (on the
+lizard's trained circuits, greedy repair ends a few cells short; drift goes on down,
+docs/results.md).
 
 A kept change raises the new op's logit just above the old maximum (or flips the
 truth-table row): the relaxed model moves as little as possible, and training can go on
@@ -80,9 +81,10 @@ def repair(
     parameters in place. `method`: `"greedy"` tries the least confident gates' next
     most likely ops in order and keeps a change that lowers the wrong cells, until a
     pass keeps nothing; `"drift"` flips every gate's truth-table rows one at a time, in
-    passes in random orders (drawn from `seed`), and keeps a flip that does not raise them (`Model.drift_search`), which walks on where
-    greedy stops. Both stop at 0 wrong cells or after `budget` candidate runs;
-    `progress` shows a bar of the drift search's runs."""
+    passes in random orders (drawn from `seed`), and keeps a flip that does not raise
+    them (`Model.drift_search`), which walks on where greedy stops. Both stop at 0 wrong
+    cells or after `budget` candidate runs; `progress` shows a bar of the drift search's
+    runs."""
     x, target = heldout_inputs(model, preset, samples, seed)
     return repair_on(
         model, preset, x, target, budget=budget, seed=seed, method=method, progress=progress
