@@ -1,15 +1,16 @@
 //! Neutral-drift search over the hard circuit's gate ops: the discrete last mile after
 //! training (`logicars.repair(..., method="drift")`).
 //!
-//! A (1+1) search: flip one row of one gate's truth table, drawn at random from a seeded
-//! stream, run the hard circuit on the task's inputs, and keep the flip when the wrong
-//! cells do not grow. Keeping the moves that leave the count equal lets the search walk
-//! across the plateaus where a greedy search (strictly fewer wrong cells) stops: on the
-//! lizard, greedy repair stops 2–13 cells short, where drift keeps going
-//! (docs/results.md). Each candidate compiles the circuit (0.1–0.3 ms) and runs it on
-//! [`Planes`]: the slot engine's bit layout, but every gate over the whole grid at once,
-//! with the inputs, masks and targets packed once per search (a training grid is small:
-//! the slot engine's blocks, thread hand-overs and packing cost more than its gates).
+//! A (1+1) search: flip one row of one gate's truth table, run the hard circuit on the
+//! task's inputs, and keep the flip when the wrong cells do not grow. The flips go in
+//! passes over every (gate, row), each pass in an order drawn from the seed. Keeping the
+//! moves that leave the count equal lets the search walk across the plateaus where a
+//! greedy search (strictly fewer wrong cells) stops: on the lizard, greedy repair stops
+//! 2–13 cells short, where drift keeps going (docs/results.md). Each candidate compiles
+//! the circuit (about a third of its time on the lizard) and runs it on [`Planes`]: the
+//! slot engine's bit layout, but every gate over the whole grid at once, with the
+//! inputs, masks and targets packed once per search (a training grid is small: the slot
+//! engine's blocks, thread hand-overs and packing cost more than its gates).
 
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
