@@ -13,8 +13,8 @@ from logicars.evaluate import evaluate, heldout_inputs, wrong_cells
 from logicars.repair import repair, repair_on
 
 
-def _random_gol_model(relax: str = "softmax") -> logicars.Model:
-    preset = logicars.get_preset("gol")
+def _random_model(preset_name: str = "gol", relax: str = "softmax") -> logicars.Model:
+    preset = logicars.get_preset(preset_name)
     spec = preset.spec.replace(relax=logicars.Relaxation(relax))
     model = logicars.Model(spec, seed=3)
     rng = np.random.default_rng(0)
@@ -42,7 +42,7 @@ def test_repair_undoes_a_planted_wrong_gate(relax: str) -> None:
     # The target is the circuit's own output, so a circuit with 0 wrong cells exists;
     # then one gate whose op matters takes its second choice, which repair must undo.
     preset = logicars.get_preset("gol")
-    model = _random_gol_model(relax)
+    model = _random_model("gol", relax)
     x, _ = heldout_inputs(model, preset)
     target = model.simulate(x, preset.spec.num_steps)[..., :1].astype(bool)
     good = model.params()
@@ -72,7 +72,7 @@ def test_repair_undoes_a_planted_wrong_gate(relax: str) -> None:
 
 def test_repair_only_lowers_the_wrong_cells_and_is_deterministic() -> None:
     preset = logicars.get_preset("gol")
-    a, b = _random_gol_model(), _random_gol_model()
+    a, b = _random_model(), _random_model()
     before = evaluate(a, preset)["wrong_cells"]
     ra = repair(a, preset, budget=40)
     rb = repair(b, preset, budget=40)
@@ -86,7 +86,7 @@ def test_repair_only_lowers_the_wrong_cells_and_is_deterministic() -> None:
 
 def test_repair_with_no_budget_changes_nothing() -> None:
     preset = logicars.get_preset("gol")
-    model = _random_gol_model()
+    model = _random_model()
     params = model.params()
     result = repair(model, preset, budget=0)
     assert result.evaluations == 0 and result.changes == []
@@ -99,7 +99,7 @@ def test_repair_with_no_budget_changes_nothing() -> None:
 
 def test_result_serialises() -> None:
     preset = logicars.get_preset("gol")
-    result = repair(_random_gol_model(), preset, budget=5)
+    result = repair(_random_model(), preset, budget=5)
     d = result.to_dict()
     assert set(d) == {f.name for f in dataclasses.fields(result)} - {"seconds"}
     assert all(isinstance(c, list) and len(c) == 4 for c in d["changes"])
@@ -108,23 +108,12 @@ def test_result_serialises() -> None:
 # ---- method="drift": the neutral-drift search in the engine --------------------------
 
 
-def _random_model(preset_name: str, relax: str = "truth-table") -> logicars.Model:
-    preset = logicars.get_preset(preset_name)
-    spec = preset.spec.replace(relax=logicars.Relaxation(relax))
-    model = logicars.Model(spec, seed=3)
-    rng = np.random.default_rng(0)
-    model.set_params(
-        {k: rng.normal(size=v.shape).astype(np.float32) for k, v in model.params().items()}
-    )
-    return model
-
-
 @pytest.mark.parametrize("preset_name", ["gol", "checkerboard", "checkerboard-async", "colored-g"])
 def test_drift_counts_wrong_cells_as_the_task_does(preset_name: str) -> None:
     # The engine scores each candidate itself: its count must be the task's (a pattern in
     # its closest phase, the async masks of the seed), before and after the changes.
     preset = logicars.get_preset(preset_name)
-    model = _random_model(preset_name)
+    model = _random_model(preset_name, "truth-table")
     x, target = heldout_inputs(model, preset, 4, seed=5)
     before = int(wrong_cells(model, preset, x, target, seed=5).sum())
     result = repair_on(model, preset, x, target, budget=30, seed=5, method="drift")
@@ -182,7 +171,7 @@ def test_drift_is_deterministic_and_keeps_no_worse_circuit() -> None:
     preset = logicars.get_preset("colored-g")
     runs = []
     for search_seed in (1, 1, 2):
-        model = _random_model("colored-g")
+        model = _random_model("colored-g", "truth-table")
         r = repair(model, preset, budget=60, seed=search_seed, method="drift")
         assert r.wrong_after == evaluate(model, preset, seed=search_seed)["wrong_cells"]
         runs.append((r.wrong_after, r.changes))
@@ -192,7 +181,7 @@ def test_drift_is_deterministic_and_keeps_no_worse_circuit() -> None:
 
 def test_drift_with_no_budget_changes_nothing_and_bad_methods_are_refused() -> None:
     preset = logicars.get_preset("gol")
-    model = _random_model("gol")
+    model = _random_model("gol", "truth-table")
     params = model.params()
     result = repair(model, preset, budget=0, method="drift")
     assert result.evaluations == 0 and result.changes == []
@@ -204,7 +193,7 @@ def test_drift_with_no_budget_changes_nothing_and_bad_methods_are_refused() -> N
 
 
 def test_model_drift_search_refuses_bad_targets() -> None:
-    model = _random_model("gol")
+    model = _random_model()
     x = np.zeros((2, 3, 3, 1), np.uint8)
     with pytest.raises(logicars.errors.ShapeError, match="targets"):
         model.drift_search(x, np.zeros((1, 2, 3, 3, 2), np.uint8), [0])
@@ -224,7 +213,7 @@ def test_drift_in_chunks_is_one_search(monkeypatch: pytest.MonkeyPatch) -> None:
     results = []
     for chunk in (1000, 7):
         monkeypatch.setattr(repair_module, "DRIFT_CHUNK", chunk)
-        model = _random_model("colored-g")
+        model = _random_model("colored-g", "truth-table")
         r = repair(model, preset, budget=40, method="drift")
         results.append((r.wrong_after, r.evaluations, r.changes, model.hard_ops()))
     (a_wrong, a_runs, a_changes, a_ops), (b_wrong, b_runs, b_changes, b_ops) = results

@@ -446,6 +446,7 @@ mod tests {
                 let mut opts = SimOptions::new(3, periodic);
                 opts.masks = masks;
                 let want = simulate_on(HardEngine::Slots, &circuit, &x, shape, &opts).unwrap();
+                assert!(want.contains(&0) && want.contains(&1), "seed {seed}: a constant grid");
                 let targets = vec![0u8; shape.cells() * 2];
                 let task = DriftTask {
                     x: &x,
@@ -472,6 +473,78 @@ mod tests {
                         .sum::<u64>()
                 };
                 assert_eq!(planes.wrong(&state, &[0, 2]), ones(0) + ones(2));
+            }
+        }
+    }
+
+    #[test]
+    fn drift_search_never_adds_wrong_cells_and_reports_its_changes() {
+        let m = random_model(true, 4);
+        let shape = GridShape {
+            batch: 3,
+            height: 5,
+            width: 6,
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let x: Vec<u8> = (0..shape.cells() * 3)
+            .map(|_| rng.random_range(0..2))
+            .collect();
+        let run = |ops: &[u8]| {
+            let circuit = Circuit::compile(&m.program, ops);
+            simulate_on(
+                HardEngine::Slots,
+                &circuit,
+                &x,
+                shape,
+                &SimOptions::new(3, true),
+            )
+            .unwrap()
+        };
+        // Targets: the circuit's own channel 0 with a few cells flipped, as a second option
+        // the circuit's own output exactly (so a grid may match either).
+        let own: Vec<u8> = run(&m.hard_ops()).chunks(3).map(|c| c[0]).collect();
+        assert!(own.contains(&0) && own.contains(&1), "a circuit whose output varies");
+        let mut flipped = own.clone();
+        for i in [0, 7, 33, 61, 89] {
+            flipped[i] ^= 1;
+        }
+        fn task<'a>(x: &'a [u8], shape: GridShape, targets: &'a [u8]) -> DriftTask<'a> {
+            DriftTask {
+                x,
+                shape,
+                targets,
+                loss_channels: &[0],
+                opts: SimOptions::new(3, true),
+            }
+        }
+        let both: Vec<u8> = [flipped.clone(), own.clone()].concat();
+        let exact = m
+            .drift_search(&task(&x, shape, &both), 100, 1, 0, None)
+            .unwrap();
+        assert_eq!((exact.wrong_before, exact.evaluations), (0, 0));
+
+        let a = m
+            .drift_search(&task(&x, shape, &flipped), 300, 1, 0, None)
+            .unwrap();
+        let b = m
+            .drift_search(&task(&x, shape, &flipped), 300, 1, 0, None)
+            .unwrap();
+        assert_eq!(a, b);
+        assert_eq!(a.wrong_before, 5);
+        assert!(a.wrong_after <= a.wrong_before && a.evaluations <= 300);
+        let mut ops = m.hard_ops();
+        for &(g, old, new) in &a.changes {
+            assert_eq!(ops[g], old);
+            ops[g] = new;
+        }
+        let got: Vec<u8> = run(&ops).chunks(3).map(|c| c[0]).collect();
+        let wrong = got.iter().zip(&flipped).filter(|(g, w)| g != w).count();
+        assert_eq!(wrong as u64, a.wrong_after);
+
+        for (targets, what) in [(vec![2u8; 90], "0 or 1"), (vec![0u8; 89], "targets")] {
+            match m.drift_search(&task(&x, shape, &targets), 10, 1, 0, None) {
+                Err(e) => assert!(e.to_string().contains(what), "{e}"),
+                Ok(_) => panic!("{what}: accepted"),
             }
         }
     }
