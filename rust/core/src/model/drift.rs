@@ -446,7 +446,10 @@ mod tests {
                 let mut opts = SimOptions::new(3, periodic);
                 opts.masks = masks;
                 let want = simulate_on(HardEngine::Slots, &circuit, &x, shape, &opts).unwrap();
-                assert!(want.contains(&0) && want.contains(&1), "seed {seed}: a constant grid");
+                assert!(
+                    want.contains(&0) && want.contains(&1),
+                    "seed {seed}: a constant grid"
+                );
                 let targets = vec![0u8; shape.cells() * 2];
                 let task = DriftTask {
                     x: &x,
@@ -503,7 +506,10 @@ mod tests {
         // Targets: the circuit's own channel 0 with a few cells flipped, as a second option
         // the circuit's own output exactly (so a grid may match either).
         let own: Vec<u8> = run(&m.hard_ops()).chunks(3).map(|c| c[0]).collect();
-        assert!(own.contains(&0) && own.contains(&1), "a circuit whose output varies");
+        assert!(
+            own.contains(&0) && own.contains(&1),
+            "a circuit whose output varies"
+        );
         let mut flipped = own.clone();
         for i in [0, 7, 33, 61, 89] {
             flipped[i] ^= 1;
