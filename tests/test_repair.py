@@ -192,7 +192,7 @@ def test_drift_with_no_budget_changes_nothing_and_bad_methods_are_refused() -> N
         repair(model, preset, method="anneal")
 
 
-def test_model_drift_search_refuses_bad_targets() -> None:
+def test_model_drift_search_refuses_bad_input() -> None:
     model = _random_model()
     x = np.zeros((2, 3, 3, 1), np.uint8)
     with pytest.raises(logicars.errors.ShapeError, match="targets"):
@@ -201,6 +201,8 @@ def test_model_drift_search_refuses_bad_targets() -> None:
         model.drift_search(x, np.full((1, 2, 3, 3, 1), 2, np.uint8), [0])
     with pytest.raises(ValueError, match="loss channel"):
         model.drift_search(x, np.zeros((1, 2, 3, 3, 1), np.uint8), [1])
+    with pytest.raises(ValueError, match="x: expected 0 or 1"):
+        model.drift_search(np.full((2, 3, 3, 1), 2, np.uint8), np.zeros((1, 2, 3, 3, 1)), [0])
 
 
 def test_drift_in_chunks_is_one_search(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -63,6 +63,9 @@ impl DriftTask<'_> {
                 self.x.len()
             );
         }
+        if self.x.iter().any(|&v| v > 1) {
+            return value_err!("x: expected 0 or 1 in every cell");
+        }
         if let Some(&c) = self.loss_channels.iter().find(|&&c| c >= channels) {
             return value_err!("loss channel {c} is not one of the model's {channels}");
         }
