@@ -21,8 +21,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         choices=REPAIR_METHODS,
         default="drift",
         help="greedy: the least confident gates' next ops, kept when they lower the wrong "
-        "cells (what training runs); drift: random truth-table row flips, kept when they "
-        "do not raise them (default)",
+        "cells (what training runs); drift: every gate's truth-table rows flipped one at a "
+        "time, in passes in random orders, kept when they do not raise them (default)",
     )
     p.add_argument(
         "--budget",
