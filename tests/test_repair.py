@@ -4,13 +4,15 @@ wrong cells."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 import numpy as np
 import pytest
 
 import logicars
 from logicars.evaluate import evaluate, heldout_inputs, wrong_cells
-from logicars.repair import repair, repair_on
+from logicars.repair import RepairResult, repair, repair_on
 
 
 def _random_model(preset_name: str = "gol", relax: str = "softmax") -> logicars.Model:
@@ -37,37 +39,54 @@ def _second_choice(model: logicars.Model, name: str, gate: int) -> None:
     model.set_params(params)
 
 
-@pytest.mark.parametrize("relax", ["softmax", "truth-table"])
-def test_repair_undoes_a_planted_wrong_gate(relax: str) -> None:
-    # The target is the circuit's own output, so a circuit with 0 wrong cells exists;
-    # then one gate whose op matters takes its second choice, which repair must undo.
+def _gates(params: dict[str, np.ndarray]) -> Iterator[tuple[str, int]]:
+    """Every `(parameter, gate)`, last layers first."""
+    for name in sorted(params, reverse=True):
+        for gate in range(params[name].reshape(-1, params[name].shape[-1]).shape[0]):
+            yield name, gate
+
+
+def _own_output_with_a_fault(
+    relax: str,
+    faults: Callable[[dict[str, np.ndarray]], Iterable[tuple[Any, ...]]],
+    plant: Callable[..., None],
+) -> tuple[logicars.Model, logicars.Preset, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """A random gol circuit whose target is its own output (so a circuit with 0 wrong
+    cells exists), with the first of `faults(params)` (`plant(model, *fault)`) that
+    changes its output: `(model, preset, x, target, the faulty circuit's ops)`."""
     preset = logicars.get_preset("gol")
     model = _random_model("gol", relax)
     x, _ = heldout_inputs(model, preset)
     target = model.simulate(x, preset.spec.num_steps)[..., :1].astype(bool)
     good = model.params()
-    planted = (
-        (name, gate)
-        for name in sorted(good, reverse=True)
-        for gate in range(good[name].reshape(-1, good[name].shape[-1]).shape[0])
-    )
-    for name, gate in planted:
+    for fault in faults(good):
         model.set_params(good)
-        _second_choice(model, name, gate)
+        plant(model, *fault)
         if wrong_cells(model, preset, x, target).any():
-            break
-    else:
-        pytest.fail("no gate of the circuit changes its output")
-    broken = model.hard_ops()
+            return model, preset, x, target, model.hard_ops()
+    pytest.fail("no fault changes the circuit's output")
+
+
+def _assert_changes_applied(
+    result: RepairResult, broken: dict[str, np.ndarray], model: logicars.Model
+) -> None:
+    """Each change the result reports is the change from the faulty op to the model's."""
+    ops = model.hard_ops()
+    for pname, g, old, new in result.changes:
+        assert broken[pname].reshape(-1)[g] == old and ops[pname].reshape(-1)[g] == new
+
+
+@pytest.mark.parametrize("relax", ["softmax", "truth-table"])
+def test_repair_undoes_a_planted_wrong_gate(relax: str) -> None:
+    # One gate whose op matters takes its second choice, which repair must undo.
+    model, preset, x, target, broken = _own_output_with_a_fault(relax, _gates, _second_choice)
 
     result = repair_on(model, preset, x, target, budget=5000)
 
     assert result.wrong_before > 0 and result.wrong_after == 0
     assert not wrong_cells(model, preset, x, target).any()
     assert 1 <= len(result.changes) <= result.evaluations <= 5000
-    ops = model.hard_ops()
-    for pname, g, old, new in result.changes:
-        assert broken[pname].reshape(-1)[g] == old and ops[pname].reshape(-1)[g] == new
+    _assert_changes_applied(result, broken, model)
 
 
 def test_repair_only_lowers_the_wrong_cells_and_is_deterministic() -> None:
@@ -124,37 +143,20 @@ def test_drift_counts_wrong_cells_as_the_task_does(preset_name: str) -> None:
 
 @pytest.mark.parametrize("relax", ["softmax", "truth-table"])
 def test_drift_undoes_a_planted_row_flip(relax: str) -> None:
-    # The target is the circuit's own output; one truth-table row of a gate that matters
-    # is flipped. The search keeps only flips that do not add wrong cells, so it ends at
-    # 0 (by undoing the flip or another way), and the changes it reports are applied.
-    preset = logicars.get_preset("gol")
-    model = _random_model("gol", relax)
-    x, _ = heldout_inputs(model, preset)
-    target = model.simulate(x, preset.spec.num_steps)[..., :1].astype(bool)
-    good = model.params()
-    planted = (
-        (name, gate, row)
-        for name in sorted(good, reverse=True)
-        for gate in range(good[name].reshape(-1, good[name].shape[-1]).shape[0])
-        for row in range(4)
-    )
-    for name, gate, row in planted:
-        model.set_params(good)
-        _flip_row(model, name, gate, row)
-        if wrong_cells(model, preset, x, target).any():
-            break
-    else:
-        pytest.fail("no row of the circuit changes its output")
-    broken = model.hard_ops()
+    # One truth-table row of a gate that matters is flipped. The search keeps only flips
+    # that do not add wrong cells, so it ends at 0 (by undoing the flip or another way),
+    # and the changes it reports are applied.
+    def rows(params: dict[str, np.ndarray]) -> Iterator[tuple[str, int, int]]:
+        return ((name, gate, row) for name, gate in _gates(params) for row in range(4))
+
+    model, preset, x, target, broken = _own_output_with_a_fault(relax, rows, _flip_row)
 
     result = repair_on(model, preset, x, target, budget=20000, method="drift")
 
     assert result.wrong_before > 0 and result.wrong_after == 0
     assert not wrong_cells(model, preset, x, target).any()
     assert 1 <= len(result.changes) and result.evaluations <= 20000
-    ops = model.hard_ops()
-    for pname, g, old, new in result.changes:
-        assert broken[pname].reshape(-1)[g] == old and ops[pname].reshape(-1)[g] == new
+    _assert_changes_applied(result, broken, model)
 
 
 def _flip_row(model: logicars.Model, name: str, gate: int, row: int) -> None:

@@ -5,7 +5,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
-use super::packing::Geo;
+use super::packing::{pack_row, Geo};
 use crate::error::{shape_err, value_err, Error, Result};
 use crate::float::GridShape;
 use crate::memory;
@@ -61,6 +61,18 @@ fn bernoulli_word(rng: &mut ChaCha8Rng, threshold: u64) -> u64 {
         }
     }
     ones
+}
+
+/// Packs step `t` of given masks (`B × steps × H × W` bytes, checked by the caller) into
+/// `mask` (`B·H·nw` words, the slot engine's layout).
+pub(crate) fn given_mask(geo: &Geo, masks: &[u8], steps: usize, t: usize, mask: &mut [u64]) {
+    mask.par_chunks_mut(geo.nw)
+        .enumerate()
+        .for_each(|(row, words)| {
+            let (b, r) = (row / geo.height, row % geo.height);
+            let at = ((b * steps + t) * geo.height + r) * geo.width;
+            pack_row(&masks[at..at + geo.width], 1, words);
+        });
 }
 
 /// Draws the update mask of step `t` into `mask` (`B·H·nw` words): every cell is 1

@@ -495,8 +495,9 @@ pub fn output_len(shape: GridShape, channels: usize, opts: &SimOptions<'_>) -> R
     Ok(bytes)
 }
 
-/// The checks of [`simulate`]'s options that do not depend on the engine.
-fn check_options(shape: GridShape, opts: &SimOptions<'_>) -> Result<()> {
+/// The checks of [`simulate`]'s options that do not depend on the engine (also the
+/// drift search's, `model::drift`).
+pub(crate) fn check_options(shape: GridShape, opts: &SimOptions<'_>) -> Result<()> {
     let steps = opts.steps;
     match opts.masks {
         Masks::Sync => {}

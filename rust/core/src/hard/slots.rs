@@ -18,8 +18,8 @@ use rayon::prelude::*;
 
 use super::circuit::{Circuit, Output};
 use super::kernels::Arena;
-use super::masks::{random_mask, StepMask};
-use super::packing::{pack_plane, pack_row, Geo};
+use super::masks::{given_mask, random_mask, StepMask};
+use super::packing::{pack_plane, Geo};
 use crate::error::{shape_err, value_err, Result};
 use crate::float::kernels::{self, SimdLevel};
 use crate::float::GridShape;
@@ -330,15 +330,7 @@ impl SlotSim {
                         masks.len()
                     );
                 }
-                let rows_per_board = geo.height;
-                self.mask
-                    .par_chunks_mut(geo.nw)
-                    .enumerate()
-                    .for_each(|(row, words)| {
-                        let (b, r) = (row / rows_per_board, row % rows_per_board);
-                        let at = ((b * steps + t) * geo.height + r) * geo.width;
-                        pack_row(&masks[at..at + geo.width], 1, words);
-                    });
+                given_mask(&geo, masks, steps, t, &mut self.mask);
                 Ok(true)
             }
             StepMask::Random { fire_rate, seed, t } => {

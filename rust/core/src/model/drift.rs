@@ -21,8 +21,9 @@ use crate::error::{shape_err, value_err, Result};
 use crate::float::GridShape;
 use crate::hard::circuit::Output;
 use crate::hard::kernels::Kind;
-use crate::hard::masks::random_mask;
+use crate::hard::masks::{given_mask, random_mask};
 use crate::hard::packing::{pack_row, Geo};
+use crate::hard::simulator::check_options;
 use crate::hard::{Circuit, Interrupt, Masks, SimOptions};
 
 /// What the search runs the circuit on: `x` (`N × H × W × C` bytes of 0/1), and for
@@ -85,7 +86,7 @@ impl DriftTask<'_> {
         if self.opts.record_every != 0 || self.opts.damage.is_some() {
             return value_err!("a drift search runs to the last step, without damage");
         }
-        Ok(())
+        check_options(self.shape, &self.opts)
     }
 }
 
@@ -112,14 +113,10 @@ struct Planes {
 }
 
 impl Planes {
-    fn new(task: &DriftTask<'_>, channels: usize) -> Result<Planes> {
+    fn new(task: &DriftTask<'_>, channels: usize) -> Planes {
         let shape = task.shape;
         let geo = Geo::new(shape, channels, task.opts.periodic);
-        let (nw, rows, hw) = (
-            geo.nw,
-            shape.batch * shape.height,
-            shape.height * shape.width,
-        );
+        let (nw, rows) = (geo.nw, shape.batch * shape.height);
         let plane = rows * nw;
         let steps = task.opts.steps;
         let mut x = vec![0u64; rows * channels * nw];
@@ -129,34 +126,14 @@ impl Planes {
                 pack_row(&cells[c..], channels, w);
             }
         }
-        let mut masks = Vec::new();
-        match task.opts.masks {
-            Masks::Sync => {}
-            Masks::Given(given) => {
-                if given.len() != shape.batch * steps * hw {
-                    return shape_err!(
-                        "masks: expected B*steps*H*W = {} values, got {}",
-                        shape.batch * steps * hw,
-                        given.len()
-                    );
-                }
-                masks = vec![0u64; steps * plane];
-                for (t, mask) in masks.chunks_exact_mut(plane).enumerate() {
-                    for (row, words) in mask.chunks_exact_mut(nw).enumerate() {
-                        let (b, r) = (row / shape.height, row % shape.height);
-                        let at = ((b * steps + t) * shape.height + r) * shape.width;
-                        pack_row(&given[at..at + shape.width], 1, words);
-                    }
-                }
-            }
-            Masks::Random { fire_rate, seed } => {
-                if !(fire_rate > 0.0 && fire_rate <= 1.0) {
-                    return value_err!("fire_rate must be in (0, 1], got {fire_rate}");
-                }
-                masks = vec![0u64; steps * plane];
-                for (t, mask) in masks.chunks_exact_mut(plane).enumerate() {
-                    random_mask(&geo, mask, fire_rate, seed, t);
-                }
+        // Every step's mask (`check` ran `simulate`'s checks on the masks).
+        let synchronous = matches!(task.opts.masks, Masks::Sync);
+        let mut masks = vec![0u64; if synchronous { 0 } else { steps * plane }];
+        for (t, mask) in masks.chunks_exact_mut(plane).enumerate() {
+            match task.opts.masks {
+                Masks::Given(given) => given_mask(&geo, given, steps, t, mask),
+                Masks::Random { fire_rate, seed } => random_mask(&geo, mask, fire_rate, seed, t),
+                Masks::Sync => {}
             }
         }
         let n_loss = task.loss_channels.len();
@@ -180,7 +157,7 @@ impl Planes {
                 .map(|row| geo.neighbour_rows(row, row % shape.height)[dr])
                 .collect()
         });
-        Ok(Planes {
+        Planes {
             geo,
             rows,
             neighbours,
@@ -190,7 +167,7 @@ impl Planes {
             masks,
             targets,
             n_options,
-        })
+        }
     }
 
     /// Runs `circuit` from the start for the task's steps; returns the final state.
@@ -335,7 +312,7 @@ impl Model {
     ) -> Result<DriftOutcome> {
         let channels = self.spec.channels;
         task.check(channels)?;
-        let planes = Planes::new(task, channels)?;
+        let planes = Planes::new(task, channels);
         let mut arena = Vec::new();
         let mut wrong = |ops: &[u8]| -> Result<u64> {
             let circuit = Circuit::compile(&self.program, ops);
@@ -461,7 +438,8 @@ mod tests {
                     loss_channels: &[0, 2],
                     opts,
                 };
-                let planes = Planes::new(&task, 3).unwrap();
+                task.check(3).unwrap();
+                let planes = Planes::new(&task, 3);
                 let state = planes.run(&circuit, &mut Vec::new());
                 let (nw, rows) = (planes.geo.nw, planes.rows);
                 let got: Vec<u8> = (0..rows * width * 3)
