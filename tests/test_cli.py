@@ -214,7 +214,7 @@ def test_cli_repair_writes_a_repaired_model_of_the_run(
     argv = ["repair", str(run), "--method", method, "--budget", "150", "--samples", "8"]
     code, out, _ = run_cli(capsys, *argv)
     assert code == 0
-    m = re.search(r"^gol \(.*\): (\d+) -> (\d+) wrong cells in (\d+) candidate runs", out, re.M)
+    m = re.search(r"^gol \(.*\): (\d+) -> (\d+) wrong cells in (\d+) candidates", out, re.M)
     assert m is not None, out
     before, after, runs = map(int, m.groups())
     assert after <= before and 1 <= runs <= 150

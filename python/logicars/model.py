@@ -327,10 +327,10 @@ class Model:
     ) -> tuple[int, int, int, list[tuple[int, int, int]]]:
         """The engine's neutral-drift search over the hard circuit's gate ops, which
         `logicars.repair(..., method="drift")` runs: flips of one truth-table row of one
-        gate, each kept when the wrong cells do not grow, for at most `budget` candidate
-        runs. The flips go in passes over every gate's rows, each pass in an order drawn
+        gate, each kept when the wrong cells do not grow, for at most `budget` candidates
+        (a flip of a gate that cannot reach the next state is kept without a run). The flips go in passes over every gate's rows, each pass in an order drawn
         from `search_seed`; `offset` is the position of the first (a search continued
-        with `offset` = the candidate runs so far, its changes applied, goes on as one
+        with `offset` = the candidates so far, its changes applied, goes on as one
         search). The circuit runs from `x` `(B, H, W, C)` for `steps`
         (default: the spec's), async masks from `seed` as `simulate`'s; each grid is scored
         on `loss_channels` against the closest of its options in `targets`

@@ -37,7 +37,7 @@ from .progress import progress_bar
 
 # The searches `repair` offers (see its doc).
 REPAIR_METHODS = ("greedy", "drift")
-# Candidate runs per call of the engine's drift search (a few seconds on the lizard).
+# Candidates per call of the engine's drift search (about a second on the lizard).
 DRIFT_CHUNK = 1000
 # Op changes tried per gate, in order of confidence (2: the 2nd and 3rd most likely).
 ALTERNATIVES = 2
@@ -83,7 +83,8 @@ def repair(
     pass keeps nothing; `"drift"` flips every gate's truth-table rows one at a time, in
     passes in random orders (drawn from `seed`), and keeps a flip that does not raise
     them (`Model.drift_search`), which walks on where greedy stops. Both stop at 0 wrong
-    cells or after `budget` candidate runs; `progress` shows a bar of the drift search's
+    cells or after `budget` candidates (the drift search keeps a flip of a gate that
+    cannot reach the next state without running it); `progress` shows a bar of the drift search's
     runs."""
     x, target = heldout_inputs(model, preset, samples, seed)
     return repair_on(
@@ -152,7 +153,7 @@ def _drift(
     seed: int,
     progress: bool,
 ) -> RepairResult:
-    """The engine's drift search in chunks of `DRIFT_CHUNK` candidate runs, so that a
+    """The engine's drift search in chunks of `DRIFT_CHUNK` candidates, so that a
     long search shows its progress: the changes of each chunk go into the parameters,
     and the next chunk goes on from there, as one search would."""
     t0 = time.perf_counter()

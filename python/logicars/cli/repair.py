@@ -29,7 +29,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=int_at_least(0),
         default=20000,
         metavar="N",
-        help="candidate circuits to run at most (default 20000)",
+        help="candidate circuits to try at most (default 20000)",
     )
     p.add_argument(
         "--samples",
@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     check = evaluate(model, preset)
     print(
         f"{preset.name} ({args.run}): {result.wrong_before} -> {result.wrong_after} wrong "
-        f"cells in {result.evaluations} candidate runs, {len(result.changes)} gates changed "
+        f"cells in {result.evaluations} candidates, {len(result.changes)} gates changed "
         f"({result.seconds:.1f} s)"
     )
     print(f"held-out check: {check['solved']} of {check['samples']} inputs solved")

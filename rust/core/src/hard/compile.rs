@@ -15,7 +15,7 @@
 //!   depth and grouped by kernel, and their outputs are assigned to a small set of
 //!   reusable slots (linear scan), so a block's whole working set stays in L1.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use super::circuit::{Circuit, CircuitStats, Fill, Output};
 use super::kernels::{Kind, Op, Run};
@@ -25,7 +25,7 @@ use crate::gates::{self, N_OPS};
 // ---------------------------------------------------------------------------------
 // Truth tables: bit `a + 2·b` of a 4-bit table is the gate's output on (a, b).
 
-fn op_table(op: usize) -> u8 {
+pub(crate) fn op_table(op: usize) -> u8 {
     (0..4).fold(0, |t, i| {
         t | ((gates::eval_op(op, i & 1 == 1, i & 2 == 2) as u8) << i)
     })
@@ -162,7 +162,9 @@ fn fold(program: &Program, ops: &[u8]) -> Folded {
         })
         .collect();
     let mut nodes: Vec<(Kind, u32, u32)> = Vec::new();
-    let mut seen = HashMap::new();
+    // Fx: the default SipHash was a tenth of a lizard compile (the drift search compiles
+    // once per candidate).
+    let mut seen = FxHashMap::default();
     let mut folded_gates = 0;
     for ins in &program.gates.instrs {
         let t = tables[ops[ins.coef as usize] as usize];
@@ -294,12 +296,19 @@ fn schedule(f: &Folded, live: &[bool], channels: usize) -> Schedule {
             channels
         };
     }
-    let mut order: Vec<usize> = (0..f.nodes.len()).filter(|&g| live[n_patch + g]).collect();
-    order.sort_by_key(|&g| {
-        let v = n_patch + g;
-        let (kind, x, y) = f.nodes[g];
-        (group[v], depth[v], kind, x, y)
-    });
+    let order: Vec<usize> = (0..f.nodes.len()).filter(|&g| live[n_patch + g]).collect();
+    // Keys computed once; they are unique (merged nodes differ in kind or inputs), so
+    // an unstable sort gives the one order.
+    let mut keyed: Vec<_> = order
+        .iter()
+        .map(|&g| {
+            let v = n_patch + g;
+            let (kind, x, y) = f.nodes[g];
+            ((group[v], depth[v], kind, x, y), g)
+        })
+        .collect();
+    keyed.sort_unstable();
+    let order = keyed.into_iter().map(|(_, g)| g).collect();
     Schedule { order, depth }
 }
 
@@ -342,7 +351,9 @@ fn allocate_slots(f: &Folded, live: &[bool], order: &[usize]) -> SlotPlan {
         });
     }
     // Rows in order of dr so that neighbouring fills read the same state rows.
-    slots.fills.sort_by_key(|f| (f.dr, f.channel, f.dc));
+    slots
+        .fills
+        .sort_unstable_by_key(|f| (f.dr, f.channel, f.dc));
     for (pos, &g) in order.iter().enumerate() {
         let (kind, x, y) = f.nodes[g];
         let (sx, sy) = (slots.slot_of[x as usize], slots.slot_of[y as usize]);
