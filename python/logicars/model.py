@@ -328,15 +328,16 @@ class Model:
         """The engine's neutral-drift search over the hard circuit's gate ops, which
         `logicars.repair(..., method="drift")` runs: flips of one truth-table row of one
         gate, each kept when the wrong cells do not grow, for at most `budget` candidates
-        (a flip of a gate that cannot reach the next state is kept without a run). The flips go in passes over every gate's rows, each pass in an order drawn
-        from `search_seed`; `offset` is the position of the first (a search continued
-        with `offset` = the candidates so far, its changes applied, goes on as one
-        search). The circuit runs from `x` `(B, H, W, C)` for `steps`
-        (default: the spec's), async masks from `seed` as `simulate`'s; each grid is scored
-        on `loss_channels` against the closest of its options in `targets`
-        `(O, B, H, W, len(loss_channels))`. Returns `(wrong_before, wrong_after,
-        evaluations, changes)`, each change `(parameter gate, old op, new op)` with gates
-        numbered in `params()` order. The parameters are not changed."""
+        (a flip of a gate that cannot reach the next state is kept without a run). The
+        flips go in passes over every gate's rows, each pass in an order drawn from
+        `search_seed`; `offset` is the position of the first (a search continued with
+        `offset` = the candidates so far, its changes applied, goes on as one search).
+        The circuit runs from `x` `(B, H, W, C)` for `steps` (default: the spec's), async
+        masks from `seed` as `simulate`'s; each grid is scored on `loss_channels` against
+        the closest of its options in `targets` `(O, B, H, W, len(loss_channels))`.
+        Returns `(wrong_before, wrong_after, evaluations, changes)`, each change
+        `(parameter gate, old op, new op)` with gates numbered in `params()` order. The
+        parameters are not changed."""
         steps = self._spec.num_steps if steps is None else check_int("steps", steps, 0, MAX_STEPS)
         budget = check_int("budget", budget, 0)
         xa = _as_grid(x, self._spec.channels)
