@@ -11,6 +11,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 import pytest
+from PIL import Image
 
 import logicars
 from logicars.cli import main
@@ -197,6 +198,35 @@ def test_every_option_a_file_sets_reaches_the_run(
     assert every is None and state.stop_on_solve is True and state.early_stop == 7
 
 
+def test_the_drift_budget_is_the_files_else_the_kinds_presets(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    def capture(model: Model, state: Any, *_: Any) -> NoReturn:
+        raise RunArguments(state.drift_budget)
+
+    monkeypatch.setattr(importlib.import_module("logicars.train"), "_run", capture)
+    assert logicars.get_preset("lizard").drift_budget == 200_000
+    assert logicars.get_preset("gol").drift_budget == 0
+    image = tmp_path / "shape.png"
+    Image.fromarray(np.eye(6, dtype=np.uint8) * 255).save(image)
+    for i, (text, kw, want) in enumerate(
+        [
+            (f'task = "grow:{image.name}"\n', {}, 200_000),  # the lizard's
+            (f'task = "grow:{image.name}"\n[training]\ndrift_budget = 42\n', {}, 42),
+            (
+                f'task = "grow:{image.name}"\n[training]\ndrift_budget = 42\n',
+                {"drift_budget": 0},
+                0,
+            ),
+        ]
+    ):
+        path = tmp_path / "grow.toml"
+        path.write_text(text)
+        with pytest.raises(RunArguments) as caught:
+            logicars.train(path, out=tmp_path / f"r{i}", quiet=True, **kw)
+        assert caught.value.args == (want,)
+
+
 @pytest.mark.parametrize(
     ("text", "needles"),
     [
@@ -234,6 +264,7 @@ def test_every_option_a_file_sets_reaches_the_run(
         ('task = "pattern:nowhere.png"\n', ("task:", "nowhere.png")),
         ("task = \n", ("experiment file",)),
         ('task = "gol"\ncolour = 1\n', ("unknown key 'colour'",)),
+        ('task = "gol"\n[training]\ndrift_budget = -1\n', ("[training] drift_budget",)),
     ],
 )
 def test_bad_files_give_one_line_naming_the_file_and_key(

@@ -585,6 +585,67 @@ def test_sigint_finishes_epoch_saves_and_exits_0(tmp_path: Path) -> None:
     assert resumed.summary["epochs"] == done + 2 and not resumed.interrupted
 
 
+# ---- the drift search at the end of an unsolved run ----------------------------------
+
+
+def _drifts(summary: dict) -> list[dict]:
+    return [r for r in summary["repairs"] if r.get("method") == "drift"]
+
+
+def test_drift_budget_searches_an_unsolved_run_and_a_larger_one_goes_on(tmp_path: Path) -> None:
+    """A run that ends its epochs unsolved runs the drift search (a `repairs` record); a
+    resumed run given a larger budget goes on with the same search, to the gates and
+    truth-table parameters of a run straight through. Off unless the preset or the call
+    asks for it."""
+    kw: dict = {"epochs": 4, "relax": "truth-table", "quiet": True}
+    a = train("gol", drift_budget=300, out=tmp_path / "a", **kw)
+    (first,) = _drifts(a.summary)
+    assert first["evaluations"] == 300 and first["wrong_after"] <= first["wrong_before"]
+    assert a.summary["drift_budget"] == 300 and a.summary["solved_epoch"] is None
+    with pytest.raises(ValueError, match="already trained"):
+        train(None, resume=tmp_path / "a", quiet=True)  # its search is done
+    b = train(None, resume=tmp_path / "a", drift_budget=1500, quiet=True)
+    c = train("gol", drift_budget=1500, out=tmp_path / "c", **kw)
+    assert [r["evaluations"] for r in _drifts(b.summary)] == [300, 1200]
+    (straight,) = _drifts(c.summary)
+    assert straight["wrong_after"] == _drifts(b.summary)[-1]["wrong_after"]
+    assert straight["wrong_after"] < first["wrong_before"]
+    pb, pc = b.model.params(), c.model.params()
+    assert all(np.array_equal(pb[k], pc[k]) for k in pb)
+    assert _drifts(train("gol", out=tmp_path / "d", **kw).summary) == []
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_sigint_during_the_drift_search_stops_it_and_resume_goes_on(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    argv = ["train", "gol", "--epochs", "3", "--relax", "truth-table", "--quiet"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "logicars", *argv, "--drift-budget", "100000000", "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    _wait_for_rows(out / "metrics.csv", 3, proc)  # the epochs are done: the search runs
+    time.sleep(1.5)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 0, stderr
+    assert "interrupted" in stdout and "--resume" in stdout
+    summary = json.loads((out / "summary.json").read_text())
+    (cut,) = _drifts(summary)
+    assert summary["interrupted"] is True and 0 < cut["evaluations"] < 100_000_000
+    spent = cut["evaluations"]
+    resumed = train(None, resume=out, drift_budget=spent + 500, quiet=True)
+    assert not resumed.interrupted
+    assert [r["evaluations"] for r in _drifts(resumed.summary)] == [spent, 500]
+    straight = train("gol", epochs=3, relax="truth-table", drift_budget=spent + 500,
+                     out=tmp_path / "straight", quiet=True)  # fmt: skip
+    assert resumed.model.hard_ops().keys() == straight.model.hard_ops().keys()
+    assert all(
+        np.array_equal(v, straight.model.hard_ops()[k]) for k, v in resumed.model.hard_ops().items()
+    )
+
+
 # ---- long trainings -------------------------------------------------------------------
 
 

@@ -73,6 +73,9 @@ class Preset:
     # Epochs after which an attempt that has not solved the task is replaced by a fresh
     # wiring (`train(restart_every=...)`); None: one attempt for all `epochs`.
     restart_every: int | None = None
+    # Candidates of a drift search (`logicars.repair(..., method="drift")`) on the final
+    # circuit of a run that ends unsolved (`train(drift_budget=...)`); 0: none.
+    drift_budget: int = 0
     # The reference notebook's epochs where `epochs` is larger (None: the same): a default
     # run may need several attempts of about the notebook's length to solve its task.
     notebook_epochs: int | None = None
@@ -371,6 +374,7 @@ _RUN_KEYS = {
     "batch": "int",
     "epochs": "int",
     "restart_every": "int",
+    "drift_budget": "int>=0",
     "notebook_epochs": "int",
     "seed": "int>=0",
     "init": "str",
@@ -534,6 +538,7 @@ def experiment_from_dict(
         task_kind=task,
         task_pixels=None if base is None else base.task_pixels,
         restart_every=value("restart_every", None),
+        drift_budget=value("drift_budget", 0),
         notebook_epochs=value("notebook_epochs", None),
         weight_decay=value("weight_decay", DEFAULT_WEIGHT_DECAY),
         **{key: value(key) for key in ("height", "width", "batch", "epochs", "seed", "lr")},

@@ -25,6 +25,7 @@ from it.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -75,6 +76,8 @@ def repair(
     seed: int = 1,
     method: str = "greedy",
     progress: bool = False,
+    offset: int = 0,
+    stop: Callable[[], bool] | None = None,
 ) -> RepairResult:
     """Search over gate ops that lowers the hard circuit's wrong cells on `evaluate`'s
     inputs of `preset` (`samples` and `seed` as `evaluate`'s); changes `model`'s
@@ -84,11 +87,22 @@ def repair(
     passes in random orders (drawn from `seed`), and keeps a flip that does not raise
     them (`Model.drift_search`), which walks on where greedy stops. Both stop at 0 wrong
     cells or after `budget` candidates (the drift search keeps a flip of a gate that
-    cannot reach the next state without running it); `progress` shows a bar of the drift search's
-    runs."""
+    cannot reach the next state without running it); `progress` shows a bar of the
+    drift search's candidates. A drift search goes on from where another stopped with
+    `offset` = the candidates that one tried (its changes in `model`); `stop`, asked
+    after every `DRIFT_CHUNK` candidates, ends it early when it returns True."""
     x, target = heldout_inputs(model, preset, samples, seed)
     return repair_on(
-        model, preset, x, target, budget=budget, seed=seed, method=method, progress=progress
+        model,
+        preset,
+        x,
+        target,
+        budget=budget,
+        seed=seed,
+        method=method,
+        progress=progress,
+        offset=offset,
+        stop=stop,
     )
 
 
@@ -102,14 +116,19 @@ def repair_on(
     seed: int = 1,
     method: str = "greedy",
     progress: bool = False,
+    offset: int = 0,
+    stop: Callable[[], bool] | None = None,
 ) -> RepairResult:
     """`repair` on given inputs `x` and their `target` on the loss channels (run for
     `preset`'s steps on its boundary, async masks drawn from `seed`)."""
     budget = check_int("budget", budget, 0)
+    offset = check_int("offset", offset, 0)
     if method not in REPAIR_METHODS:
         raise ValueError(f"method must be one of {REPAIR_METHODS}, got {method!r}")
     if method == "drift":
-        return _drift(model, preset, x, target, budget, seed, progress)
+        return _drift(model, preset, x, target, budget, seed, progress, offset, stop)
+    if offset:
+        raise ValueError("offset continues a drift search; the greedy one starts over")
     t0 = time.perf_counter()
 
     def count() -> int:
@@ -152,10 +171,13 @@ def _drift(
     budget: int,
     seed: int,
     progress: bool,
+    offset: int,
+    stop: Callable[[], bool] | None,
 ) -> RepairResult:
-    """The engine's drift search in chunks of `DRIFT_CHUNK` candidates, so that a
-    long search shows its progress: the changes of each chunk go into the parameters,
-    and the next chunk goes on from there, as one search would."""
+    """The engine's drift search from candidate `offset` on, in chunks of `DRIFT_CHUNK`
+    candidates, so that a long search shows its progress and can stop: the changes of
+    each chunk go into the parameters, and the next chunk goes on from there, as one
+    search would."""
     t0 = time.perf_counter()
     task = preset.task()
     options = np.stack(
@@ -164,7 +186,7 @@ def _drift(
     gates = _gate_rows(model)
     first: dict[tuple[str, int], int] = {}  # each changed gate's op before the search
     result: RepairResult | None = None
-    bar = progress_bar(total=budget, unit="run", desc="drift", disable=not progress)
+    bar = progress_bar(total=budget, unit="candidate", desc="drift", disable=not progress)
     with bar:
         while True:
             left = budget - (result.evaluations if result else 0)
@@ -177,7 +199,7 @@ def _drift(
                 seed=seed,
                 budget=min(left, DRIFT_CHUNK),
                 search_seed=seed,
-                offset=result.evaluations if result else 0,
+                offset=offset + (result.evaluations if result else 0),
             )
             if result is None:
                 result = RepairResult(before, before, 0)
@@ -191,6 +213,8 @@ def _drift(
             bar.update(evaluations)
             bar.set_postfix(wrong=after)
             if after == 0 or evaluations == 0 or result.evaluations >= budget:
+                break
+            if stop is not None and stop():
                 break
     assert result is not None
     ops = model.hard_ops()

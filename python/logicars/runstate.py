@@ -55,6 +55,9 @@ class RunState:
     # (its epoch and `RepairResult.to_dict()`).
     repair: bool = False
     repairs: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    # Candidates of the drift search on the final circuit of a run that ends unsolved
+    # (0: none); its records in `repairs` have `"method": "drift"`.
+    drift_budget: int = 0
     # Restarts: an attempt unsolved after `restart_every` epochs is replaced by a fresh
     # wiring; each restart's `{"epoch": the last epoch of the old attempt, "seed": the
     # new wiring's}`.
@@ -112,6 +115,7 @@ class RunState:
             "solved_seconds": self.solved_seconds,
             "repair": self.repair,
             "repairs": self.repairs,
+            "drift_budget": self.drift_budget,
             "restart_every": self.restart_every,
             "restarts": self.restarts,
             "best_attempt": self.best_attempt,
@@ -178,6 +182,7 @@ class RunState:
                 solved_seconds=None if solved_s is None else float(solved_s),
                 repair=bool(extra.get("repair", False)),
                 repairs=[dict(r) for r in extra.get("repairs", [])],
+                drift_budget=int(extra.get("drift_budget", 0)),
                 restart_every=None if every is None else int(every),
                 restarts=[
                     {"epoch": int(r["epoch"]), "seed": int(r["seed"])}
@@ -263,6 +268,12 @@ def _check_state_fields(extra: dict[str, Any], spec: ModelSpec) -> None:
     for key in ("first_epoch_hard_zero", "solved_epoch", "kept_attempt"):
         count(key, extra.get(key), 0, _MAX_EPOCHS, optional=True)
     count("restart_every", extra.get("restart_every"), 1, _MAX_EPOCHS, optional=True)
+    count("drift_budget", extra.get("drift_budget", 0), 0, _MAX_EPOCHS)
+    repairs = extra.get("repairs", [])
+    if not isinstance(repairs, list) or not all(isinstance(r, dict) for r in repairs):
+        raise TypeError(f"repairs must be a list of objects, got {str(repairs)[:40]}")
+    for r in repairs:
+        count("repairs.evaluations", r.get("evaluations", 0), 0, _MAX_EPOCHS)
     state = extra["rng_state"]
     if not isinstance(state, dict) or not isinstance(state.get("state"), dict):
         raise TypeError(f"rng_state must be a numpy generator state object, got {str(state)[:40]}")

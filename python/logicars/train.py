@@ -436,6 +436,7 @@ def train(
     binarize_states: bool | None = None,
     binarize_every: int | None = None,
     repair: bool | None = None,
+    drift_budget: int | None = None,
     restart_every: int | None = None,
     size: int | None = None,
     asynchronous: bool = False,
@@ -494,6 +495,13 @@ def train(
       search for gate changes that make it pass (`logicars.repair`; at most every
       `REPAIR_EVERY` epochs, and once more at the end of an unsolved run). Default: on
       for a new run; a resumed run keeps its setting unless given.
+    - `drift_budget`: with `repair`, a run that ends its epochs unsolved then searches its
+      hard circuit's gates for at most this many candidates, a drift search
+      (`logicars.repair(..., method="drift")` on the validation inputs, recorded in
+      `repairs` with `"method": "drift"`); 0: none. Default: the preset's
+      (`Preset.drift_budget`); a resumed run keeps its setting unless given, and a run
+      whose search was interrupted, or is given a larger budget, goes on with it where it
+      stopped (the same search as one run straight through).
     - `restart_every`: replace an attempt that has not passed the validation check after
       this many epochs (its end-of-attempt repair included) by a fresh wiring drawn from
       `restart_seed(seed, attempt)`, while `epochs` last. Default: the preset's
@@ -577,6 +585,8 @@ def train(
         checkpoint_every = check_int("checkpoint_every", checkpoint_every, 1)
     if restart_every is not None:
         restart_every = check_int("restart_every", restart_every, 1)
+    if drift_budget is not None:
+        drift_budget = check_int("drift_budget", drift_budget, 0)
     if task is not None:
         if preset is not None:
             raise ValueError("pass a preset or task=, not both")
@@ -633,7 +643,9 @@ def train(
             state.repair = bool(repair)
         if restart_every is not None:
             state.restart_every = restart_every
-        if state.epoch >= state.target_epochs:
+        if drift_budget is not None:
+            state.drift_budget = drift_budget
+        if state.epoch >= state.target_epochs and not _drift_due(state):
             raise ValueError(
                 f"the run in {ckpt.parent} has already trained {state.epoch} of "
                 f"{state.target_epochs} epochs; pass epochs (--epochs) > {state.epoch} "
@@ -678,6 +690,7 @@ def train(
             stop_on_solve=bool(stop_on_solve),
             repair=True if repair is None else bool(repair),
             restart_every=p.restart_every if restart_every is None else restart_every,
+            drift_budget=p.drift_budget if drift_budget is None else drift_budget,
             rng=np.random.default_rng(seed),
             metrics=[],
             init=None if init is None else str(init),
@@ -839,7 +852,12 @@ def _train_epochs(
         if state.epoch == state.target_epochs and _final_repair(model, state):
             state.solved_epoch = state.epoch
             state.solved_seconds = offset + time.perf_counter() - t0
-        if state.epoch == state.target_epochs and state.solved_epoch is None:
+        if state.epoch == state.target_epochs and _final_drift(model, state, stop, quiet):
+            state.solved_epoch = state.epoch
+            state.solved_seconds = offset + time.perf_counter() - t0
+        # A drift search cut short goes on when the run is resumed.
+        interrupted = interrupted or (stop.requested and _drift_due(state))
+        if state.epoch == state.target_epochs and state.solved_epoch is None and not interrupted:
             model = _best_of_attempts(model, state, run_dir)
         # The final checkpoint first: whatever happens while plotting, the run is safe.
         checkpoint(interrupted=interrupted, early_stopped=early_stopped)
@@ -935,6 +953,42 @@ def _final_repair(model: Model, state: RunState) -> bool:
     if lowest > max(1.0, CLOSE_FRACTION * cells):
         return False
     return _repaired(model, state, FINAL_REPAIR_BUDGET)
+
+
+def _drift_due(state: RunState) -> bool:
+    """Whether the run's drift search (`RunState.drift_budget`) still has candidates to
+    try: the run is unsolved, and no search of it reached 0 wrong cells."""
+    drifts = [r for r in state.repairs if r.get("method") == "drift"]
+    return (
+        state.repair
+        and state.solved_epoch is None
+        and sum(r["evaluations"] for r in drifts) < state.drift_budget
+        and all(r["wrong_after"] > 0 for r in drifts)
+    )
+
+
+def _final_drift(model: Model, state: RunState, stop: _StopOnInterrupt, quiet: bool) -> bool:
+    """The drift search on the final circuit of an unsolved run, from where an earlier
+    part of it stopped (an interrupt ends it after a chunk of candidates; resuming goes
+    on); whether it made the circuit pass."""
+    if stop.requested or not _drift_due(state):
+        return False
+    spent = sum(r["evaluations"] for r in state.repairs if r.get("method") == "drift")
+    result = repair_circuit(
+        model,
+        state.preset,
+        budget=state.drift_budget - spent,
+        samples=VALIDATION_SAMPLES,
+        seed=VALIDATION_SEED,
+        method="drift",
+        progress=not quiet,
+        offset=spent,
+        stop=lambda: stop.requested,
+    )
+    # The changed gates as a count: a long search changes thousands.
+    record = {**result.to_dict(), "changes": len(result.changes)}
+    state.repairs.append({"epoch": state.epoch, "method": "drift", **record})
+    return result.wrong_after == 0 and _confirmed(model, state.preset)
 
 
 def _attempt_over(state: RunState) -> bool:
@@ -1038,6 +1092,7 @@ def _summary(
         "solved_seconds": state.solved_seconds,
         "repair": state.repair,
         "repairs": state.repairs,
+        "drift_budget": state.drift_budget,
         "restart_every": state.restart_every,
         "restarts": state.restarts,
         "kept_attempt": state.kept_attempt,

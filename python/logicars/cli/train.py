@@ -87,6 +87,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "run keeps its setting)",
     )
     p.add_argument(
+        "--drift-budget",
+        type=int_at_least(0),
+        metavar="N",
+        help="with --repair, a run that ends its epochs unsolved then searches its hard "
+        "circuit's gates for up to N candidates (a drift search, as `repair`; 0: none; "
+        "default: the preset's); a resumed run goes on with an interrupted search",
+    )
+    p.add_argument(
         "--restart-every",
         type=int_at_least(1),
         metavar="N",
@@ -166,6 +174,7 @@ def run(args: argparse.Namespace) -> int:
         "early_stop": args.early_stop,
         "stop_on_solve": args.stop_on_solve,
         "repair": args.repair,
+        "drift_budget": args.drift_budget,
         "checkpoint_every": args.checkpoint_every,
         "relax": args.relax,
         "tau": args.tau,
