@@ -350,6 +350,11 @@ def state_mutations() -> list[tuple[str, Any]]:
         out.append(("metrics", v))
     for key in ("early_stop", "restart_every", "solved_epoch", "first_epoch_hard_zero"):
         out += [(key, float("inf")), (key, -5), (key, "x")]
+    out += [("drift_budget", v) for v in (-1, "x", None, 2.5)]
+    drift = {"epoch": 1, "method": "drift", "wrong_before": 3, "evaluations": 10}
+    for key, v in (("evaluations", "10"), ("evaluations", -1), ("wrong_after", "2")):
+        out.append(("repairs", [{**drift, "wrong_after": 2, key: v}]))
+    out += [("repairs", {}), ("repairs", [1])]
     return out
 
 

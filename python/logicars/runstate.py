@@ -273,7 +273,8 @@ def _check_state_fields(extra: dict[str, Any], spec: ModelSpec) -> None:
     if not isinstance(repairs, list) or not all(isinstance(r, dict) for r in repairs):
         raise TypeError(f"repairs must be a list of objects, got {str(repairs)[:40]}")
     for r in repairs:
-        count("repairs.evaluations", r.get("evaluations", 0), 0, _MAX_EPOCHS)
+        for key in ("evaluations", "wrong_after"):
+            count(f"repairs.{key}", r.get(key, 0), 0, 2**63)
     state = extra["rng_state"]
     if not isinstance(state, dict) or not isinstance(state.get("state"), dict):
         raise TypeError(f"rng_state must be a numpy generator state object, got {str(state)[:40]}")

@@ -955,10 +955,15 @@ def _final_repair(model: Model, state: RunState) -> bool:
     return _repaired(model, state, FINAL_REPAIR_BUDGET)
 
 
+def _drifts(state: RunState) -> list[dict[str, Any]]:
+    """The run's drift search so far: its parts' records in `repairs`."""
+    return [r for r in state.repairs if r.get("method") == "drift"]
+
+
 def _drift_due(state: RunState) -> bool:
     """Whether the run's drift search (`RunState.drift_budget`) still has candidates to
-    try: the run is unsolved, and no search of it reached 0 wrong cells."""
-    drifts = [r for r in state.repairs if r.get("method") == "drift"]
+    try: the run is unsolved, and no part of the search reached 0 wrong cells."""
+    drifts = _drifts(state)
     return (
         state.repair
         and state.solved_epoch is None
@@ -973,7 +978,7 @@ def _final_drift(model: Model, state: RunState, stop: _StopOnInterrupt, quiet: b
     on); whether it made the circuit pass."""
     if stop.requested or not _drift_due(state):
         return False
-    spent = sum(r["evaluations"] for r in state.repairs if r.get("method") == "drift")
+    spent = sum(r["evaluations"] for r in _drifts(state))
     result = repair_circuit(
         model,
         state.preset,
