@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import importlib
 import json
 from pathlib import Path
@@ -205,13 +206,14 @@ def test_the_drift_budget_is_the_files_else_the_kinds_presets(
         raise RunArguments(state.drift_budget)
 
     monkeypatch.setattr(importlib.import_module("logicars.train"), "_run", capture)
-    assert logicars.get_preset("lizard").drift_budget == 200_000
-    assert logicars.get_preset("gol").drift_budget == 0
+    assert all(p.drift_budget == 0 for p in PRESETS.values())  # measured: docs/results.md
     image = tmp_path / "shape.png"
     Image.fromarray(np.eye(6, dtype=np.uint8) * 255).save(image)
+    lizard = dataclasses.replace(PRESETS["lizard"], drift_budget=9)
+    monkeypatch.setitem(PRESETS, "lizard", lizard)
     for i, (text, kw, want) in enumerate(
         [
-            (f'task = "grow:{image.name}"\n', {}, 200_000),  # the lizard's
+            (f'task = "grow:{image.name}"\n', {}, 9),  # the lizard's
             (f'task = "grow:{image.name}"\n[training]\ndrift_budget = 42\n', {}, 42),
             (
                 f'task = "grow:{image.name}"\n[training]\ndrift_budget = 42\n',

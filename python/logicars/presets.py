@@ -18,9 +18,10 @@ engine draws wiring, data and masks from its own generators (ChaCha8, NumPy's PC
 a seed here is a different run from the notebook's, and whether one attempt of the
 notebook's length reaches a working circuit depends on the wiring draw
 (docs/results.md has the success rate over seeds). Training therefore repairs nearly
-right circuits (`logicars.repair`), and a preset with `restart_every` trains up to
-`epochs // restart_every` attempts, each from a fresh wiring, so that most seeds solve;
-`seed` is the preset's default seed.
+right circuits (`logicars.repair`), a preset with `restart_every` trains up to
+`epochs // restart_every` attempts, each from a fresh wiring, so that most seeds solve,
+and one with a `drift_budget` searches the hard circuit of a run that ends unsolved
+(`repair(..., method="drift")`); `seed` is the preset's default seed.
 
 The growth presets change the notebook's training rule, as the seed sweeps of
 docs/results.md measured: with the notebook's softmax, none of ten colored-G seeds and none
