@@ -447,6 +447,15 @@ GROWTH_GAP = [
     "candidates, against seed 1's): seed 2 9 and 9 (seed 1's 8), seed 8 10 and 6 (5). "
     "The orders differ by a few cells and seed 1's was the best of the three on both, so "
     "restarting with other orders is no shortcut either.",
+    "- **Rewiring moves** (half of the moves replace one update gate's input by an input "
+    "of another gate of its layer, kept when the wrong cells do not grow; the circuit's "
+    "wires then differ from the model's, so a probe only): seed 2 stays at 7, seed 8 at "
+    "4, seed 15 at 2; seeds 5 and 4 go from 2 to 1, seed 6 from 4 to 3. The flips-only "
+    "search continued over the same 100,000 candidates: seed 2 to 4, seed 8 4, seed 4 1, "
+    "seed 6 1 (seed 5: 2 in the annealing probes at low temperature). Not better.",
+    "- **A longer search**: seeds 4 and 6, at 1 wrong cell after 300,000 candidates, are "
+    "still at 1 after 500,000, and 60,000 more with search seed 2 (the move that solved "
+    "seeds 2 and 8 from one cell short before) leave both at 1.",
     "",
     "What was tried before on the failing softmax colored-G runs (seeds 0, 1, 3, 9), none "
     "of which closed the gap:",
