@@ -181,7 +181,7 @@ def test_drift_is_deterministic_and_keeps_no_worse_circuit() -> None:
     assert runs[0][1] != runs[2][1]  # another seed draws other flips
 
 
-def test_drift_with_no_budget_changes_nothing_and_bad_methods_are_refused() -> None:
+def test_drift_with_no_budget_changes_nothing_and_bad_arguments_are_refused() -> None:
     preset = logicars.get_preset("gol")
     model = _random_model("gol", "truth-table")
     params = model.params()
@@ -192,6 +192,8 @@ def test_drift_with_no_budget_changes_nothing_and_bad_methods_are_refused() -> N
         np.testing.assert_array_equal(v, params[k])
     with pytest.raises(ValueError, match="method"):
         repair(model, preset, method="anneal")
+    with pytest.raises(ValueError, match="offset continues a drift search"):
+        repair(model, preset, method="greedy", offset=5)
 
 
 def test_model_drift_search_refuses_bad_input() -> None:
@@ -224,3 +226,11 @@ def test_drift_in_chunks_is_one_search(monkeypatch: pytest.MonkeyPatch) -> None:
     assert (a_wrong, a_runs, a_changes) == (b_wrong, b_runs, b_changes)
     for k in a_ops:
         np.testing.assert_array_equal(a_ops[k], b_ops[k])
+    # So does a search stopped after a chunk and continued from its offset.
+    model = _random_model("colored-g", "truth-table")
+    first = repair(model, preset, budget=40, method="drift", stop=lambda: True)
+    assert first.evaluations == 7  # the chunk, then the stop
+    rest = repair(model, preset, budget=33, method="drift", offset=7)
+    assert rest.wrong_after == a_wrong and rest.evaluations == 33
+    for k, v in model.hard_ops().items():
+        np.testing.assert_array_equal(v, a_ops[k])
