@@ -640,10 +640,9 @@ def test_sigint_during_the_drift_search_stops_it_and_resume_goes_on(tmp_path: Pa
     assert [r["evaluations"] for r in _drifts(resumed.summary)] == [spent, 500]
     straight = train("gol", epochs=3, relax="truth-table", drift_budget=spent + 500,
                      out=tmp_path / "straight", quiet=True)  # fmt: skip
-    assert resumed.model.hard_ops().keys() == straight.model.hard_ops().keys()
-    assert all(
-        np.array_equal(v, straight.model.hard_ops()[k]) for k, v in resumed.model.hard_ops().items()
-    )
+    got, want = resumed.model.hard_ops(), straight.model.hard_ops()
+    assert got.keys() == want.keys()
+    assert all(np.array_equal(v, want[k]) for k, v in got.items())
 
 
 # ---- long trainings -------------------------------------------------------------------

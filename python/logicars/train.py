@@ -960,15 +960,19 @@ def _drifts(state: RunState) -> list[dict[str, Any]]:
     return [r for r in state.repairs if r.get("method") == "drift"]
 
 
+def _drift_spent(state: RunState) -> int:
+    """The candidates the run's drift search has tried so far."""
+    return sum(r["evaluations"] for r in _drifts(state))
+
+
 def _drift_due(state: RunState) -> bool:
     """Whether the run's drift search (`RunState.drift_budget`) still has candidates to
     try: the run is unsolved, and no part of the search reached 0 wrong cells."""
-    drifts = _drifts(state)
     return (
         state.repair
         and state.solved_epoch is None
-        and sum(r["evaluations"] for r in drifts) < state.drift_budget
-        and all(r["wrong_after"] > 0 for r in drifts)
+        and _drift_spent(state) < state.drift_budget
+        and all(r["wrong_after"] > 0 for r in _drifts(state))
     )
 
 
@@ -978,7 +982,7 @@ def _final_drift(model: Model, state: RunState, stop: _StopOnInterrupt, quiet: b
     on); whether it made the circuit pass."""
     if stop.requested or not _drift_due(state):
         return False
-    spent = sum(r["evaluations"] for r in _drifts(state))
+    spent = _drift_spent(state)
     result = repair_circuit(
         model,
         state.preset,

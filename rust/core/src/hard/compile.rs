@@ -296,12 +296,11 @@ fn schedule(f: &Folded, live: &[bool], channels: usize) -> Schedule {
             channels
         };
     }
-    let order: Vec<usize> = (0..f.nodes.len()).filter(|&g| live[n_patch + g]).collect();
     // Keys computed once; they are unique (merged nodes differ in kind or inputs), so
     // an unstable sort gives the one order.
-    let mut keyed: Vec<_> = order
-        .iter()
-        .map(|&g| {
+    let mut keyed: Vec<_> = (0..f.nodes.len())
+        .filter(|&g| live[n_patch + g])
+        .map(|g| {
             let v = n_patch + g;
             let (kind, x, y) = f.nodes[g];
             ((group[v], depth[v], kind, x, y), g)
