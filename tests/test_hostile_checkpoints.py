@@ -351,6 +351,13 @@ def state_mutations() -> list[tuple[str, Any]]:
     for key in ("early_stop", "restart_every", "solved_epoch", "first_epoch_hard_zero"):
         out += [(key, float("inf")), (key, -5), (key, "x")]
     out += [("drift_budget", v) for v in (-1, "x", None, 2.5)]
+    out += [("kept_lowest", v) for v in (float("inf"), -5, "x")]
+    out += [("lowest", v) for v in ([], "x", {"hard_loss": 1.0})]
+    lowest = {"epoch": 1, "hard_loss": 1.0}
+    for key, v in [("epoch", 0), ("epoch", 10**9), ("epoch", "1")] + [
+        ("hard_loss", v) for v in (-1.0, float("nan"), float("inf"), "2", None)
+    ]:
+        out.append(("lowest", {**lowest, key: v}))
     drift = {"epoch": 1, "method": "drift", "wrong_before": 3, "evaluations": 10}
     for key, v in (("evaluations", "10"), ("evaluations", -1), ("wrong_after", "2")):
         out.append(("repairs", [{**drift, "wrong_after": 2, key: v}]))

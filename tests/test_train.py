@@ -6,6 +6,7 @@ import csv
 import dataclasses
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -643,6 +644,62 @@ def test_sigint_during_the_drift_search_stops_it_and_resume_goes_on(tmp_path: Pa
     got, want = resumed.model.hard_ops(), straight.model.hard_ops()
     assert got.keys() == want.keys()
     assert all(np.array_equal(v, want[k]) for k, v in got.items())
+
+
+def test_a_run_with_a_drift_budget_ends_with_its_lowest_circuit_when_it_scores_better(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An unsolved run with a drift budget keeps the parameters of its first lowest
+    training hard loss (those after the epoch before it) and ends with them when they
+    score better on the validation check; its search starts there. A run stopped by a
+    callback and resumed does the same; a lost lowest.safetensors stops the resume."""
+    import importlib
+
+    train_module = importlib.import_module("logicars.train")
+    kw: dict = {"epochs": 6, "relax": "truth-table", "seed": 3, "quiet": True}
+    after: list[dict[str, np.ndarray]] = []  # the parameters after each epoch
+    plain = train("gol", out=tmp_path / "plain",
+                  callbacks=[lambda row, c: after.append(c.model.params())], **kw)  # fmt: skip
+    after.insert(0, logicars.Model(plain.model.spec, 3).params())  # the start
+    hard = [m.hard_loss for m in plain.metrics]
+    epoch = hard.index(min(hard)) + 1
+    lowest = after[epoch - 1]
+    assert plain.summary["kept_lowest"] is None  # no drift budget: nothing tracked
+
+    def same(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
+        return all(np.array_equal(a[k], b[k]) for k in a)
+
+    def score(model: logicars.Model, preset: object) -> list[int]:
+        return [0, 0 if same(model.params(), lowest) else 1]
+
+    monkeypatch.setattr(train_module, "_validation_score", score)
+    a = train("gol", out=tmp_path / "a", drift_budget=1, **kw)
+    assert a.summary["kept_lowest"] == epoch
+    (search,) = _drifts(a.summary)
+    kept = logicars.Model(plain.model.spec, 3)
+    kept.set_params(lowest)
+    check = evaluate(kept, logicars.get_preset("gol"), samples=64, seed=1)
+    assert search["wrong_before"] == check["wrong_cells"]
+
+    def stop_at_3(row: EpochMetrics, context: object) -> None:
+        if row.epoch == 3:
+            raise RuntimeError("stop")  # a callback's exception: checkpoint, then out
+
+    with pytest.raises(RuntimeError, match="stop"):
+        train("gol", out=tmp_path / "b", drift_budget=1, callbacks=[stop_at_3], **kw)
+    gone = tmp_path / "gone"
+    shutil.copytree(tmp_path / "b", gone)
+    b = train(None, resume=tmp_path / "b", epochs=6, quiet=True)
+    assert b.summary["kept_lowest"] == epoch and _drifts(b.summary) == _drifts(a.summary)
+    assert same(b.model.params(), a.model.params())
+    if epoch <= 3:  # the lowest came before the stop: the resumed run reads it
+        (gone / "lowest.safetensors").unlink()
+        with pytest.raises(CheckpointError, match="lowest circuit"):
+            train(None, resume=gone, epochs=6, quiet=True)
+
+    monkeypatch.setattr(train_module, "_validation_score", lambda m, p: [0, 1 - score(m, p)[1]])
+    c = train("gol", out=tmp_path / "c", drift_budget=1, **kw)
+    assert c.summary["kept_lowest"] is None  # the last scores better: kept
 
 
 # ---- long trainings -------------------------------------------------------------------

@@ -69,6 +69,12 @@ class RunState:
     # kept as its final circuit when that was not its last one.
     best_attempt: dict[str, Any] | None = None
     kept_attempt: int | None = None
+    # A run with a drift budget: the current attempt's lowest training hard loss,
+    # `{"epoch": the epoch that measured it, "hard_loss": ...}` (its parameters are
+    # LOWEST_NAME in the run directory), and that epoch when an unsolved run ended with
+    # that circuit rather than its last.
+    lowest: dict[str, Any] | None = None
+    kept_lowest: int | None = None
 
     @property
     def epoch(self) -> int:
@@ -120,6 +126,8 @@ class RunState:
             "restarts": self.restarts,
             "best_attempt": self.best_attempt,
             "kept_attempt": self.kept_attempt,
+            "lowest": self.lowest,
+            "kept_lowest": self.kept_lowest,
             "interrupted": interrupted,
             "early_stopped": early_stopped,
         }
@@ -167,6 +175,8 @@ class RunState:
             every = extra.get("restart_every")
             best = extra.get("best_attempt")
             kept = extra.get("kept_attempt")
+            lowest = extra.get("lowest")
+            kept_lowest = extra.get("kept_lowest")
             return cls(
                 preset=preset,
                 seed=int(extra["seed"]),
@@ -196,6 +206,10 @@ class RunState:
                     "score": [int(v) for v in best["score"]],
                 },
                 kept_attempt=None if kept is None else int(kept),
+                lowest=None
+                if lowest is None
+                else {"epoch": int(lowest["epoch"]), "hard_loss": float(lowest["hard_loss"])},
+                kept_lowest=None if kept_lowest is None else int(kept_lowest),
             )
         except (KeyError, TypeError, ValueError, OverflowError) as e:
             raise CheckpointError(
@@ -265,8 +279,16 @@ def _check_state_fields(extra: dict[str, Any], spec: ModelSpec) -> None:
     count("epoch", extra["epoch"], 0, _MAX_EPOCHS)
     count("early_stop", extra["early_stop"], 1, _MAX_EPOCHS, optional=True)
     count("zero_streak", extra["zero_streak"], 0, _MAX_EPOCHS)
-    for key in ("first_epoch_hard_zero", "solved_epoch", "kept_attempt"):
+    for key in ("first_epoch_hard_zero", "solved_epoch", "kept_attempt", "kept_lowest"):
         count(key, extra.get(key), 0, _MAX_EPOCHS, optional=True)
+    lowest = extra.get("lowest")
+    if lowest is not None:
+        if not isinstance(lowest, dict):
+            raise TypeError(f"lowest must be an object, got {str(lowest)[:40]}")
+        count("lowest.epoch", lowest.get("epoch"), 1, extra["epoch"])
+        loss = lowest.get("hard_loss")
+        if type(loss) not in (int, float) or not 0 <= loss < math.inf:
+            raise ValueError(f"lowest.hard_loss must be a number >= 0, got {str(loss)[:40]}")
     count("restart_every", extra.get("restart_every"), 1, _MAX_EPOCHS, optional=True)
     count("drift_budget", extra.get("drift_budget", 0), 0, _MAX_EPOCHS)
     repairs = extra.get("repairs", [])

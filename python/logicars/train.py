@@ -44,6 +44,7 @@ import numpy as np
 from . import _core
 from .callbacks import Callback, EpochContext, check_callbacks, run_callbacks
 from .checkpoint import save_checkpoint
+from .errors import CheckpointError
 from .evaluate import evaluate
 from .export import active_gates
 from .files import write_atomic
@@ -77,6 +78,8 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 # The best unsolved attempt so far of a run that restarts (see `_keep_if_best`).
 BEST_ATTEMPT_NAME = "best-attempt.safetensors"
+# The parameters of the current attempt's lowest training hard loss (see `_Lowest`).
+LOWEST_NAME = "lowest.safetensors"
 DEFAULT_CHECKPOINT_EVERY = 50
 
 
@@ -501,7 +504,11 @@ def train(
       `repairs` with `"method": "drift"`); 0: none. Default: the preset's
       (`Preset.drift_budget`); a resumed run keeps its setting unless given, and a run
       whose search was interrupted, or is given a larger budget, goes on with it where it
-      stopped (the same search as one run straight through).
+      stopped (the same search as one run straight through). Such a run also keeps the
+      parameters of its lowest training hard loss (`lowest.safetensors`) and ends an
+      unsolved attempt with them when they score better on the validation check than its
+      last (`summary["kept_lowest"]`: their epoch); its final repair and search start
+      from there.
     - `restart_every`: replace an attempt that has not passed the validation check after
       this many epochs (its end-of-attempt repair included) by a fresh wiring drawn from
       `restart_seed(seed, attempt)`, while `epochs` last. Default: the preset's
@@ -768,10 +775,13 @@ def _train_epochs(
     if board is not None:
         callbacks = [board, *callbacks]  # first: it logs the epoch whoever stops the run
 
+    lowest = _Lowest(model, state, run_dir)
+
     def checkpoint(**flags: bool) -> None:
         # The event log first: what a checkpoint holds, the log has on disk too.
         if board is not None:
             board.flush()
+        lowest.save(model)
         save_checkpoint(ckpt, model, state.to_extra(**flags))
 
     start_epoch = state.epoch
@@ -795,6 +805,7 @@ def _train_epochs(
                 # Checked before the epoch, so that a run ending (or interrupted) right
                 # there restarts when resumed, as the straight run does.
                 if _attempt_over(state):
+                    lowest.settle(model, state)
                     if _final_repair(model, state):
                         state.solved_epoch = state.epoch
                         state.solved_seconds = offset + time.perf_counter() - t0
@@ -805,9 +816,11 @@ def _train_epochs(
                         _keep_if_best(model, state, run_dir)
                         model = _restart(model, state)
                 x, y = dataset.sample(state.rng)
+                before = lowest.params_before(model, state)
                 soft, hard = model.train_step(
                     x, y, lr=state.preset.lr, weight_decay=state.preset.weight_decay
                 )
+                lowest.update(before, epoch, hard, state)
                 row = EpochMetrics(epoch, soft, hard, offset + time.perf_counter() - t0)
                 if not math.isfinite(soft):
                     where = f"{ckpt}" if ckpt.exists() else "none yet"
@@ -849,6 +862,8 @@ def _train_epochs(
                     checkpoint()
             os.fsync(metrics_file.fileno())
         interrupted = stop.requested and state.epoch < state.target_epochs and not early_stopped
+        if state.epoch == state.target_epochs:
+            lowest.settle(model, state)
         if state.epoch == state.target_epochs and _final_repair(model, state):
             state.solved_epoch = state.epoch
             state.solved_seconds = offset + time.perf_counter() - t0
@@ -1016,6 +1031,80 @@ def restart_seed(seed: int, attempt: int) -> int:
     return int(words[0]) | int(words[1]) << 32
 
 
+class _Lowest:
+    """The parameters of the current attempt's lowest training hard loss, for a run with a
+    drift budget: an unsolved attempt ends with them when they score better on the
+    validation check than its last, so that its final repair and drift search start from
+    the closest circuit training reached (late in a lizard run the hard loss swings by
+    tens of cells from one epoch to the next; docs/results.md). Written to LOWEST_NAME
+    with each checkpoint, so that a resumed run ends as the straight one does."""
+
+    def __init__(self, model: Model, state: RunState, run_dir: Path) -> None:
+        self.path = run_dir / LOWEST_NAME
+        self.params: dict[str, np.ndarray] | None = None
+        self.unsaved = False
+        if state.lowest is not None:
+            try:
+                self.params = Model.load(self.path).params()
+                _check_same_layout(model.params(), self.params)
+            except (OSError, ValueError) as e:
+                raise CheckpointError(
+                    f"{self.path}: the run's lowest circuit (epoch {state.lowest['epoch']}) "
+                    f"cannot be read: {e}"
+                ) from None
+
+    @staticmethod
+    def tracking(state: RunState) -> bool:
+        return state.drift_budget > 0 and state.solved_epoch is None
+
+    def params_before(self, model: Model, state: RunState) -> dict[str, np.ndarray] | None:
+        """The parameters the coming step measures its hard loss on, when tracked."""
+        return model.params() if self.tracking(state) else None
+
+    def update(
+        self, before: dict[str, np.ndarray] | None, epoch: int, hard: float, state: RunState
+    ) -> None:
+        if before is None or (state.lowest is not None and hard >= state.lowest["hard_loss"]):
+            return
+        state.lowest = {"epoch": epoch, "hard_loss": hard}
+        self.params, self.unsaved = before, True
+
+    def save(self, model: Model) -> None:
+        if not self.unsaved or self.params is None:
+            return
+        trained = model.params()
+        model.set_params(self.params)
+        try:
+            model.save(self.path)
+        finally:
+            model.set_params(trained)
+        self.unsaved = False
+
+    def forget(self, state: RunState) -> None:
+        """A new attempt (wiring) starts its own lowest."""
+        state.lowest, self.params, self.unsaved = None, None, False
+
+    def settle(self, model: Model, state: RunState) -> None:
+        """At the end of an unsolved attempt: its lowest circuit instead of its last when
+        that scores better on the validation check (`summary["kept_lowest"]`: its
+        epoch). The choice is made once: a resumed run (a drift search that goes on, more
+        epochs) tracks from there."""
+        if self.params is not None and state.solved_epoch is None:
+            last = model.params()
+            score = _validation_score(model, state.preset)
+            model.set_params(self.params)
+            if _validation_score(model, state.preset) < score:
+                state.kept_lowest = state.lowest["epoch"] if state.lowest else None
+            else:
+                model.set_params(last)
+        self.forget(state)
+
+
+def _check_same_layout(want: dict[str, np.ndarray], got: dict[str, np.ndarray]) -> None:
+    if {k: v.shape for k, v in want.items()} != {k: v.shape for k, v in got.items()}:
+        raise ValueError("its parameters do not fit the run's model")
+
+
 def _restart(model: Model, state: RunState) -> Model:
     """A fresh model (new wiring and logits, fresh optimizer) for the next attempt."""
     seed = restart_seed(state.seed, len(state.restarts) + 1)
@@ -1105,6 +1194,7 @@ def _summary(
         "restart_every": state.restart_every,
         "restarts": state.restarts,
         "kept_attempt": state.kept_attempt,
+        "kept_lowest": state.kept_lowest,
         "wall_seconds": round(state.elapsed, 3),
         "active_gates": active_gates(model),
         # Held-out check of the discrete circuit (all 512 boards for gol, fresh starts
