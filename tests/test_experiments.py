@@ -206,7 +206,12 @@ BEFORE_TASKS = {
 # the lizard softmax from the notebook's seed-23 wiring (still shipped for `init`).
 OLD_DEFAULTS = {
     "colored-g": {"seed": 13, "binarize_states": False},
-    "lizard": {"relax": "softmax", "binarize_states": False, "init": NOTEBOOK_LIZARD},
+    "lizard": {
+        "relax": "softmax",
+        "binarize_states": False,
+        "init": NOTEBOOK_LIZARD,
+        "drift_budget": 0,
+    },
 }
 
 

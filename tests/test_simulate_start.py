@@ -31,7 +31,7 @@ def grow_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     image[1:5, 2:4] = 255
     Image.fromarray(image).save(d / "bar.png")
     (d / "bar.toml").write_text(
-        f'task = "grow:bar.png"\n{SMALL_MODEL}[training]\nepochs = 1\nlr = 0.02\n'
+        f'task = "grow:bar.png"\n{SMALL_MODEL}[training]\nepochs = 1\nlr = 0.02\ndrift_budget = 0\n'
     )
     assert main(["train", str(d / "bar.toml"), "--quiet", "--out", str(d / "run")]) == 0
     return d / "run"

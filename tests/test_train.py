@@ -356,7 +356,7 @@ def test_the_notebook_lizard_start_is_shipped_for_init(tmp_path: Path) -> None:
     path = tmp_path / "notebook.toml"
     path.write_text(
         'task = "grow:lizard"\n[model]\nbinarize_states = false\n'
-        '[training]\nrelax = "softmax"\ninit = "lizard_notebook_seed23.npz"\n'
+        '[training]\nrelax = "softmax"\ninit = "lizard_notebook_seed23.npz"\ndrift_budget = 0\n'
     )
     preset = read_experiment(path).preset
     shipped_path = preset.init_path()
