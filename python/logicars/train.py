@@ -864,12 +864,10 @@ def _train_epochs(
         interrupted = stop.requested and state.epoch < state.target_epochs and not early_stopped
         if state.epoch == state.target_epochs:
             lowest.settle(model, state)
-        if state.epoch == state.target_epochs and _final_repair(model, state):
-            state.solved_epoch = state.epoch
-            state.solved_seconds = offset + time.perf_counter() - t0
-        if state.epoch == state.target_epochs and _final_drift(model, state, stop, quiet):
-            state.solved_epoch = state.epoch
-            state.solved_seconds = offset + time.perf_counter() - t0
+            # The search runs when the greedy repair did not solve (`_drift_due`).
+            if _final_repair(model, state) or _final_drift(model, state, stop, quiet):
+                state.solved_epoch = state.epoch
+                state.solved_seconds = offset + time.perf_counter() - t0
         # A drift search cut short goes on when the run is resumed.
         interrupted = interrupted or (stop.requested and _drift_due(state))
         if state.epoch == state.target_epochs and state.solved_epoch is None and not interrupted:
@@ -1045,8 +1043,10 @@ class _Lowest:
         self.unsaved = False
         if state.lowest is not None:
             try:
-                self.params = Model.load(self.path).params()
-                _check_same_layout(model.params(), self.params)
+                saved = Model.load(self.path)
+                if not _same_circuit(saved, model):
+                    raise ValueError("it is not the run's current wiring")
+                self.params = saved.params()
             except (OSError, ValueError) as e:
                 raise CheckpointError(
                     f"{self.path}: the run's lowest circuit (epoch {state.lowest['epoch']}) "
@@ -1054,12 +1054,9 @@ class _Lowest:
                 ) from None
 
     @staticmethod
-    def tracking(state: RunState) -> bool:
-        return state.drift_budget > 0 and state.solved_epoch is None
-
-    def params_before(self, model: Model, state: RunState) -> dict[str, np.ndarray] | None:
+    def params_before(model: Model, state: RunState) -> dict[str, np.ndarray] | None:
         """The parameters the coming step measures its hard loss on, when tracked."""
-        return model.params() if self.tracking(state) else None
+        return model.params() if state.drift_budget > 0 and state.solved_epoch is None else None
 
     def update(
         self, before: dict[str, np.ndarray] | None, epoch: int, hard: float, state: RunState
@@ -1100,9 +1097,11 @@ class _Lowest:
         self.forget(state)
 
 
-def _check_same_layout(want: dict[str, np.ndarray], got: dict[str, np.ndarray]) -> None:
-    if {k: v.shape for k, v in want.items()} != {k: v.shape for k, v in got.items()}:
-        raise ValueError("its parameters do not fit the run's model")
+def _same_circuit(a: Model, b: Model) -> bool:
+    """Whether two models have the same spec and wiring (their parameters then fit both)."""
+    wa, wb = a.wires(), b.wires()
+    same_spec = a.spec.to_dict() == b.spec.to_dict()
+    return same_spec and wa.keys() == wb.keys() and all(np.array_equal(wa[k], wb[k]) for k in wa)
 
 
 def _restart(model: Model, state: RunState) -> Model:
