@@ -68,6 +68,15 @@ def gumbel(seed: int, step: int, gate: int, op: int) -> float:
     return -np.log(-np.log(u))
 
 
+def runs_hard(seed: int, step: int, gate: int, q: float) -> bool:
+    """Whether a truth-table gate runs hard in a step when a fraction `q` do: a uniform
+    draw of the engine's stream apart from the Gumbel one, below `q`."""
+    h = _mix(seed ^ 0x48415244 ^ 0x666C6970)
+    for word in (step, gate):
+        h = _mix(h ^ word)
+    return ((h >> 11) + 0.5) / float(1 << 53) < q
+
+
 def _ops(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """All 16 gate outputs, stacked on a new last axis."""
     basis = np.stack([np.ones_like(a), a, b, a * b], axis=-1)
@@ -111,6 +120,13 @@ class Gates:
             t = 1 / (1 + np.exp(-w))
             self.wb = t
             self.wf = (t > 0.5).astype(np.float64) if hard_forward else t
+            q = relax.get("hard_fraction", 0.0)
+            if mode == "truth-table" and q > 0 and np.isfinite(step) and step >= warmup:
+                # A random fraction q of the gates (per step) forwards its hard table.
+                gates = first_gate + np.arange(int(np.prod(w.shape[:-1])))
+                hard = np.array([runs_hard(seed, int(step), int(g), q) for g in gates])
+                hard = hard.reshape(w.shape[:-1])[..., None]
+                self.wf = np.where(hard, (t > 0.5).astype(np.float64), t)
             self.chain = lambda g: g * t * (1 - t)
             return
         if mode in ("gumbel-st", "gumbel-soft") and np.isfinite(step):
@@ -207,6 +223,9 @@ class Reference:
         """Every layer's gates: hard, or relaxed at optimizer step `step` (inf: after any
         warmup or annealing, without noise)."""
         table = self.relax.get("mode", "softmax").startswith("truth-table")
+        relax = self.relax
+        if self.cfg.get("binarize_states") and step % self.cfg.get("binarize_every", 1):
+            relax = {**relax, "hard_fraction": 0.0}  # a relaxed step: every gate relaxed
         if hard:
             return [_hard_gates(w, table) for w in self.pl], [
                 _hard_gates(w, table) for w in self.ul
@@ -214,7 +233,7 @@ class Reference:
         first, out = 0, ([], [])
         for layers, dest in ((self.pl, out[0]), (self.ul, out[1])):
             for w in layers:
-                dest.append(Gates(self.relax, w, first, self.seed, step))
+                dest.append(Gates(relax, w, first, self.seed, step))
                 first += int(np.prod(w.shape[:-1]))
         return out
 

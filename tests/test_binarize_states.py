@@ -97,11 +97,15 @@ def test_init_from_an_npz_without_it_trains_with_the_presets(tmp_path: Path) -> 
     assert r.summary["config"]["binarize_states"] is True
 
 
-def test_binarize_every_rounds_only_at_its_optimizer_steps() -> None:
+@pytest.mark.parametrize(
+    "relax", [{"mode": "softmax"}, {"mode": "truth-table", "hard_fraction": 0.5}], ids=str
+)
+def test_binarize_every_rounds_only_at_its_optimizer_steps(relax: dict) -> None:
     """With `binarize_every = 2` the training rollout rounds at optimizer steps 0, 2, ...
-    and runs relaxed at 1, 3, ... (the oracle at each step); a rollout always rounds."""
+    and runs relaxed at 1, 3, ... (the oracle at each step); a rollout always rounds. A
+    truth-table's hard gates run only in the rounded steps."""
     for fire_rate in (None, 0.6):
-        model = binarized_model({"mode": "softmax"}, fire_rate, 6, every=2)
+        model = binarized_model(relax, fire_rate, 6, every=2)
         x = (np.random.default_rng(6).random((2, 5, 6, 2)) < 0.5).astype(np.float32)
         for step in range(3):
             assert model.optimizer_state()["t"] == step

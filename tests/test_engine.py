@@ -241,6 +241,7 @@ RELAXATIONS = [
     {"mode": "anneal", "tau": 0.2, "warmup": 1, "steps": 4},
     {"mode": "truth-table"},
     {"mode": "truth-table-st"},
+    {"mode": "truth-table", "hard_fraction": 0.5, "warmup": 2},
 ]
 
 

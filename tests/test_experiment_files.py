@@ -166,6 +166,7 @@ def test_every_option_a_file_sets_reaches_the_run(
         "threads": "1",
     }
     hard_st = {"relax": '"hard-st"', "tau": "0.25", "warmup": "2"}
+    table = {"relax": '"truth-table"', "hard_fraction": "0.3", "warmup": "5"}
 
     def capture(
         model: Model, state: Any, dataset: Any, run_dir: Path, quiet: bool, every: Any, *_: Any
@@ -174,9 +175,9 @@ def test_every_option_a_file_sets_reaches_the_run(
 
     # `logicars.train` is the function; the module is in sys.modules
     monkeypatch.setattr(importlib.import_module("logicars.train"), "_run", capture)
-    assert set(values) | set(hard_st) == set(TRAIN_OPTIONS)  # a new option needs a line here
+    assert set(values) | set(hard_st) | set(table) == set(TRAIN_OPTIONS)  # a new option: a line
     seen = []
-    for i, chosen in enumerate((values, hard_st)):
+    for i, chosen in enumerate((values, hard_st, table)):
         lines = "".join(f"{k} = {v}\n" for k, v in chosen.items())
         path = write_stripes(tmp_path, lines)
         with pytest.raises(RunArguments) as caught:
@@ -189,6 +190,7 @@ def test_every_option_a_file_sets_reaches_the_run(
     state, every, _, relax = seen[1]
     assert (relax.mode, relax.tau, relax.warmup) == ("hard-st", 0.25, 2)
     assert state.stop_on_solve is True and state.repair is True and every == 50  # defaults
+    assert seen[2][3] == logicars.Relaxation("truth-table", warmup=5, hard_fraction=0.3)
     # Given values, None included, replace the file's.
     path = write_stripes(tmp_path, "checkpoint_every = 3\nearly_stop = 7\nstop_on_solve = false\n")
     with pytest.raises(RunArguments) as caught:

@@ -827,7 +827,9 @@ def test_relaxation_is_stored_and_kept_on_resume(tmp_path: Path) -> None:
         ({"relax": "softmax", "tau": 2.0}, "unknown field `tau`"),
         ({"relax": "hard-st", "tau": 0.0}, "relax.tau must be a finite number > 0"),
         ({"relax": "gumbel-st", "noise": -1.0}, "relax.noise must be a finite number >= 0"),
-        ({"relax": "truth-table", "warmup": 3}, "unknown field `warmup`"),
+        ({"relax": "truth-table-st", "warmup": 3}, "unknown field `warmup`"),
+        ({"relax": "softmax", "hard_fraction": 0.5}, "unknown field `hard_fraction`"),
+        ({"relax": "truth-table", "hard_fraction": 1.5}, r"hard_fraction must be in \[0, 1\]"),
     ],
 )
 def test_bad_relaxations(tmp_path: Path, kwargs: dict, match: str) -> None:
@@ -975,6 +977,36 @@ def test_cli_relax_options(tmp_path: Path) -> None:
     assert summary["stop_on_solve"] is False and summary["repair"] is False
     assert main(["train", "--resume", str(out), "--epochs", "4", "--repair", "--quiet"]) == 0
     assert json.loads((out / "summary.json").read_text())["repair"] is True
+
+
+def test_hard_fraction_from_the_cli_is_stored_and_resumes_bit_identically(
+    tmp_path: Path,
+) -> None:
+    """`--relax truth-table --hard-fraction Q --warmup N`: stored in the summary and the
+    checkpoint; a run stopped and resumed trains the same hard gates as one straight
+    run; another fraction trains other ones."""
+    from logicars.cli import main
+
+    def cli(out: Path, epochs: int, *extra: str) -> None:
+        args = ["train", "--epochs", str(epochs), "--quiet", "--out", str(out), *extra]
+        assert main(args) == 0
+
+    opts = ("gol", "--relax", "truth-table", "--warmup", "1", "--no-stop-on-solve")
+    cli(tmp_path / "straight", 4, *opts, "--hard-fraction", "0.5")
+    summary = json.loads((tmp_path / "straight" / "summary.json").read_text())
+    assert summary["relax"] == {"mode": "truth-table", "warmup": 1, "hard_fraction": 0.5}
+    relax = logicars.Model.load(tmp_path / "straight" / "model.safetensors").spec.relax
+    assert relax == logicars.Relaxation("truth-table", warmup=1, hard_fraction=0.5)
+    cli(tmp_path / "split", 2, *opts, "--hard-fraction", "0.5")
+    assert main(["train", "--resume", str(tmp_path / "split"), "--epochs", "4", "--quiet"]) == 0
+    curve = [(tmp_path / d / "metrics.csv").read_text().splitlines() for d in ("straight", "split")]
+    strip = [[line.rsplit(",", 1)[0] for line in c] for c in curve]  # without the wall time
+    assert strip[0] == strip[1]
+    cli(tmp_path / "other", 4, *opts, "--hard-fraction", "0.1")
+    other = (tmp_path / "other" / "metrics.csv").read_text().splitlines()
+    assert [line.rsplit(",", 1)[0] for line in other][:2] == strip[0][:2]  # the warmup epoch
+    assert [line.rsplit(",", 1)[0] for line in other] != strip[0]
+    assert main(["train", "gol", "--hard-fraction", "2", "--quiet"]) == 2
 
 
 # ---- restarts --------------------------------------------------------------------------

@@ -401,6 +401,7 @@ TRAIN_OPTIONS = {
     "tau": "float",
     "noise": "float",
     "warmup": "int>=0",
+    "hard_fraction": "float",
     "early_stop": "int",
     "stop_on_solve": "bool",
     "repair": "bool",
@@ -550,14 +551,15 @@ def experiment_from_dict(
 # The [training] keys that set the relaxation: the file's relaxation is its preset's
 # (`spec.relax`, a training rule carried by the spec as `binarize_states` is), so that a
 # preset file sets its default relaxation and `train(experiment.preset)` trains with it.
-_RELAX_KEYS = ("relax", "tau", "noise", "warmup")
+_RELAX_KEYS = ("relax", "tau", "noise", "warmup", "hard_fraction")
 
 
 def _with_relaxation(
     spec: ModelSpec, options: dict[str, Any], source: str, check: bool
 ) -> ModelSpec:
     """`spec` with the relaxation `options` sets (taken out of `options`): a `relax` mode
-    starts from the engine's defaults, `tau`, `noise` and `warmup` replace its parameters,
+    starts from the engine's defaults, `tau`, `noise`, `warmup` and `hard_fraction`
+    replace its parameters,
     as `train`'s keywords do. `check`: the engine checks the values now."""
     given = {k: options.pop(k) for k in _RELAX_KEYS if k in options}
     if not given:

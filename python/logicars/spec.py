@@ -41,14 +41,19 @@ class Relaxation:
     (gumbel-st, gumbel-soft), `warmup`, the optimizer steps trained as softmax before
     the straight-through forward or the annealing starts (gumbel-st, hard-st, anneal), and
     `steps`, the optimizer steps over which `anneal` lowers the temperature from 1 to
-    `tau`. None: the engine's default (tau 1, noise 1, warmup 0, steps 1000) where the
-    mode takes the parameter; giving one a mode does not take is an error."""
+    `tau`, and `hard_fraction` (truth-table), the fraction of gates that forward their
+    thresholded table (straight-through, as `truth-table-st`) in each optimizer step
+    after `warmup`, drawn per gate and step; with `binarize_states` only in the rounded
+    steps. None: the engine's default (tau 1, noise 1, warmup 0, steps 1000,
+    hard_fraction 0) where the mode takes the parameter; giving one a mode does not
+    take is an error."""
 
     mode: str = "softmax"
     tau: float | None = None
     noise: float | None = None
     warmup: int | None = None
     steps: int | None = None
+    hard_fraction: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"mode": self.mode}
@@ -270,7 +275,8 @@ class ModelSpec:
 def resolve_relaxation(
     current: Relaxation, relax: str | Relaxation | None, options: dict[str, Any]
 ) -> Relaxation:
-    """`relax` (None: `current`) with the `options` (tau, noise, warmup) that are given.
+    """`relax` (None: `current`) with the `options` (tau, noise, warmup, hard_fraction)
+    that are given.
     A mode named by string starts from the engine's defaults, not `current`'s parameters;
     the engine checks that the mode takes them and their ranges."""
     if isinstance(relax, Relaxation):
@@ -349,14 +355,17 @@ def _relaxation(d: dict[str, Any]) -> Relaxation:
     mode = _get(r, "mode", "relax.", _MISSING)
     if not isinstance(mode, str):
         raise _bad("relax.", "mode", "a string", mode)
-    unknown = sorted(set(r) - {"mode", "tau", "noise", "warmup", "steps"})
+    unknown = sorted(set(r) - {"mode", "tau", "noise", "warmup", "steps", "hard_fraction"})
     if unknown:
         raise InvalidValueError(f"config.relax: unknown field {unknown[0]!r}")
     tau = _number(r, "tau", None, "relax.") if "tau" in r else None
     noise = _number(r, "noise", None, "relax.") if "noise" in r else None
     warmup = _int(r, "warmup", "relax.") if "warmup" in r else None
     steps = _int(r, "steps", "relax.") if "steps" in r else None
-    return Relaxation(mode=mode, tau=tau, noise=noise, warmup=warmup, steps=steps)
+    hard = _number(r, "hard_fraction", None, "relax.") if "hard_fraction" in r else None
+    return Relaxation(
+        mode=mode, tau=tau, noise=noise, warmup=warmup, steps=steps, hard_fraction=hard
+    )
 
 
 def _bool(d: dict[str, Any], key: str, default: bool) -> bool:

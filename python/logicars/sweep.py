@@ -80,7 +80,16 @@ _LOCK_WAIT_S = 10.0  # how long a point waits for another process to release it
 # Options that `train` takes only for a new run (a resumed run keeps its start and
 # relaxation, and refuses them).
 NEW_RUN_ONLY = frozenset(
-    {"init", "relax", "tau", "noise", "warmup", "binarize_states", "binarize_every"}
+    {
+        "init",
+        "relax",
+        "tau",
+        "noise",
+        "warmup",
+        "hard_fraction",
+        "binarize_states",
+        "binarize_every",
+    }
 )
 
 

@@ -436,6 +436,7 @@ def train(
     tau: float | None = None,
     noise: float | None = None,
     warmup: int | None = None,
+    hard_fraction: float | None = None,
     binarize_states: bool | None = None,
     binarize_every: int | None = None,
     repair: bool | None = None,
@@ -469,8 +470,10 @@ def train(
       (decoupled; default 0.01, the notebook's). Both may change on resume.
     - `relax`: the training relaxation (a mode of `logicars.spec.RELAX_MODES`, or a
       `Relaxation`; default: the preset's), `tau` its backward temperature, `noise`
-      its Gumbel noise scale and `warmup` its softmax epochs before the straight-through
-      forward (for the modes that take them; see `logicars.spec.Relaxation`).
+      its Gumbel noise scale, `warmup` its softmax epochs before the straight-through
+      forward (or the truth-table's relaxed epochs before its hard gates) and
+      `hard_fraction` the truth-table's share of gates forwarded hard in each epoch (for
+      the modes that take them; see `logicars.spec.Relaxation`).
       `relax="softmax"` is the reference notebook's. A resumed run keeps its relaxation.
     - `binarize_states`: round the state to 0 or 1 between the training rollout's steps,
       straight-through (the last state stays relaxed for the loss); default: the
@@ -565,6 +568,8 @@ def train(
     tau = file_options.get("tau") if tau is None else tau
     noise = file_options.get("noise") if noise is None else noise
     warmup = file_options.get("warmup") if warmup is None else warmup
+    if hard_fraction is None:
+        hard_fraction = file_options.get("hard_fraction")
     early_stop = file_options.get("early_stop") if early_stop is None else early_stop
     repair = file_options.get("repair") if repair is None else repair
     threads = file_options.get("threads") if threads is None else threads
@@ -604,11 +609,12 @@ def train(
     tensorboard_dir = _check_tensorboard(tensorboard)
     if preset is None and resume is None:
         raise ValueError("a preset is required unless resuming a run")
-    relax_options = {"tau": tau, "noise": noise, "warmup": warmup}
+    relax_options = {"tau": tau, "noise": noise, "warmup": warmup, "hard_fraction": hard_fraction}
     new_relax = relax is not None or any(v is not None for v in relax_options.values())
     if resume is not None and new_relax:
         raise ValueError(
-            "a resumed run keeps its relaxation; relax, tau, noise and warmup start new runs"
+            "a resumed run keeps its relaxation; relax, tau, noise, warmup and hard_fraction "
+            "start new runs"
         )
     if binarize_states is not None:
         if not isinstance(binarize_states, bool):

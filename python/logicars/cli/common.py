@@ -87,3 +87,10 @@ def non_negative_float(text: str) -> float:
     if not math.isfinite(v) or v < 0:
         raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
     return v
+
+
+def fraction(text: str) -> float:
+    v = non_negative_float(text)
+    if v > 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {text}")
+    return v

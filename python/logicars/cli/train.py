@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 import signal
 
-from .common import PROG, UsageError, fail, int_at_least, non_negative_float, positive_float
+from .common import (
+    PROG,
+    UsageError,
+    fail,
+    fraction,
+    int_at_least,
+    non_negative_float,
+    positive_float,
+)
 
 HELP = "train a preset or task kind and write a run directory"
 
@@ -129,7 +137,15 @@ def add_relax_arguments(p: argparse.ArgumentParser) -> None:
         "--warmup",
         type=int_at_least(0),
         metavar="EPOCHS",
-        help="epochs trained as softmax before the straight-through forward (gumbel-st, hard-st)",
+        help="epochs trained as softmax before the straight-through forward (gumbel-st, "
+        "hard-st), or relaxed before the hard gates (truth-table --hard-fraction)",
+    )
+    p.add_argument(
+        "--hard-fraction",
+        type=fraction,
+        metavar="Q",
+        help="truth-table: the share of gates forwarded hard, straight-through, in each "
+        "epoch (with --binarize-states in the rounded ones); drawn per gate and epoch",
     )
     p.add_argument(
         "--binarize-states",
@@ -180,6 +196,7 @@ def run(args: argparse.Namespace) -> int:
         "tau": args.tau,
         "noise": args.noise,
         "warmup": args.warmup,
+        "hard_fraction": args.hard_fraction,
         "binarize_states": args.binarize_states,
         "binarize_every": args.binarize_every,
     }

@@ -19,7 +19,10 @@
 //!   the relaxed circuit turns into the hard one while training goes on.
 //! - `truth-table`: 4 parameters per gate, one per truth-table row, `t = σ(w)`
 //!   (input-wise parametrization, Rüttgers et al.); `truth-table-st` forwards the
-//!   thresholded table and backpropagates through the sigmoids.
+//!   thresholded table and backpropagates through the sigmoids. `truth-table` with a
+//!   `hard_fraction` q forwards a random q of its gates that way in each optimizer step
+//!   after `warmup` (only in the rounded steps of a model with `binarize_states`): the
+//!   relaxed circuit learns to work beside hard gates, the others keep it learning.
 //!
 //! Every straight-through mode trains the hard circuit itself: its forward coefficients
 //! are those of one gate. Hard inference is the same in every mode: each gate keeps its
@@ -68,7 +71,13 @@ pub enum Relax {
         #[serde(default = "thousand")]
         steps: u64,
     },
-    TruthTable {},
+    TruthTable {
+        // f64: the fraction is compared with f64 draws, exactly as the JSON gives it.
+        #[serde(default, skip_serializing_if = "is_zero_f64")]
+        hard_fraction: f64,
+        #[serde(default, skip_serializing_if = "is_zero_u64")]
+        warmup: u64,
+    },
     TruthTableSt {},
 }
 
@@ -84,6 +93,14 @@ fn one() -> f32 {
 
 fn thousand() -> u64 {
     1000
+}
+
+fn is_zero_f64(v: &f64) -> bool {
+    *v == 0.0
+}
+
+fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
 }
 
 /// Parameters of a truth-table gate in a fresh model: pass-through A, `σ(±10)`, as the
@@ -112,12 +129,17 @@ impl Relax {
     /// Parameters per gate: 16 logits, or 4 truth-table entries.
     pub fn params_per_gate(&self) -> usize {
         match self {
-            Relax::TruthTable {} | Relax::TruthTableSt {} => 4,
+            Relax::TruthTable { .. } | Relax::TruthTableSt {} => 4,
             _ => N_OPS,
         }
     }
 
     pub fn validate(&self) -> Result<()> {
+        if let Relax::TruthTable { hard_fraction, .. } = *self {
+            if !(0.0..=1.0).contains(&hard_fraction) {
+                return value_err!("relax.hard_fraction must be in [0, 1], got {hard_fraction}");
+            }
+        }
         let (tau, noise) = match *self {
             Relax::GumbelSt { tau, noise, .. } | Relax::GumbelSoft { tau, noise } => (tau, noise),
             Relax::HardSt { tau, .. } | Relax::Anneal { tau, .. } => (tau, 0.0),
@@ -219,7 +241,7 @@ impl Relax {
                     scale: 1.0 / tau as f64,
                 }
             }
-            Relax::TruthTable {} | Relax::TruthTableSt {} => {
+            Relax::TruthTable { .. } | Relax::TruthTableSt {} => {
                 let mut probs = [0f64; N_OPS];
                 let mut t = [0f64; 4];
                 for (k, &w) in params.iter().enumerate() {
@@ -255,6 +277,18 @@ impl Relax {
         )
     }
 
+    /// The fraction of gates that run hard, straight-through, in optimizer step `step`
+    /// (`truth-table`'s `hard_fraction` once its `warmup` is over; 0 otherwise).
+    pub fn hard_fraction(&self, step: u64) -> f64 {
+        match *self {
+            Relax::TruthTable {
+                hard_fraction,
+                warmup,
+            } if step >= warmup => hard_fraction,
+            _ => 0.0,
+        }
+    }
+
     /// Chain rule from `gc = dL/d(α, β, γ, δ)` to the gate's parameters.
     pub fn params_grad(&self, r: &Relaxed, gc: &[f64; 4], out: &mut [f32]) {
         match *self {
@@ -270,7 +304,7 @@ impl Relax {
                         .for_each(|g| *g = (*g as f64 * r.scale) as f32);
                 }
             }
-            Relax::TruthTable {} | Relax::TruthTableSt {} => {
+            Relax::TruthTable { .. } | Relax::TruthTableSt {} => {
                 let [ga, gb, gg, gd] = *gc;
                 // α = t00, β = t10 − t00, γ = t01 − t00, δ = t11 − t10 − t01 + t00.
                 let gt = [ga - gb - gg + gd, gg - gd, gb - gd, gd];
@@ -280,6 +314,16 @@ impl Relax {
                 }
             }
         }
+    }
+}
+
+impl Relaxed {
+    /// The truth-table gate forwards its thresholded table and sends the gradient back
+    /// through its sigmoids (`truth-table-st` for this gate in this step).
+    pub fn harden(&mut self) {
+        let t = [0, 1, 2, 3].map(|k| if self.probs[k] > 0.5 { 1.0 } else { 0.0 });
+        self.back = self.coefs;
+        self.coefs = table_coefficients(t).map(|c| c as f32);
     }
 }
 
@@ -360,6 +404,14 @@ impl GateNoise {
     }
 }
 
+/// Whether gate `gate` runs hard in optimizer step `step` when a fraction `q` of the
+/// gates do: a uniform draw from a counter-based stream keyed by (seed, step, gate),
+/// apart from the Gumbel one, below `q`.
+pub fn runs_hard(seed: u64, step: u64, gate: u64, q: f64) -> bool {
+    const HARD_STREAM: u64 = 0x4841_5244 ^ 0x666c_6970; // "HARD" ^ "flip"
+    uniform(mix(mix(mix(seed ^ HARD_STREAM) ^ step) ^ gate)) < q
+}
+
 /// The top 53 bits of a hash, centred in its bin: in (0, 1), never 0 or 1.
 #[inline(always)]
 fn uniform(h: u64) -> f64 {
@@ -419,7 +471,7 @@ mod tests {
             let c = table_coefficients(t).map(|v| v as f32);
             assert_eq!(&c, row, "{}", gates::OP_NAMES[op]);
             let w = truth_table(op).map(|b| if b { 3.0 } else { -3.0 });
-            assert_eq!(Relax::TruthTable {}.hard_op(&w), op);
+            assert_eq!(Relax::TruthTableSt {}.hard_op(&w), op);
         }
     }
 
@@ -428,6 +480,29 @@ mod tests {
         let w: Vec<f32> = (0..16).map(|i| (i as f32 * 0.37).sin()).collect();
         let r = Relax::Softmax {}.relax(&w, 0, || unreachable!());
         assert_eq!(r.coefs, gates::soft_coefficients(&w));
+    }
+
+    #[test]
+    fn a_hard_fraction_hardens_that_share_of_the_gates_after_its_warmup() {
+        let relax = Relax::TruthTable {
+            hard_fraction: 0.3,
+            warmup: 5,
+        };
+        assert_eq!(relax.hard_fraction(4), 0.0);
+        assert_eq!(relax.hard_fraction(5), 0.3);
+        let hard = (0..10_000).filter(|&g| runs_hard(7, 5, g, 0.3)).count();
+        assert!((2800..3200).contains(&hard), "{hard}");
+        let other_step =
+            (0..10_000).filter(|&g| runs_hard(7, 6, g, 0.3) != runs_hard(7, 5, g, 0.3));
+        assert!(other_step.count() > 3000); // a fresh draw per step
+        let mut r = relax.relax(&[2.0, -1.0, 0.5, -3.0], 5, || [0.0; N_OPS]);
+        let soft = r.coefs;
+        r.harden();
+        assert_eq!(r.back, soft);
+        assert_eq!(
+            r.coefs,
+            table_coefficients([1.0, 0.0, 1.0, 0.0]).map(|c| c as f32)
+        );
     }
 
     #[test]

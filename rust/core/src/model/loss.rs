@@ -94,22 +94,32 @@ impl Model {
         let pool = threads::pool();
         let relax = self.spec.relax;
         let (seed, step) = (self.mask_seed, self.optimizer.t);
+        let binarize = self.spec.binarizes_step(step);
+        let hard_fraction = if self.spec.binarize_states && !binarize {
+            0.0 // a relaxed step of a rounding model runs every gate relaxed
+        } else {
+            relax.hard_fraction(step)
+        };
         let relaxed: Vec<Relaxed> = pool.install(|| {
             let gates = self.logits.par_chunks(self.per_gate()).enumerate();
             gates
                 .map(|(g, w)| {
                     let noise = relax::GateNoise::new(seed, step, g as u64);
-                    relax.relax(w, step, || noise.draws())
+                    let mut r = relax.relax(w, step, || noise.draws());
+                    if hard_fraction > 0.0 && relax::runs_hard(seed, step, g as u64, hard_fraction)
+                    {
+                        r.harden();
+                    }
+                    r
                 })
                 .collect()
         });
         let coefs: Vec<[f32; 4]> = pool.install(|| relaxed.par_iter().map(|r| r.coefs).collect());
-        let back_coefs: Vec<[f32; 4]> = if relax.straight_through() {
+        let back_coefs: Vec<[f32; 4]> = if relax.straight_through() || hard_fraction > 0.0 {
             pool.install(|| relaxed.par_iter().map(|r| r.back).collect())
         } else {
             Vec::new() // the forward's own
         };
-        let binarize = self.spec.binarizes_step(step);
         self.forward(x, shape, steps, &coefs, masks, binarize, None)?;
         let mut seed = Vec::new();
         let loss = self.loss(y, per_cell, steps, Some(&mut seed));
