@@ -527,6 +527,94 @@ GROWTH_GAP = [
     "free-running rollout (seed 2: 456 bits apart after step 1, 4,989 after step 12; "
     "seed 0: 2,021 and 2,725).",
     "",
+    "**Hard gates among the relaxed ones** (2026-11-27, later, a 2-vCPU AMD EPYC with "
+    "AVX-512; `truth-table` with "
+    "`hard_fraction`, `--hard-fraction Q`). A relaxed circuit only learns to tolerate"
+    " what its training forward contains, and the gap above is in how the hard "
+    "circuit's disagreements with its relaxed twin reach channel 0. With "
+    "`hard_fraction = q`, a share q of the gates, drawn afresh per gate and optimizer"
+    " step from a counter-based stream, forwards its thresholded truth table in the "
+    "rounded epochs (straight-through as `truth-table-st`: the gradient goes through "
+    "the sigmoids), after `warmup` epochs of the plain truth-table; the relaxed "
+    "circuit then has to work beside hard gates. Probes of 6000 epochs on the "
+    "default's seeds (a probe build switching the same hard gates by environment "
+    "variables), lowest hard loss (last):",
+    "",
+    "| seed | 1 | 2 | 3 | 4 | 5 | 8 |",
+    "|---|---|---|---|---|---|---|",
+    "| without hard gates (the default's) | 41 (77) | 33 (65) | 58 (105) | 28 (103) |"
+    " 16 (24) | 33 (54) |",
+    "| q = 0.3 from epoch 3000 | 34 (47) | 16 (37) | 43 (71) | 27 (61) | 16 (20) | 17 (24) |",
+    "| q = 0.5 from epoch 3000 | 42 (103) | 14 (20) | | | | |",
+    "| q = 0.1 from the start | 36 (74) | 56 (120) | | | | |",
+    "| bit flips, p = 0.2% from the start | 43 (90) | 12 (24) | 53 (89) | 47 (70) | | |",
+    "| bit flips, p = 1% from the start | 120 (120) | 78 (84) | | | | |",
+    "| bit flips, p = 1% from epoch 3000 | 47 (89) | 47 (84) | | | | |",
+    "",
+    "*Bit flips*: each hidden-channel bit of the rounded states flipped with "
+    "probability p (keyed by step, cell and channel), so that the circuit learns to "
+    "absorb wrong hidden bits; mixed, not pursued. q = 0.3 from epoch 3000 was the "
+    "only change that lowered the last circuit of every probed seed and raised no "
+    "seed's lowest.",
+    "",
+    "Swept at 12,000 epochs with the preset's search (`drift_budget = 100000`), q = "
+    "0.3 from epoch 3000 (`--hard-fraction 0.3 --warmup 3000`), seeds 0–19 (the probe"
+    " build; its seed 1 was checked bit-identical to the package's option over its "
+    "first 3300 epochs): **6 of 20 solve** (2, 4, 5, 6, 15, 18; seed 18 in training "
+    "at epoch 7464), against 2 of 20 without the hard gates (the table above); seeds "
+    "8 and 14 end one cell short. Most seeds reach their lowest hard loss after epoch"
+    " 7000. Seed 17 **diverged**: at epoch 8848 its training forward overflowed to "
+    "NaN and the run stopped with a `FloatingPointError` (its lowest before, 26 wrong"
+    " cells at epoch 8310; below).",
+    "",
+    "| seed | 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 10 | 11 | 12 | 13 | 14 | 15 | "
+    "16 | 17 | 18 | 19 |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    "| lowest hard loss in training (epoch) | 9 (3343) | 22 (9131) | 4 (11899) | 5 "
+    "(11768) | 7 (10636) | 8 (7504) | 15 (10476) | 50 (3063) | 8 (9610) | 67 (1955) |"
+    " 59 (3564) | 24 (5982) | 32 (7583) | 9 (11947) | 1 (10342) | 11 (11753) | 42 "
+    "(10701) | 26 (8310) | 0 (7464) | 52 (2210) |",
+    "| wrong cells after the final repair and search | 3 | 6 | **0** | 5 | **0** | "
+    "**0** | **0** | 26 | 1 | 38 | 35 | 9 | 21 | 2 | 1 | **0** | 15 | diverged (epoch"
+    " 8848) | **0** | 17 |",
+    "",
+    "Seed 0, which the plain truth-table solves at epoch 7627, ends 3 cells short "
+    "(its lowest, 9, came before the hard gates started). With the plain truth-table "
+    "for the first 8000 epochs and the hard gates from epoch 8000 to 16,000 "
+    "(`--hard-fraction 0.3 --warmup 8000 --epochs 16000`: the runs are the default's "
+    "until epoch 8000, so seed 0 solves as before, checked: epoch 7627, 3189 active "
+    "gates), seeds 1–8:",
+    "",
+    "| seed | 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 |",
+    "|---|---|---|---|---|---|---|---|---|---|",
+    "| lowest hard loss in training (epoch) | 0 (7627) | 21 (14213) | 8 (15966) | 58 "
+    "(3982) | 11 (13723) | 10 (10514) | 19 (12174) | 47 (4345) | 16 (8775) |",
+    "| wrong cells after the final repair and search | **0** (in training) | 4 | "
+    "**0** | 21 | **0** | **0** | 1 | 28 | diverged (epoch 9784) |",
+    "",
+    "4 of these 9 seeds solve (0, 2, 4, 5) where the default solves 2 (0, and 5 by "
+    "its search); seed 8 diverged the same way (seeds 9 and 10 were stopped "
+    "unfinished).",
+    "",
+    "**Why the hard gates are not the lizard's default yet: the relaxed epochs "
+    "overflow.** The divergence is the relaxed forward's, not the hard gates': at "
+    "seed 17's epoch 8847 (a relaxed epoch: no rounding, no hard gates) the rollout's"
+    " states leave [0, 1] by 5e-8 after one step, and the excursion grows about 8× a "
+    "step (−0.27 after step 9, −3.8 after 10, −1.6e8 after 11, ±inf after 12). In "
+    "exact arithmetic a gate's output stays in [0, 1], but this circuit's gates are "
+    "saturated (truth-table rows at σ(±32), exactly 0 or 1 in f32), and an XOR-like "
+    "gate doubles an excursion (a + b − 2ab at a = b = 1 + ε is −2ε), so f32 rounding"
+    " errors compound through 13 layers and 11 unrounded steps; the rounded epochs "
+    "reset the states every step and never see it. Hard gates saturate the circuit "
+    "further: 2 of the 28 runs that trained them diverged, none of the 20 of the "
+    "sweep without them. The fix is to clamp the relaxed states to [0, 1] between "
+    "steps; it leaves values in range unchanged, but a saturated circuit already "
+    "leaves the range in about 400 of its 51,200 state values after one step, so "
+    "every measured lizard run would change and its sweeps would have to be redone. "
+    "Until then the lizard keeps its default without hard gates, and `--hard-fraction"
+    " 0.3 --warmup 3000` is the measured option: 6 of 20 seeds, short of the issue's "
+    "50%.",
+    "",
     "What was tried before on the failing softmax colored-G runs (seeds 0, 1, 3, 9), none "
     "of which closed the gap:",
     "",

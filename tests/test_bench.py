@@ -5,6 +5,7 @@ Timings themselves are not checked (the machine is shared); their structure is.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -79,8 +80,27 @@ def test_bench_table_shows_the_rounding_period(capsys: pytest.CaptureFixture[str
     """The lizard's `+binarized` row rounds in every second epoch, as its preset trains:
     the table says so (`/2`), the JSON row has the period."""
     argv = ["bench", "lizard", "--threads", "1", "--epochs", "1", "--warmup", "0"]
+    label = "truth-table+binarized"
     assert main([*argv, "--relax", "truth-table+binarized"]) == 0
-    assert "truth-table+binarized/2 " in capsys.readouterr().out
+    assert f"{label}/2 " in capsys.readouterr().out
     assert main([*argv, "--relax", "truth-table+binarized", "--json"]) == 0
     (row,) = [json.loads(line) for line in capsys.readouterr().out.strip().splitlines()]
-    assert (row["relax"], row["binarize_every"]) == ("truth-table+binarized", 2)
+    assert (row["relax"], row["binarize_every"]) == (label, 2)
+
+
+def test_bench_times_a_presets_own_relaxation_with_its_parameters() -> None:
+    """The spec's own mode keeps its parameters (a hard fraction and its warmup), another
+    mode starts from the engine's defaults; the row's label names the parameters."""
+    from logicars.bench import _variant, bench_preset
+
+    relax = logicars.Relaxation("truth-table", warmup=7, hard_fraction=0.5)
+    preset = dataclasses.replace(
+        logicars.PRESETS["lizard"], spec=logicars.PRESETS["lizard"].spec.replace(relax=relax)
+    )
+    assert _variant(preset.spec, "truth-table+binarized").relax == relax
+    assert _variant(preset.spec, "truth-table-st").relax == logicars.Relaxation("truth-table-st")
+    rows = bench_preset(preset, 1, 1, 0, ("softmax", "truth-table+binarized"))
+    assert [r["relax"] for r in rows] == [
+        "softmax",
+        "truth-table(warmup=7, hard_fraction=0.5)+binarized",
+    ]
