@@ -52,8 +52,8 @@ BINARIZED = "+binarized"  # the suffix of a relaxation timed with binarize_state
 def _variant(spec: ModelSpec, relax: str) -> ModelSpec:
     """`spec` with relaxation `relax`, or `MODE+binarized` (binarize_states on, every
     `binarize_every` epochs as the spec has it). The spec's own mode keeps its
-    parameters (the lizard's truth-table its hard fraction); another starts from the
-    engine's defaults."""
+    parameters (a truth-table its hard fraction); another starts from the engine's
+    defaults."""
     from .spec import Relaxation
 
     mode, binarized = relax.removesuffix(BINARIZED), relax.endswith(BINARIZED)

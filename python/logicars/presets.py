@@ -559,8 +559,8 @@ def _with_relaxation(
 ) -> ModelSpec:
     """`spec` with the relaxation `options` sets (taken out of `options`): a `relax` mode
     starts from the engine's defaults, `tau`, `noise`, `warmup` and `hard_fraction`
-    replace its parameters,
-    as `train`'s keywords do. `check`: the engine checks the values now."""
+    replace its parameters, as `train`'s keywords do. `check`: the engine checks the
+    values now."""
     given = {k: options.pop(k) for k in _RELAX_KEYS if k in options}
     if not given:
         return spec

@@ -568,8 +568,7 @@ def train(
     tau = file_options.get("tau") if tau is None else tau
     noise = file_options.get("noise") if noise is None else noise
     warmup = file_options.get("warmup") if warmup is None else warmup
-    if hard_fraction is None:
-        hard_fraction = file_options.get("hard_fraction")
+    hard_fraction = file_options.get("hard_fraction") if hard_fraction is None else hard_fraction
     early_stop = file_options.get("early_stop") if early_stop is None else early_stop
     repair = file_options.get("repair") if repair is None else repair
     threads = file_options.get("threads") if threads is None else threads
