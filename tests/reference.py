@@ -59,22 +59,24 @@ def _mix(z: int) -> int:
     return z ^ (z >> 31)
 
 
-def gumbel(seed: int, step: int, gate: int, op: int) -> float:
-    """Gumbel(0, 1) draw of the engine's counter-based stream (rust/core/src/relax.rs)."""
-    h = _mix(seed ^ 0x6C6F676963617273)
-    for word in (step, gate, op):
+def _uniform(stream: int, seed: int, *words: int) -> float:
+    """A draw in (0, 1) of the engine's counter-based stream `stream` keyed by `seed`
+    and `words` (rust/core/src/relax.rs)."""
+    h = _mix(seed ^ stream)
+    for word in words:
         h = _mix(h ^ word)
-    u = ((h >> 11) + 0.5) / float(1 << 53)
-    return -np.log(-np.log(u))
+    return ((h >> 11) + 0.5) / float(1 << 53)
+
+
+def gumbel(seed: int, step: int, gate: int, op: int) -> float:
+    """Gumbel(0, 1) draw of the engine's stream."""
+    return -np.log(-np.log(_uniform(0x6C6F676963617273, seed, step, gate, op)))
 
 
 def runs_hard(seed: int, step: int, gate: int, q: float) -> bool:
-    """Whether a truth-table gate runs hard in a step when a fraction `q` do: a uniform
-    draw of the engine's stream apart from the Gumbel one, below `q`."""
-    h = _mix(seed ^ 0x48415244 ^ 0x666C6970)
-    for word in (step, gate):
-        h = _mix(h ^ word)
-    return ((h >> 11) + 0.5) / float(1 << 53) < q
+    """Whether a truth-table gate runs hard in a step when a fraction `q` do: a draw of
+    the engine's stream apart from the Gumbel one, below `q`."""
+    return _uniform(0x48415244 ^ 0x666C6970, seed, step, gate) < q
 
 
 def _ops(a: np.ndarray, b: np.ndarray) -> np.ndarray:

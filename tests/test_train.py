@@ -991,6 +991,11 @@ def test_hard_fraction_from_the_cli_is_stored_and_resumes_bit_identically(
         args = ["train", "--epochs", str(epochs), "--quiet", "--out", str(out), *extra]
         assert main(args) == 0
 
+    def curve(name: str) -> list[str]:
+        """A run's metrics rows without the wall time."""
+        rows = (tmp_path / name / "metrics.csv").read_text().splitlines()
+        return [row.rsplit(",", 1)[0] for row in rows]
+
     opts = ("gol", "--relax", "truth-table", "--warmup", "1", "--no-stop-on-solve")
     cli(tmp_path / "straight", 4, *opts, "--hard-fraction", "0.5")
     summary = json.loads((tmp_path / "straight" / "summary.json").read_text())
@@ -999,13 +1004,12 @@ def test_hard_fraction_from_the_cli_is_stored_and_resumes_bit_identically(
     assert relax == logicars.Relaxation("truth-table", warmup=1, hard_fraction=0.5)
     cli(tmp_path / "split", 2, *opts, "--hard-fraction", "0.5")
     assert main(["train", "--resume", str(tmp_path / "split"), "--epochs", "4", "--quiet"]) == 0
-    curve = [(tmp_path / d / "metrics.csv").read_text().splitlines() for d in ("straight", "split")]
-    strip = [[line.rsplit(",", 1)[0] for line in c] for c in curve]  # without the wall time
-    assert strip[0] == strip[1]
+    straight = curve("straight")
+    assert curve("split") == straight
     cli(tmp_path / "other", 4, *opts, "--hard-fraction", "0.1")
-    other = (tmp_path / "other" / "metrics.csv").read_text().splitlines()
-    assert [line.rsplit(",", 1)[0] for line in other][:2] == strip[0][:2]  # the warmup epoch
-    assert [line.rsplit(",", 1)[0] for line in other] != strip[0]
+    other = curve("other")
+    assert other[:2] == straight[:2]  # the warmup epoch
+    assert other != straight
     assert main(["train", "gol", "--hard-fraction", "2", "--quiet"]) == 2
 
 

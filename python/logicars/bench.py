@@ -86,14 +86,13 @@ def bench_preset(
     preset = get_preset(name) if isinstance(name, str) else name
     specs = [_variant(preset.spec, r) for r in relaxes] or [preset.spec]
     models = [Model(spec, seed=23) for spec in specs]
+    x, y = preset.task().sample(np.random.default_rng(23))
     for model in models:
         # Timed past the relaxation's warmup, where a run spends most of its epochs.
         if model.spec.relax.warmup:
             state = model.optimizer_state()
             state["t"] = np.array(model.spec.relax.warmup, dtype=np.int64)
             model.set_optimizer_state(state)
-    x, y = preset.task().sample(np.random.default_rng(23))
-    for model in models:
         for _ in range(warmup):
             model.train_step(x, y, lr=preset.lr, weight_decay=preset.weight_decay)
     rounds = ROUNDS if len(models) > 1 else 1

@@ -248,16 +248,17 @@ impl Relax {
                     t[k] = sigmoid(w as f64);
                     probs[k] = t[k];
                 }
-                let back = table_coefficients(t).map(|c| c as f32);
-                if matches!(self, Relax::TruthTableSt {}) {
-                    t = t.map(|v| if v > 0.5 { 1.0 } else { 0.0 });
-                }
-                Relaxed {
-                    coefs: table_coefficients(t).map(|c| c as f32),
-                    back,
+                let coefs = table_coefficients(t).map(|c| c as f32);
+                let mut r = Relaxed {
+                    coefs,
+                    back: coefs,
                     probs,
                     scale: 1.0,
+                };
+                if matches!(self, Relax::TruthTableSt {}) {
+                    r.harden();
                 }
+                r
             }
         }
     }
@@ -380,8 +381,7 @@ pub struct GateNoise(u64);
 
 impl GateNoise {
     pub fn new(seed: u64, step: u64, gate: u64) -> GateNoise {
-        let h = mix(seed ^ 0x6c6f_6769_6361_7273); // "logicars"
-        GateNoise(mix(mix(h ^ step) ^ gate))
+        GateNoise(gate_key(0x6c6f_6769_6361_7273, seed, step, gate)) // "logicars"
     }
 
     /// The Gumbel draw for op `op`.
@@ -409,7 +409,13 @@ impl GateNoise {
 /// apart from the Gumbel one, below `q`.
 pub fn runs_hard(seed: u64, step: u64, gate: u64, q: f64) -> bool {
     const HARD_STREAM: u64 = 0x4841_5244 ^ 0x666c_6970; // "HARD" ^ "flip"
-    uniform(mix(mix(mix(seed ^ HARD_STREAM) ^ step) ^ gate)) < q
+    uniform(gate_key(HARD_STREAM, seed, step, gate)) < q
+}
+
+/// The hash of (seed, step, gate) in the counter-based stream `stream`.
+#[inline(always)]
+fn gate_key(stream: u64, seed: u64, step: u64, gate: u64) -> u64 {
+    mix(mix(mix(seed ^ stream) ^ step) ^ gate)
 }
 
 /// The top 53 bits of a hash, centred in its bin: in (0, 1), never 0 or 1.

@@ -85,6 +85,17 @@ impl Spec {
         self.binarize_states && t.is_multiple_of(self.binarize_every)
     }
 
+    /// The share of gates that run hard in the training step of optimizer step `t`: the
+    /// relaxation's (`truth-table`'s `hard_fraction` after its warmup), but none in a
+    /// relaxed step of a model that rounds its states.
+    pub fn hard_fraction(&self, t: u64) -> f64 {
+        if self.binarize_states && !self.binarizes_step(t) {
+            0.0
+        } else {
+            self.relax.hard_fraction(t)
+        }
+    }
+
     /// Width of the last perception layer (S in the design notes).
     pub fn perceive_out(&self) -> usize {
         *self.perceive.layers.last().unwrap_or(&0)

@@ -94,12 +94,7 @@ impl Model {
         let pool = threads::pool();
         let relax = self.spec.relax;
         let (seed, step) = (self.mask_seed, self.optimizer.t);
-        let binarize = self.spec.binarizes_step(step);
-        let hard_fraction = if self.spec.binarize_states && !binarize {
-            0.0 // a relaxed step of a rounding model runs every gate relaxed
-        } else {
-            relax.hard_fraction(step)
-        };
+        let hard_fraction = self.spec.hard_fraction(step);
         let relaxed: Vec<Relaxed> = pool.install(|| {
             let gates = self.logits.par_chunks(self.per_gate()).enumerate();
             gates
@@ -120,6 +115,7 @@ impl Model {
         } else {
             Vec::new() // the forward's own
         };
+        let binarize = self.spec.binarizes_step(step);
         self.forward(x, shape, steps, &coefs, masks, binarize, None)?;
         let mut seed = Vec::new();
         let loss = self.loss(y, per_cell, steps, Some(&mut seed));
