@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import REPO
 from reference import Reference
 
 import logicars
@@ -318,3 +319,24 @@ def test_relaxed_training_is_bit_identical_across_thread_counts(relax) -> None:
     assert results[0][0] == results[1][0]
     for name, p in results[0][1].items():
         np.testing.assert_array_equal(p, results[1][1][name], err_msg=name)
+
+
+def test_a_saturated_circuit_stays_in_range_in_a_relaxed_epoch() -> None:
+    """Seed 17's lizard circuit at epoch 8847 of a run with hard gates (hard_fraction 0.3
+    from epoch 3000): its gates are saturated, float rounding took relaxed states just
+    past [0, 1] and its XOR-like gates doubled that in every layer, so this relaxed
+    epoch's loss was NaN (inf by step 12) until the states were clamped between steps."""
+    model = logicars.Model.load(REPO / "tests" / "data" / "lizard-seed17-epoch8847.safetensors")
+    assert model.optimizer_state()["t"] % model.spec.binarize_every != 0, "a relaxed epoch"
+    x, y = logicars.get_preset("lizard").task().sample(np.random.default_rng(0))
+    loss, grads = model.loss_and_grad(x, y)
+    assert np.isfinite(loss) and all(np.isfinite(g).all() for g in grads.values())
+    wires = model.wires()
+    unrounded = logicars.Model.from_parts(
+        model.spec.with_rounding(False),
+        [wires[f"perceive_wires_{i}"] for i in range(len(model.spec.perceive.layers) - 1)],
+        [wires[f"update_wires_{i}"] for i in range(len(model.spec.update.layers) - 1)],
+        model.params(),
+    )
+    states = unrounded.rollout(x, record=True)
+    assert states.min() >= 0.0 and states.max() <= 1.0

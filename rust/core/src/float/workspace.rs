@@ -470,6 +470,11 @@ impl Workspace {
                                 }
                             }
                         }
+                        // The gates' polynomial form (c0 + c1·a + c2·b + c3·ab) can round a
+                        // state just past [0, 1]; saturated XOR-like gates double such an
+                        // excursion in every layer, so unclamped it reaches inf within a
+                        // rollout. The backward pass treats the clamp as the identity.
+                        clamp_row(dst);
                         if binarize && t + 1 < steps {
                             binarize_row(dst);
                         }
@@ -600,6 +605,11 @@ impl Workspace {
         }
         Ok(total)
     }
+}
+
+/// Clamps a relaxed state row to [0, 1] (NaN stays NaN, to surface as an error).
+fn clamp_row(row: &mut [f32]) {
+    row.iter_mut().for_each(|v| *v = v.clamp(0.0, 1.0));
 }
 
 /// Rounds a state row to 0 or 1 (`≥ 0.5` is 1). The backward treats the rounding as the
