@@ -78,9 +78,10 @@ def test_bench_variants_keep_the_presets_rounding_period() -> None:
 
 def test_bench_table_shows_the_rounding_period(capsys: pytest.CaptureFixture[str]) -> None:
     """The lizard's `+binarized` row rounds in every second epoch, as its preset trains:
-    the table says so (`/2`), the JSON row has the period."""
+    the table says so (`/2`), the JSON row has the period (and the label the preset's
+    hard fraction)."""
     argv = ["bench", "lizard", "--threads", "1", "--epochs", "1", "--warmup", "0"]
-    label = "truth-table+binarized"
+    label = "truth-table(warmup=3000, hard_fraction=0.3)+binarized"
     assert main([*argv, "--relax", "truth-table+binarized"]) == 0
     assert f"{label}/2 " in capsys.readouterr().out
     assert main([*argv, "--relax", "truth-table+binarized", "--json"]) == 0
