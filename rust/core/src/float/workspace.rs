@@ -470,13 +470,15 @@ impl Workspace {
                                 }
                             }
                         }
-                        // The gates' polynomial form (c0 + c1·a + c2·b + c3·ab) can round a
-                        // state just past [0, 1]; saturated XOR-like gates double such an
-                        // excursion in every layer, so unclamped it reaches inf within a
-                        // rollout. The backward pass treats the clamp as the identity.
-                        clamp_row(dst);
                         if binarize && t + 1 < steps {
                             binarize_row(dst);
+                        } else {
+                            // The gates' polynomial form (c0 + c1·a + c2·b + c3·ab) can
+                            // round a state just past [0, 1]; saturated XOR-like gates
+                            // double such an excursion in every layer, so unclamped it
+                            // reaches inf within a rollout. The backward pass treats the
+                            // clamp as the identity.
+                            clamp_row(dst);
                         }
                     }
                 });
