@@ -199,6 +199,11 @@ def test_cli_weight_decay_and_lr_reach_the_run(tmp_path: Path) -> None:
     assert main([*argv, "--quiet", "--out", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert (summary["lr"], summary["weight_decay"]) == (0.02, 0.0)
+    decayed = tmp_path / "d"
+    argv = [*argv, "--lr-decay-from", "0", "--lr-end", "0.01", "--quiet", "--out", str(decayed)]
+    assert main(argv) == 0
+    summary = json.loads((decayed / "summary.json").read_text())
+    assert (summary["lr_decay_from"], summary["lr_end"]) == (0, 0.01)
 
 
 @pytest.mark.parametrize("method", ["drift", "greedy"])

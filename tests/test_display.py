@@ -149,6 +149,12 @@ def test_run_html_names_the_relaxation(tmp_path: Path) -> None:
 def test_run_html_names_a_weight_decay_other_than_the_notebooks(tmp_path: Path) -> None:
     run = logicars.train("gol", epochs=2, out=tmp_path / "run", weight_decay=0, quiet=True)
     assert "learning rate 0.05, weight decay 0, relaxation softmax" in run._repr_html_()
+    decayed = logicars.train(
+        "gol", epochs=2, out=tmp_path / "d", lr_decay_from=1, lr_end=0.005, quiet=True
+    )
+    assert "learning rate 0.05 (after epoch 1 falling to 0.005), relaxation" in (
+        decayed._repr_html_()
+    )
 
 
 def test_run_html_without_summary_or_metrics(gol_run: logicars.RunResult, tmp_path: Path) -> None:

@@ -99,11 +99,13 @@ def same_params(a: Path, b: Path) -> bool:
 def test_a_task_kind_file_with_options_that_the_command_line_replaces(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    path = write_stripes(tmp_path)
+    path = write_stripes(tmp_path, STRIPES_OPTIONS + "lr_decay_from = 1\nlr_end = 0.01\n")
     run = tmp_path / "run"
-    code, out, err = run_cli(capsys, "train", str(path), "--tau", "2", "--quiet", "--out", str(run))
+    argv = ("train", str(path), "--tau", "2", "--lr-end", "0.005", "--quiet", "--out", str(run))
+    code, out, err = run_cli(capsys, *argv)
     assert code == 0, err
     summary = json.loads((run / "summary.json").read_text())
+    assert (summary["lr_decay_from"], summary["lr_end"]) == (1, 0.005)
     assert summary["epochs"] == 2 and summary["seed"] == 3 and summary["grid"] == [8, 8]
     assert summary["relax"]["mode"] == "gumbel-st" and summary["relax"]["tau"] == 2.0
     assert summary["lr"] == 0.02 and summary["config"]["channels"] == 4
@@ -270,6 +272,14 @@ def test_the_drift_budget_is_the_files_else_the_kinds_presets(
         ("task = \n", ("experiment file",)),
         ('task = "gol"\ncolour = 1\n', ("unknown key 'colour'",)),
         ('task = "gol"\n[training]\ndrift_budget = -1\n', ("[training] drift_budget",)),
+        (
+            'task = "life:B36/S23"\n[training]\nlr_decay_from = 5\n',
+            ("[training] lr_decay_from and lr_end go together",),
+        ),
+        (
+            'task = "life:B36/S23"\n[training]\nlr_decay_from = 5\nlr_end = 0\n',
+            ("[training] lr_end must be a finite number > 0",),
+        ),
     ],
 )
 def test_bad_files_give_one_line_naming_the_file_and_key(

@@ -232,8 +232,52 @@ def test_weight_decay_is_the_runs(tmp_path: Path) -> None:
     assert load_run(default.run_dir).preset.weight_decay == 0.01
 
 
+def test_lr_at_follows_a_half_cosine_after_the_decay_start() -> None:
+    p = dataclasses.replace(tiny_async_preset(), lr=0.06, lr_decay_from=100, lr_end=0.006)
+    assert [p.lr_at(e, 300) for e in (1, 100)] == [0.06, 0.06]
+    assert p.lr_at(200, 300) == pytest.approx(0.033)  # half way: the mean
+    assert p.lr_at(300, 300) == pytest.approx(0.006) and p.lr_at(400, 300) == 0.006
+    assert 0.006 < p.lr_at(290, 300) < p.lr_at(110, 300) < 0.06
+    assert p.lr_at(150, 100) == 0.06  # a run that ends before the decay starts
+    assert dataclasses.replace(p, lr_decay_from=None, lr_end=None).lr_at(300, 300) == 0.06
+
+
+def test_lr_decay_trains_is_stored_and_resumes_bit_identically(tmp_path: Path) -> None:
+    """The decay changes no epoch up to its start and every one after; it is stored in
+    the summary and the training state; a run interrupted in the decay and resumed
+    trains as one straight run; a run from before the option has none."""
+    preset = tiny_async_preset()
+    decay = {"lr_decay_from": 3, "lr_end": 0.001}
+    plain = train(preset, epochs=6, out=tmp_path / "plain", quiet=True)
+    straight = train(preset, epochs=6, **decay, out=tmp_path / "straight", quiet=True)
+    # An epoch's loss is the one before its step: epoch 4's is the last step at full lr.
+    assert losses(straight)[:4] == losses(plain)[:4]
+    assert all(a != b for a, b in zip(losses(straight)[4:], losses(plain)[4:]))
+    assert (straight.summary["lr_decay_from"], straight.summary["lr_end"]) == (3, 0.001)
+    assert (plain.summary["lr_decay_from"], plain.summary["lr_end"]) == (None, None)
+    recorded = load_checkpoint(straight.checkpoint)[1]["preset"]
+    assert (recorded["lr_decay_from"], recorded["lr_end"]) == (3, 0.001)
+
+    def crash_at_4(row: logicars.EpochMetrics, context: object) -> None:
+        if row.epoch == 4:
+            raise RuntimeError("crash")
+
+    split = tmp_path / "split"
+    with pytest.raises(RuntimeError, match="crash"):
+        train(preset, epochs=6, **decay, out=split, quiet=True, callbacks=[crash_at_4])
+    resumed = train(None, resume=split, quiet=True)
+    assert losses(resumed) == losses(straight) and same_state(resumed.model, straight.model)
+    with pytest.raises(ValueError, match="lr_decay_from and lr_end go together"):
+        train(preset, epochs=2, lr_end=0.001, out=tmp_path / "x", quiet=True)
+    with pytest.raises(ValueError, match="lr_end must be a finite number > 0"):
+        train(preset, epochs=2, lr_decay_from=1, lr_end=-1.0, out=tmp_path / "x", quiet=True)
+    _without_weight_decay(plain.run_dir)  # also drops the decay keys
+    assert load_run(plain.run_dir).preset.lr_decay_from is None
+
+
 def _without_weight_decay(run_dir: Path) -> None:
-    """Rewrites a run's checkpoint as logicars wrote it before `weight_decay`."""
+    """Rewrites a run's checkpoint as logicars wrote it before `weight_decay` (and the
+    learning-rate decay)."""
     from safetensors import safe_open
     from safetensors.numpy import load_file, save_file
 
@@ -244,7 +288,8 @@ def _without_weight_decay(run_dir: Path) -> None:
         meta = dict(f.metadata())
     tensors = load_file(str(path))
     extra = json.loads(meta["extra"])
-    del extra["preset"]["weight_decay"]
+    for key in ("weight_decay", "lr_decay_from", "lr_end"):
+        del extra["preset"][key]
     meta["extra"] = json.dumps(extra, sort_keys=True)
     meta["checksum"] = ckpt_mod._checksum(tensors, meta)
     save_file(tensors, str(path), metadata=meta)

@@ -36,6 +36,7 @@ the notebook's own seed-23 lizard wiring stays in `logicars/data/` for `init` (d
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from dataclasses import dataclass, field
 from importlib import resources
@@ -67,6 +68,10 @@ class Preset:
     lr: float = DEFAULT_LR
     # AdamW's decoupled weight decay, likewise the training's.
     weight_decay: float = DEFAULT_WEIGHT_DECAY
+    # A late learning-rate decay (`lr_at`): after epoch `lr_decay_from` the rate falls
+    # along a half cosine to `lr_end` at the run's last epoch; None (both): a constant `lr`.
+    lr_decay_from: int | None = None
+    lr_end: float | None = None
     # File in `logicars/data/` (or an absolute path: an experiment file's) in the fixture
     # npz format with the wiring and logits a run starts from when no seed is given;
     # None: a fresh `Model(spec, seed)`.
@@ -128,6 +133,14 @@ class Preset:
     def paper_epochs(self) -> int:
         """The reference notebook's (the paper's) epoch count for this experiment."""
         return self.epochs if self.notebook_epochs is None else self.notebook_epochs
+
+    def lr_at(self, epoch: int, epochs: int) -> float:
+        """The learning rate of training step `epoch` (1-based) of a run of `epochs`."""
+        start, end = self.lr_decay_from, self.lr_end
+        if start is None or end is None or epoch <= start or epochs <= start:
+            return self.lr
+        t = min(1.0, (epoch - start) / (epochs - start))
+        return end + (self.lr - end) * 0.5 * (1.0 + math.cos(math.pi * t))
 
     def init_path(self) -> Path | None:
         """The default start's npz, or None (see `init`)."""
@@ -381,9 +394,11 @@ _RUN_KEYS = {
     "init": "str",
     "lr": "float",
     "weight_decay": "float",
+    "lr_decay_from": "int>=0",
+    "lr_end": "float",
 }
-# A run's AdamW numbers (`Preset.lr`, `Preset.weight_decay`).
-OPTIMIZER_NUMBERS = ("lr", "weight_decay")
+# A run's AdamW numbers (`Preset.lr`, `Preset.weight_decay`, `Preset.lr_end`).
+OPTIMIZER_NUMBERS = ("lr", "weight_decay", "lr_end")
 
 
 def check_optimizer_number(key: str, value: float) -> None:
@@ -391,8 +406,21 @@ def check_optimizer_number(key: str, value: float) -> None:
     file, `train`, a checkpoint): `InvalidValueError` naming the key."""
     from . import _core
 
+    if key == "lr_end":  # a learning rate too; the engine's message names it lr
+        try:
+            _core.check_lr(value)
+        except ValueError as e:
+            raise type(e)(str(e).replace("lr", "lr_end", 1)) from None
+        return
     check = {"lr": _core.check_lr, "weight_decay": _core.check_weight_decay}[key]
     check(value)
+
+
+def check_lr_decay(decay_from: int | None, lr_end: float | None) -> None:
+    """The rule for a learning-rate decay (`Preset.lr_decay_from`, `Preset.lr_end`),
+    wherever one is given: both or neither."""
+    if (decay_from is None) != (lr_end is None):
+        raise ValueError("lr_decay_from and lr_end go together: give both or neither")
 
 
 # Every other option of `logicars.train` an experiment may set (train checks the values).
@@ -543,8 +571,14 @@ def experiment_from_dict(
         drift_budget=value("drift_budget", 0),
         notebook_epochs=value("notebook_epochs", None),
         weight_decay=value("weight_decay", DEFAULT_WEIGHT_DECAY),
+        lr_decay_from=value("lr_decay_from", None),
+        lr_end=value("lr_end", None),
         **{key: value(key) for key in ("height", "width", "batch", "epochs", "seed", "lr")},
     )
+    try:
+        check_lr_decay(preset.lr_decay_from, preset.lr_end)
+    except ValueError as e:
+        raise ValueError(f"{source}: [training] {e}") from None
     return Experiment(preset, options)
 
 

@@ -153,6 +153,9 @@ def run_html(
     decay = summary.get("weight_decay")
     if isinstance(decay, (int, float)) and decay != DEFAULT_WEIGHT_DECAY:
         rate += f"weight decay {decay:g}, "
+    start, end = summary.get("lr_decay_from"), summary.get("lr_end")
+    if isinstance(start, int) and isinstance(end, (int, float)):
+        rate = rate.replace(", ", f" (after epoch {start:,} falling to {end:g}), ", 1)
     rows.append(("training", f"{rate}relaxation {spec.relax.label()}"))
     ev = summary.get("hard_eval")
     if isinstance(ev, dict):

@@ -15,7 +15,7 @@ import numpy as np
 from .checkpoint import memory_cap_bytes
 from .errors import CheckpointError
 from .model import MAX_SEED
-from .presets import Preset, check_optimizer_number
+from .presets import Preset, check_lr_decay, check_optimizer_number
 from .spec import DEFAULT_WEIGHT_DECAY, ModelSpec
 from .tasks import task_from_dict
 
@@ -103,6 +103,8 @@ class RunState:
                 "seed": p.seed,
                 "lr": p.lr,
                 "weight_decay": p.weight_decay,
+                "lr_decay_from": p.lr_decay_from,
+                "lr_end": p.lr_end,
                 # The task with any tile or image's pixels: resume, simulate and analyze
                 # need neither the preset table nor the file it came from.
                 "task": p.task_record(),
@@ -155,7 +157,13 @@ class RunState:
                 weight_decay=_checked_optimizer_number(
                     "weight_decay", p.get("weight_decay", DEFAULT_WEIGHT_DECAY)
                 ),
+                # A checkpoint from before the decay trained without one.
+                lr_decay_from=_checked_decay_start(p.get("lr_decay_from")),
+                lr_end=None
+                if p.get("lr_end") is None
+                else _checked_optimizer_number("lr_end", p["lr_end"]),
             )
+            check_lr_decay(preset.lr_decay_from, preset.lr_end)
             preset = with_recorded_task(preset, p.get("task"))
             state = extra["rng_state"]
             if state.get("bit_generator") != "PCG64":
@@ -224,6 +232,15 @@ def _checked_optimizer_number(key: str, value: Any) -> float:
         raise TypeError(f"preset.{key} must be a number, got {str(value)[:40]}")
     check_optimizer_number(key, float(value))
     return float(value)
+
+
+def _checked_decay_start(value: Any) -> int | None:
+    """A recorded `lr_decay_from`: None or an epoch."""
+    if value is None:
+        return None
+    if type(value) is not int or not 0 <= value <= _MAX_EPOCHS:
+        raise ValueError(f"preset.lr_decay_from must be an epoch, got {str(value)[:40]}")
+    return value
 
 
 def with_recorded_task(preset: Preset, record: dict[str, Any] | None) -> Preset:

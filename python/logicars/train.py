@@ -57,6 +57,7 @@ from .plots import (  # noqa: F401 (write_frames_gif: importable from here too)
 from .presets import (
     TRAIN_OPTIONS,
     Preset,
+    check_lr_decay,
     check_optimizer_number,
     preset_for_task,
     read_experiment,
@@ -424,6 +425,8 @@ def train(
     seed: int | None = None,
     lr: float | None = None,
     weight_decay: float | None = None,
+    lr_decay_from: int | None = None,
+    lr_end: float | None = None,
     out: PathLike | None = None,
     threads: int | None = None,
     resume: PathLike | None = None,
@@ -468,6 +471,10 @@ def train(
       `logicars.presets`; a resumed run keeps its own seed).
     - `lr`: overrides the preset's learning rate; `weight_decay` its AdamW weight decay
       (decoupled; default 0.01, the notebook's). Both may change on resume.
+    - `lr_decay_from`, `lr_end`: a late learning-rate decay, given together: after epoch
+      `lr_decay_from` the rate falls along a half cosine from `lr` to `lr_end` at the
+      run's last epoch (`Preset.lr_at`; default: the preset's, none for most). Both may
+      change on resume; the decay follows the resumed run's epoch budget.
     - `relax`: the training relaxation (a mode of `logicars.spec.RELAX_MODES`, or a
       `Relaxation`; default: the preset's), `tau` its backward temperature, `noise`
       its Gumbel noise scale, `warmup` its softmax epochs before the straight-through
@@ -585,9 +592,11 @@ def train(
     # The AdamW numbers given, checked: they replace the preset's (or the resumed run's).
     optimizer = {
         k: _as_optimizer_number(k, v)
-        for k, v in (("lr", lr), ("weight_decay", weight_decay))
+        for k, v in (("lr", lr), ("weight_decay", weight_decay), ("lr_end", lr_end))
         if v is not None
     }
+    if lr_decay_from is not None:
+        optimizer["lr_decay_from"] = check_int("lr_decay_from", lr_decay_from, 0)
     if threads is not None:
         threads = check_int("threads", threads, 0, MAX_THREADS)
     if early_stop is not None:
@@ -676,6 +685,7 @@ def train(
                 "to train further"
             )
         state.preset = dataclasses.replace(state.preset, **optimizer)
+        check_lr_decay(state.preset.lr_decay_from, state.preset.lr_end)
         run_dir = Path(out) if out is not None else ckpt.parent
         if run_dir.resolve() != ckpt.parent.resolve() and (run_dir / CHECKPOINT_NAME).exists():
             raise ValueError(
@@ -685,6 +695,7 @@ def train(
     else:
         assert given is not None
         p = dataclasses.replace(given, **optimizer)
+        check_lr_decay(p.lr_decay_from, p.lr_end)
         if new_relax:
             relaxation = resolve_relaxation(p.spec.relax, relax, relax_options)
             p = dataclasses.replace(p, spec=p.spec.replace(relax=relaxation))
@@ -823,7 +834,10 @@ def _train_epochs(
                 x, y = dataset.sample(state.rng)
                 before = lowest.params_before(model, state)
                 soft, hard = model.train_step(
-                    x, y, lr=state.preset.lr, weight_decay=state.preset.weight_decay
+                    x,
+                    y,
+                    lr=state.preset.lr_at(epoch, state.target_epochs),
+                    weight_decay=state.preset.weight_decay,
                 )
                 lowest.update(before, epoch, hard, state)
                 row = EpochMetrics(epoch, soft, hard, offset + time.perf_counter() - t0)
@@ -1185,6 +1199,8 @@ def _summary(
         "target_epochs": state.target_epochs,
         "lr": p.lr,
         "weight_decay": p.weight_decay,
+        "lr_decay_from": p.lr_decay_from,
+        "lr_end": p.lr_end,
         "relax": model.spec.relax.to_dict(),
         "final_soft_loss": None if last is None else last.soft_loss,
         "final_hard_loss": None if last is None else last.hard_loss,

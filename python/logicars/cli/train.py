@@ -53,6 +53,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=non_negative_float,
         help="AdamW's decoupled weight decay (default: the preset's, 0.01 as the notebook's)",
     )
+    p.add_argument(
+        "--lr-decay-from",
+        type=int_at_least(0),
+        metavar="EPOCH",
+        help="after this epoch the learning rate falls along a half cosine to --lr-end at "
+        "the last epoch (with --lr-end; default: the preset's, the lizard's 6000)",
+    )
+    p.add_argument(
+        "--lr-end",
+        type=positive_float,
+        metavar="LR",
+        help="the learning rate at the last epoch of --lr-decay-from's decay",
+    )
     add_relax_arguments(p)
     p.add_argument("--out", metavar="DIR", help="run directory (default runs/<preset>-<time>)")
     p.add_argument(
@@ -181,6 +194,8 @@ def run(args: argparse.Namespace) -> int:
         "seed": args.seed,
         "lr": args.lr,
         "weight_decay": args.weight_decay,
+        "lr_decay_from": args.lr_decay_from,
+        "lr_end": args.lr_end,
         "out": args.out,
         "resume": args.resume,
         "restart_every": args.restart_every,
