@@ -149,13 +149,18 @@ def run_html(
     spec = model.spec
     # The learning rate is the run's (summary.json), not the model's.
     lr = summary.get("lr")
-    rate = f"learning rate {lr:g}, " if isinstance(lr, (int, float)) else ""
+    rate = ""
+    if isinstance(lr, (int, float)):
+        start, end = summary.get("lr_decay_from"), summary.get("lr_end")
+        falls = isinstance(start, int) and isinstance(end, (int, float))
+        rate = (
+            f"learning rate {lr:g}"
+            + (f" (after epoch {start:,} falling to {end:g})" if falls else "")
+            + ", "
+        )
     decay = summary.get("weight_decay")
     if isinstance(decay, (int, float)) and decay != DEFAULT_WEIGHT_DECAY:
         rate += f"weight decay {decay:g}, "
-    start, end = summary.get("lr_decay_from"), summary.get("lr_end")
-    if isinstance(start, int) and isinstance(end, (int, float)):
-        rate = rate.replace(", ", f" (after epoch {start:,} falling to {end:g}), ", 1)
     rows.append(("training", f"{rate}relaxation {spec.relax.label()}"))
     ev = summary.get("hard_eval")
     if isinstance(ev, dict):

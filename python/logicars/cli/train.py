@@ -58,7 +58,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=int_at_least(0),
         metavar="EPOCH",
         help="after this epoch the learning rate falls along a half cosine to --lr-end at "
-        "the last epoch (with --lr-end; default: the preset's, the lizard's 6000)",
+        "the last epoch (with --lr-end; default: the preset's, none)",
     )
     p.add_argument(
         "--lr-end",
