@@ -97,6 +97,10 @@ class Preset:
         # task, trains that preset's task.
         if not self.task_kind and self.custom_task is None and self.name in _OWN_KINDS:
             object.__setattr__(self, "task_kind", _OWN_KINDS[self.name])
+        # A learning-rate decay is both of its numbers or neither, however the preset is
+        # made (a file, `train`'s keywords over a preset, a checkpoint).
+        if (self.lr_decay_from is None) != (self.lr_end is None):
+            raise ValueError("lr_decay_from and lr_end go together: give both or neither")
 
     def has_task(self) -> bool:
         """Whether the preset names its task (a run of a custom `Task` subclass, loaded
@@ -416,13 +420,6 @@ def check_optimizer_number(key: str, value: float) -> None:
     check(value)
 
 
-def check_lr_decay(decay_from: int | None, lr_end: float | None) -> None:
-    """The rule for a learning-rate decay (`Preset.lr_decay_from`, `Preset.lr_end`),
-    wherever one is given: both or neither."""
-    if (decay_from is None) != (lr_end is None):
-        raise ValueError("lr_decay_from and lr_end go together: give both or neither")
-
-
 # Every other option of `logicars.train` an experiment may set (train checks the values).
 TRAIN_OPTIONS = {
     "relax": "str",
@@ -560,7 +557,8 @@ def experiment_from_dict(
     init = value("init", None)
     if "init" in run and directory is not None and (directory / init).is_file():
         init = str((directory / init).resolve())  # else the name of a logicars/data file
-    preset = Preset(
+    # Read first, so that a missing key is reported as itself, not as the decay's rule.
+    fields: dict[str, Any] = dict(
         name=name,
         spec=spec,
         description=top.get("description", base.description if base is not None else ""),
@@ -576,8 +574,8 @@ def experiment_from_dict(
         **{key: value(key) for key in ("height", "width", "batch", "epochs", "seed", "lr")},
     )
     try:
-        check_lr_decay(preset.lr_decay_from, preset.lr_end)
-    except ValueError as e:
+        preset = Preset(**fields)
+    except ValueError as e:  # the learning-rate decay's rule (`Preset.__post_init__`)
         raise ValueError(f"{source}: [training] {e}") from None
     return Experiment(preset, options)
 

@@ -15,7 +15,7 @@ import numpy as np
 from .checkpoint import memory_cap_bytes
 from .errors import CheckpointError
 from .model import MAX_SEED
-from .presets import Preset, check_lr_decay, check_optimizer_number
+from .presets import Preset, check_optimizer_number
 from .spec import DEFAULT_WEIGHT_DECAY, ModelSpec
 from .tasks import task_from_dict
 
@@ -158,12 +158,11 @@ class RunState:
                     "weight_decay", p.get("weight_decay", DEFAULT_WEIGHT_DECAY)
                 ),
                 # A checkpoint from before the decay trained without one.
-                lr_decay_from=_checked_decay_start(p.get("lr_decay_from")),
+                lr_decay_from=p.get("lr_decay_from"),
                 lr_end=None
                 if p.get("lr_end") is None
                 else _checked_optimizer_number("lr_end", p["lr_end"]),
             )
-            check_lr_decay(preset.lr_decay_from, preset.lr_end)
             preset = with_recorded_task(preset, p.get("task"))
             state = extra["rng_state"]
             if state.get("bit_generator") != "PCG64":
@@ -234,15 +233,6 @@ def _checked_optimizer_number(key: str, value: Any) -> float:
     return float(value)
 
 
-def _checked_decay_start(value: Any) -> int | None:
-    """A recorded `lr_decay_from`: None or an epoch."""
-    if value is None:
-        return None
-    if type(value) is not int or not 0 <= value <= _MAX_EPOCHS:
-        raise ValueError(f"preset.lr_decay_from must be an epoch, got {str(value)[:40]}")
-    return value
-
-
 def with_recorded_task(preset: Preset, record: dict[str, Any] | None) -> Preset:
     """`preset` with the task a run recorded (`Preset.task_record`); a run from before
     tasks were recorded trained a preset's own (by its name). A custom `Task` subclass
@@ -284,6 +274,7 @@ def _check_state_fields(extra: dict[str, Any], spec: ModelSpec) -> None:
         count(f"preset.{key}", p[key], 1, 2**31)
     count("preset.epochs", p["epochs"], 1, _MAX_EPOCHS)
     count("preset.seed", p.get("seed", 0), 0, MAX_SEED)
+    count("preset.lr_decay_from", p.get("lr_decay_from"), 0, _MAX_EPOCHS, optional=True)
     # A batch of inputs and targets must fit the memory cap (the dataset draws them).
     grid_bytes = 2 * 4 * p["batch"] * p["height"] * p["width"] * spec.channels
     if grid_bytes > memory_cap_bytes():

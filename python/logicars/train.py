@@ -57,7 +57,6 @@ from .plots import (  # noqa: F401 (write_frames_gif: importable from here too)
 from .presets import (
     TRAIN_OPTIONS,
     Preset,
-    check_lr_decay,
     check_optimizer_number,
     preset_for_task,
     read_experiment,
@@ -685,7 +684,6 @@ def train(
                 "to train further"
             )
         state.preset = dataclasses.replace(state.preset, **optimizer)
-        check_lr_decay(state.preset.lr_decay_from, state.preset.lr_end)
         run_dir = Path(out) if out is not None else ckpt.parent
         if run_dir.resolve() != ckpt.parent.resolve() and (run_dir / CHECKPOINT_NAME).exists():
             raise ValueError(
@@ -695,7 +693,6 @@ def train(
     else:
         assert given is not None
         p = dataclasses.replace(given, **optimizer)
-        check_lr_decay(p.lr_decay_from, p.lr_end)
         if new_relax:
             relaxation = resolve_relaxation(p.spec.relax, relax, relax_options)
             p = dataclasses.replace(p, spec=p.spec.replace(relax=relaxation))
