@@ -280,6 +280,14 @@ def test_the_drift_budget_is_the_files_else_the_kinds_presets(
             'task = "life:B36/S23"\n[training]\nlr_decay_from = 5\nlr_end = 0\n',
             ("[training] lr_end must be a finite number > 0",),
         ),
+        (
+            'task = "life:B36/S23"\n[training]\nstall_epochs = 5\n',
+            ("[training] stall_epochs and stall_loss go together",),
+        ),
+        (
+            'task = "life:B36/S23"\n[training]\nstall_epochs = 5\nstall_loss = -1\n',
+            ("[training] stall_loss: expected a finite number >= 0",),
+        ),
     ],
 )
 def test_bad_files_give_one_line_naming_the_file_and_key(

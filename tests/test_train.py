@@ -272,12 +272,13 @@ def test_lr_decay_trains_is_stored_and_resumes_bit_identically(tmp_path: Path) -
     with pytest.raises(ValueError, match="lr_end must be a finite number > 0"):
         train(preset, epochs=2, lr_decay_from=1, lr_end=-1.0, out=tmp_path / "x", quiet=True)
     _without_weight_decay(plain.run_dir)  # also drops the decay keys
-    assert load_run(plain.run_dir).preset.lr_decay_from is None
+    old = load_run(plain.run_dir).preset
+    assert old.lr_decay_from is None and old.stall_epochs is None
 
 
 def _without_weight_decay(run_dir: Path) -> None:
     """Rewrites a run's checkpoint as logicars wrote it before `weight_decay` (and the
-    learning-rate decay)."""
+    learning-rate decay, and the stall check)."""
     from safetensors import safe_open
     from safetensors.numpy import load_file, save_file
 
@@ -288,7 +289,7 @@ def _without_weight_decay(run_dir: Path) -> None:
         meta = dict(f.metadata())
     tensors = load_file(str(path))
     extra = json.loads(meta["extra"])
-    for key in ("weight_decay", "lr_decay_from", "lr_end"):
+    for key in ("weight_decay", "lr_decay_from", "lr_end", "stall_epochs", "stall_loss"):
         del extra["preset"][key]
     meta["extra"] = json.dumps(extra, sort_keys=True)
     meta["checksum"] = ckpt_mod._checksum(tensors, meta)
@@ -1127,6 +1128,76 @@ def test_a_run_whose_attempts_all_fail_keeps_the_best(
     assert resumed.summary["kept_attempt"] == 0
 
 
+def tiny_grow_file(tmp_path: Path) -> Path:
+    """An experiment file growing a 6x6 bar on a small model: a task without random
+    inputs, whose epochs depend on the model alone, with a stall check after 3 epochs."""
+    from PIL import Image
+
+    image = np.zeros((6, 6), dtype=np.uint8)
+    image[1:5, 2:4] = 255
+    Image.fromarray(image).save(tmp_path / "bar.png")
+    path = tmp_path / "bar.toml"
+    path.write_text(
+        'task = "grow:bar.png"\n[model]\nchannels = 4\nkernels = 2\nperceive = [8, 4, 2]\n'
+        "update = [16, 8, 4]\nnum_steps = 3\n[training]\nepochs = 5\nlr = 0.05\n"
+        "drift_budget = 0\nstall_epochs = 3\nstall_loss = 0\n"
+    )
+    return path
+
+
+def test_stalled_attempts_are_replaced_by_fresh_wirings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An attempt whose lowest hard loss after `stall_epochs` is above `stall_loss` makes
+    way for the wiring of `restart_seed(seed, attempt)`, which trains `epochs` epochs of
+    its own, exactly as a run of that seed, at most `MAX_STALLS` times; a run interrupted
+    at or after a check resumes to the straight run."""
+    import importlib
+
+    from logicars.train import MAX_STALLS, restart_seed
+
+    train_module = importlib.import_module("logicars.train")
+    # The last attempt is kept as the final circuit (not a better-scoring earlier one).
+    monkeypatch.setattr(train_module, "_validation_score", lambda model, preset: [1, 0])
+    path = tiny_grow_file(tmp_path)
+    kw = {"quiet": True, "stop_on_solve": False}
+    straight = train(path, seed=5, out=tmp_path / "straight", **kw)
+    s = straight.summary
+    assert MAX_STALLS == 2 and s["stalls"] == 2
+    assert s["restarts"] == [
+        {"epoch": 3, "seed": restart_seed(5, 1)},
+        {"epoch": 6, "seed": restart_seed(5, 2)},
+    ]
+    assert s["epochs"] == s["target_epochs"] == 5 + 2 * 3
+    assert (s["stall_epochs"], s["stall_loss"]) == (3, 0.0)
+    assert min(m.hard_loss for m in straight.metrics[3:6]) > 0  # the second did stall
+    # A loss no attempt stays above: the last wiring's own run.
+    fresh = train(path, seed=restart_seed(5, 2), stall_loss=1e9, out=tmp_path / "fresh", **kw)
+    assert fresh.summary["restarts"] == [] and fresh.summary["epochs"] == 5
+    assert [r[1:] for r in losses(straight)[6:]] == [r[1:] for r in losses(fresh)]
+    assert same_state(straight.model, fresh.model)
+
+    for at in (3, 4, 6):
+
+        def crash(row: logicars.EpochMetrics, context: object, at: int = at) -> None:
+            if row.epoch == at:
+                raise RuntimeError("crash")
+
+        split = tmp_path / f"split{at}"
+        with pytest.raises(RuntimeError, match="crash"):
+            train(path, seed=5, out=split, callbacks=[crash], **kw)
+        resumed = train(None, resume=split, quiet=True, stop_on_solve=False)
+        assert losses(resumed) == losses(straight)
+        assert same_state(resumed.model, straight.model)
+        assert resumed.summary["restarts"] == s["restarts"]
+
+    with pytest.raises(ValueError, match="stall_epochs and stall_loss go together"):
+        train("gol", epochs=2, stall_epochs=1, out=tmp_path / "x", quiet=True)
+    with pytest.raises(ValueError, match="stall_loss must be a finite number >= 0"):
+        train(path, stall_loss=-1, out=tmp_path / "x", quiet=True)
+    assert not (tmp_path / "x").exists()
+
+
 def test_restart_seeds_are_distinct_64_bit_draws() -> None:
     from logicars.train import restart_seed
 
@@ -1144,3 +1215,16 @@ def test_cli_restart_every(tmp_path: Path) -> None:
     summary = json.loads((out / "summary.json").read_text())
     assert summary["restart_every"] == 2 and [r["epoch"] for r in summary["restarts"]] == [2, 4]
     assert main(["train", "gol", "--restart-every", "0"]) == 2
+
+
+def test_cli_stall_check(tmp_path: Path) -> None:
+    from logicars.cli import main
+
+    out = tmp_path / "s"
+    args = ["train", "gol", "--epochs", "3", "--stall-epochs", "2", "--stall-loss", "0"]
+    assert main([*args, "--quiet", "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert [r["epoch"] for r in summary["restarts"]] == [2, 4] and summary["epochs"] == 7
+    assert ">attempts</th>" in load_run(out)._repr_html_()
+    assert ">3: fresh wirings after epochs 2, 4;" in load_run(out)._repr_html_()
+    assert main(["train", "gol", "--stall-epochs", "2", "--stall-loss", "-1"]) == 2

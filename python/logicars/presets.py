@@ -82,6 +82,11 @@ class Preset:
     # Candidates of a drift search (`logicars.repair(..., method="drift")`) on the final
     # circuit of a run that ends unsolved (`train(drift_budget=...)`); 0: none.
     drift_budget: int = 0
+    # A stalled first attempt (`train(stall_epochs=..., stall_loss=...)`): one whose
+    # lowest hard loss after `stall_epochs` epochs is still above `stall_loss` is replaced
+    # by a fresh wiring that trains `epochs` epochs of its own; None (both): no check.
+    stall_epochs: int | None = None
+    stall_loss: float | None = None
     # The reference notebook's epochs where `epochs` is larger (None: the same): a default
     # run may need several attempts of about the notebook's length to solve its task.
     notebook_epochs: int | None = None
@@ -101,6 +106,8 @@ class Preset:
         # made (a file, `train`'s keywords over a preset, a checkpoint).
         if (self.lr_decay_from is None) != (self.lr_end is None):
             raise ValueError("lr_decay_from and lr_end go together: give both or neither")
+        if (self.stall_epochs is None) != (self.stall_loss is None):
+            raise ValueError("stall_epochs and stall_loss go together: give both or neither")
 
     def has_task(self) -> bool:
         """Whether the preset names its task (a run of a custom `Task` subclass, loaded
@@ -360,8 +367,8 @@ class Experiment:
     options: dict[str, Any]
 
 
-# Each key's expected value: "integer", "int" (>= 1), "int>=0", "float", "bool", "str" or
-# "ints" (a list of integers).
+# Each key's expected value: "integer", "int" (>= 1), "int>=0", "float", "float>=0",
+# "bool", "str" or "ints" (a list of integers).
 _TOP_KEYS = {
     "task": "str",
     "description": "str",
@@ -400,6 +407,8 @@ _RUN_KEYS = {
     "weight_decay": "float",
     "lr_decay_from": "int>=0",
     "lr_end": "float",
+    "stall_epochs": "int",
+    "stall_loss": "float>=0",
 }
 # A run's AdamW numbers (`Preset.lr`, `Preset.weight_decay`, `Preset.lr_end`).
 OPTIMIZER_NUMBERS = ("lr", "weight_decay", "lr_end")
@@ -438,6 +447,7 @@ _EXPECTED = {
     "int": "an integer >= 1",
     "int>=0": "an integer >= 0",
     "float": "a number",
+    "float>=0": "a finite number >= 0",
     "bool": "true or false",
     "str": "a string",
     "ints": "a list of integers",
@@ -454,6 +464,7 @@ def _checked(source: str, section: str, key: str, value: Any, kind: str) -> Any:
         "int": is_int(value) and value >= 1,
         "int>=0": is_int(value) and value >= 0,
         "float": (is_int(value) or isinstance(value, float)) and value == value,
+        "float>=0": (is_int(value) or isinstance(value, float)) and 0 <= value < math.inf,
         "bool": isinstance(value, bool),
         "str": isinstance(value, str),
         "ints": isinstance(value, list) and all(is_int(v) for v in value),
@@ -462,7 +473,7 @@ def _checked(source: str, section: str, key: str, value: Any, kind: str) -> Any:
     if not ok:
         where = f"[{section}] {key}" if section else key
         raise ValueError(f"{source}: {where}: expected {_EXPECTED[kind]}, got {value!r}")
-    return float(value) if kind == "float" else value
+    return float(value) if kind.startswith("float") else value
 
 
 def _table(source: str, section: str, data: dict[str, Any], keys: dict[str, str]) -> dict:
@@ -571,11 +582,13 @@ def experiment_from_dict(
         weight_decay=value("weight_decay", DEFAULT_WEIGHT_DECAY),
         lr_decay_from=value("lr_decay_from", None),
         lr_end=value("lr_end", None),
+        stall_epochs=value("stall_epochs", None),
+        stall_loss=value("stall_loss", None),
         **{key: value(key) for key in ("height", "width", "batch", "epochs", "seed", "lr")},
     )
     try:
         preset = Preset(**fields)
-    except ValueError as e:  # the learning-rate decay's rule (`Preset.__post_init__`)
+    except ValueError as e:  # the paired keys' rules (`Preset.__post_init__`)
         raise ValueError(f"{source}: [training] {e}") from None
     return Experiment(preset, options)
 

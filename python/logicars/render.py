@@ -126,6 +126,22 @@ def run_html(
         elif summary.get("interrupted"):
             epochs += " (interrupted; resume to train further)"
         rows.append(("epochs", f"{epochs} in {last.elapsed_s:.1f} s"))
+        restarts = summary.get("restarts") or []
+        if restarts:
+            kept = summary.get("kept_attempt")
+            rows.append(
+                (
+                    "attempts",
+                    f"{len(restarts) + 1}: "
+                    + (
+                        "a fresh wiring after epoch "
+                        if len(restarts) == 1
+                        else "fresh wirings after epochs "
+                    )
+                    + ", ".join(f"{r['epoch']:,}" for r in restarts)
+                    + (f"; the final circuit is attempt {kept + 1}'s" if kept is not None else ""),
+                )
+            )
         first_zero = next((m.epoch for m in metrics if m.hard_loss == 0), None)
         rows.append(
             (

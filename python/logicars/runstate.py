@@ -63,6 +63,8 @@ class RunState:
     # new wiring's}`.
     restart_every: int | None = None
     restarts: list[dict[str, int]] = dataclasses.field(default_factory=list)
+    # The restarts that replaced a stalled attempt (`Preset.stall_epochs`).
+    stalls: int = 0
     # The unsolved attempt with the best validation score so far, `{"attempt": index from
     # 0, "epoch": its last epoch, "score": [inputs wrong, cells wrong]}` (its model is
     # BEST_ATTEMPT_NAME in the run directory), and the attempt a run that ended unsolved
@@ -105,6 +107,8 @@ class RunState:
                 "weight_decay": p.weight_decay,
                 "lr_decay_from": p.lr_decay_from,
                 "lr_end": p.lr_end,
+                "stall_epochs": p.stall_epochs,
+                "stall_loss": p.stall_loss,
                 # The task with any tile or image's pixels: resume, simulate and analyze
                 # need neither the preset table nor the file it came from.
                 "task": p.task_record(),
@@ -126,6 +130,7 @@ class RunState:
             "drift_budget": self.drift_budget,
             "restart_every": self.restart_every,
             "restarts": self.restarts,
+            "stalls": self.stalls,
             "best_attempt": self.best_attempt,
             "kept_attempt": self.kept_attempt,
             "lowest": self.lowest,
@@ -162,6 +167,9 @@ class RunState:
                 lr_end=None
                 if p.get("lr_end") is None
                 else _checked_optimizer_number("lr_end", p["lr_end"]),
+                # A checkpoint from before the stall check has none.
+                stall_epochs=p.get("stall_epochs"),
+                stall_loss=None if p.get("stall_loss") is None else float(p["stall_loss"]),
             )
             preset = with_recorded_task(preset, p.get("task"))
             state = extra["rng_state"]
@@ -205,6 +213,7 @@ class RunState:
                     {"epoch": int(r["epoch"]), "seed": int(r["seed"])}
                     for r in extra.get("restarts", [])
                 ],
+                stalls=int(extra.get("stalls", 0)),
                 best_attempt=None
                 if best is None
                 else {
@@ -267,6 +276,12 @@ def _check_state_fields(extra: dict[str, Any], spec: ModelSpec) -> None:
         if type(v) is not int or not lo <= v <= hi:
             raise ValueError(f"{name} must be an integer in [{lo}, {hi}], got {str(v)[:40]}")
 
+    def loss(name: str, v: Any, optional: bool = False) -> None:
+        if optional and v is None:
+            return
+        if type(v) not in (int, float) or not 0 <= v < math.inf:
+            raise ValueError(f"{name} must be a number >= 0, got {str(v)[:40]}")
+
     p = extra["preset"]
     if not isinstance(p, dict):
         raise TypeError("preset is not an object")
@@ -275,6 +290,8 @@ def _check_state_fields(extra: dict[str, Any], spec: ModelSpec) -> None:
     count("preset.epochs", p["epochs"], 1, _MAX_EPOCHS)
     count("preset.seed", p.get("seed", 0), 0, MAX_SEED)
     count("preset.lr_decay_from", p.get("lr_decay_from"), 0, _MAX_EPOCHS, optional=True)
+    count("preset.stall_epochs", p.get("stall_epochs"), 1, _MAX_EPOCHS, optional=True)
+    loss("preset.stall_loss", p.get("stall_loss"), optional=True)
     # A batch of inputs and targets must fit the memory cap (the dataset draws them).
     grid_bytes = 2 * 4 * p["batch"] * p["height"] * p["width"] * spec.channels
     if grid_bytes > memory_cap_bytes():
@@ -294,11 +311,10 @@ def _check_state_fields(extra: dict[str, Any], spec: ModelSpec) -> None:
         if not isinstance(lowest, dict):
             raise TypeError(f"lowest must be an object, got {str(lowest)[:40]}")
         count("lowest.epoch", lowest.get("epoch"), 1, extra["epoch"])
-        loss = lowest.get("hard_loss")
-        if type(loss) not in (int, float) or not 0 <= loss < math.inf:
-            raise ValueError(f"lowest.hard_loss must be a number >= 0, got {str(loss)[:40]}")
+        loss("lowest.hard_loss", lowest.get("hard_loss"))
     count("restart_every", extra.get("restart_every"), 1, _MAX_EPOCHS, optional=True)
     count("drift_budget", extra.get("drift_budget", 0), 0, _MAX_EPOCHS)
+    count("stalls", extra.get("stalls", 0), 0, len(extra.get("restarts", [])))
     repairs = extra.get("repairs", [])
     if not isinstance(repairs, list) or not all(isinstance(r, dict) for r in repairs):
         raise TypeError(f"repairs must be a list of objects, got {str(repairs)[:40]}")

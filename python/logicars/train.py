@@ -44,7 +44,7 @@ import numpy as np
 from . import _core
 from .callbacks import Callback, EpochContext, check_callbacks, run_callbacks
 from .checkpoint import save_checkpoint
-from .errors import CheckpointError
+from .errors import CheckpointError, InvalidValueError
 from .evaluate import evaluate
 from .export import active_gates
 from .files import write_atomic
@@ -144,6 +144,15 @@ def _as_optimizer_number(name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{name} must be a number, got {value!r}")
     check_optimizer_number(name, float(value))
+    return float(value)
+
+
+def _as_stall_loss(value: Any) -> float:
+    """`stall_loss` as a float: a hard loss, finite and >= 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"stall_loss must be a number, got {value!r}")
+    if not 0 <= value < math.inf:
+        raise InvalidValueError(f"stall_loss must be a finite number >= 0, got {value}")
     return float(value)
 
 
@@ -444,6 +453,8 @@ def train(
     repair: bool | None = None,
     drift_budget: int | None = None,
     restart_every: int | None = None,
+    stall_epochs: int | None = None,
+    stall_loss: float | None = None,
     size: int | None = None,
     asynchronous: bool = False,
     task: Task | None = None,
@@ -524,6 +535,12 @@ def train(
       (`Preset.restart_every`); a resumed run keeps its setting unless given. A run whose
       attempts all end unsolved keeps the one closest to passing the validation check
       (fewest inputs, then cells wrong; `summary["kept_attempt"]` when not the last).
+    - `stall_epochs`, `stall_loss`, given together: an attempt whose lowest hard loss
+      after `stall_epochs` of its epochs is still above `stall_loss` has stalled, and is
+      replaced by a fresh wiring (`restart_seed(seed, attempt)`) that trains `epochs`
+      epochs of its own: the run's epochs grow by `stall_epochs`, at most `MAX_STALLS`
+      times. A run ending unsolved keeps its best attempt, as with `restart_every`.
+      Default: the preset's (`Preset.stall_epochs`); both may change on resume.
     - `checkpoint_every`: epochs between checkpoints (None: only at the end; default:
       an experiment file's, else `DEFAULT_CHECKPOINT_EVERY`).
     - `init`: start from the wiring and logits in this npz (fixture format, see
@@ -588,14 +605,19 @@ def train(
         epochs = check_int("epochs", epochs, 1)
     if seed is not None:
         seed = check_int("seed", seed, 0, MAX_SEED)
-    # The AdamW numbers given, checked: they replace the preset's (or the resumed run's).
-    optimizer = {
+    # The preset's numbers given, checked: they replace the preset's (or the resumed
+    # run's).
+    overrides: dict[str, Any] = {
         k: _as_optimizer_number(k, v)
         for k, v in (("lr", lr), ("weight_decay", weight_decay), ("lr_end", lr_end))
         if v is not None
     }
     if lr_decay_from is not None:
-        optimizer["lr_decay_from"] = check_int("lr_decay_from", lr_decay_from, 0)
+        overrides["lr_decay_from"] = check_int("lr_decay_from", lr_decay_from, 0)
+    if stall_epochs is not None:
+        overrides["stall_epochs"] = check_int("stall_epochs", stall_epochs, 1)
+    if stall_loss is not None:
+        overrides["stall_loss"] = _as_stall_loss(stall_loss)
     if threads is not None:
         threads = check_int("threads", threads, 0, MAX_THREADS)
     if early_stop is not None:
@@ -683,7 +705,7 @@ def train(
                 f"{state.zero_streak} epochs); pass a larger early_stop (--early-stop) "
                 "to train further"
             )
-        state.preset = dataclasses.replace(state.preset, **optimizer)
+        state.preset = dataclasses.replace(state.preset, **overrides)
         run_dir = Path(out) if out is not None else ckpt.parent
         if run_dir.resolve() != ckpt.parent.resolve() and (run_dir / CHECKPOINT_NAME).exists():
             raise ValueError(
@@ -692,7 +714,7 @@ def train(
             )
     else:
         assert given is not None
-        p = dataclasses.replace(given, **optimizer)
+        p = dataclasses.replace(given, **overrides)
         if new_relax:
             relaxation = resolve_relaxation(p.spec.relax, relax, relax_options)
             p = dataclasses.replace(p, spec=p.spec.replace(relax=relaxation))
@@ -813,11 +835,20 @@ def _train_epochs(
     # of a run still ends with a checkpoint and a complete run directory.
     with _StopOnInterrupt() as stop:
         with bar, metrics_file:
-            for epoch in range(start_epoch + 1, state.target_epochs + 1):
+            # The epochs to train may grow on the way (`_stalled`).
+            while state.epoch < state.target_epochs:
+                epoch = state.epoch + 1
                 # An attempt that ran its epochs unsolved: repair it, else a fresh wiring.
                 # Checked before the epoch, so that a run ending (or interrupted) right
                 # there restarts when resumed, as the straight run does.
-                if _attempt_over(state):
+                if _stalled(state):
+                    lowest.settle(model, state)
+                    _keep_if_best(model, state, run_dir)
+                    model = _restart(model, state)
+                    state.stalls += 1
+                    state.target_epochs += state.preset.stall_epochs
+                    bar.total = state.target_epochs
+                elif _attempt_over(state):
                     lowest.settle(model, state)
                     if _final_repair(model, state):
                         state.solved_epoch = state.epoch
@@ -1038,6 +1069,26 @@ def _attempt_over(state: RunState) -> bool:
     )
 
 
+# Attempts a run replaces for having stalled (`_stalled`), at most: it then trains at
+# most `epochs + MAX_STALLS * stall_epochs` epochs.
+MAX_STALLS = 2
+
+
+def _stalled(state: RunState) -> bool:
+    """Whether the current attempt has trained its `stall_epochs` with its lowest hard
+    loss still above `stall_loss` (`train(stall_epochs=...)`), in a run that has replaced
+    fewer than `MAX_STALLS` stalled attempts."""
+    p = state.preset
+    return (
+        p.stall_epochs is not None
+        and p.stall_loss is not None
+        and state.stalls < MAX_STALLS
+        and state.solved_epoch is None
+        and state.epoch - state.attempt_start == p.stall_epochs
+        and min(m.hard_loss for m in state.metrics[state.attempt_start :]) > p.stall_loss
+    )
+
+
 def restart_seed(seed: int, attempt: int) -> int:
     """The wiring seed of attempt `attempt` (1, 2, ...) of a run with seed `seed`: a 64-bit
     draw of `SeedSequence([seed, attempt])`, unrelated to the seeds of other runs."""
@@ -1209,6 +1260,9 @@ def _summary(
         "repairs": state.repairs,
         "drift_budget": state.drift_budget,
         "restart_every": state.restart_every,
+        "stall_epochs": p.stall_epochs,
+        "stalls": state.stalls,
+        "stall_loss": p.stall_loss,
         "restarts": state.restarts,
         "kept_attempt": state.kept_attempt,
         "kept_lowest": state.kept_lowest,

@@ -123,6 +123,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "wiring, while --epochs last (default: the preset's)",
     )
     p.add_argument(
+        "--stall-epochs",
+        type=int_at_least(1),
+        metavar="N",
+        help="with --stall-loss: a first attempt whose lowest hard loss after N epochs is "
+        "still above the loss is replaced, once, by a fresh wiring that trains --epochs "
+        "epochs of its own (default: the preset's)",
+    )
+    p.add_argument(
+        "--stall-loss",
+        type=non_negative_float,
+        metavar="L",
+        help="the hard loss of --stall-epochs (default: the preset's)",
+    )
+    p.add_argument(
         "--checkpoint-every",
         type=int_at_least(1),
         metavar="N",
@@ -199,6 +213,8 @@ def run(args: argparse.Namespace) -> int:
         "out": args.out,
         "resume": args.resume,
         "restart_every": args.restart_every,
+        "stall_epochs": args.stall_epochs,
+        "stall_loss": args.stall_loss,
         "init": args.init,
         "size": args.size,
         "threads": args.threads,
