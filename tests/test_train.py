@@ -751,12 +751,10 @@ def test_a_run_with_a_drift_budget_ends_with_its_lowest_circuit_when_it_scores_b
 # ---- long trainings -------------------------------------------------------------------
 
 
-# The default runs (seed 0), and seeds 1 and 2 of the presets whose seeds solve almost
-# always (docs/results.md: the lizard's do not, so only its default is tested).
+# The default runs (seed 0), and seeds 1 and 2 of every preset (the lizard's seed 1
+# solves in its third attempt, after two stalled ones: 23,136 epochs; docs/results.md).
 DEFAULT_RUNS = [(name, None) for name in logicars.PRESETS] + [
-    (name, seed)
-    for name in ("gol", "checkerboard", "checkerboard-async", "colored-g")
-    for seed in (1, 2)
+    (name, seed) for name in logicars.PRESETS for seed in (1, 2)
 ]
 
 

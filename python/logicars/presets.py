@@ -20,8 +20,10 @@ notebook's length reaches a working circuit depends on the wiring draw
 (docs/results.md has the success rate over seeds). Training therefore repairs nearly
 right circuits (`logicars.repair`), a preset with `restart_every` trains up to
 `epochs // restart_every` attempts, each from a fresh wiring, so that most seeds solve,
-and one with a `drift_budget` searches the hard circuit of a run that ends unsolved
-(`repair(..., method="drift")`); `seed` is the preset's default seed.
+one with a stall check (`stall_epochs`, `stall_loss`) replaces an attempt still far off
+after `stall_epochs` by a fresh wiring, and one with a `drift_budget` searches the hard
+circuit of a run that ends unsolved (`repair(..., method="drift")`); `seed` is the
+preset's default seed.
 
 The growth presets change the notebook's training rule, as the seed sweeps of
 docs/results.md measured: with the notebook's softmax, none of ten colored-G seeds and none
@@ -312,6 +314,16 @@ def get_preset(name: str) -> Preset:
         raise ValueError(f"unknown preset {name!r}; valid presets: {', '.join(PRESETS)}") from None
 
 
+def _epochs_cell(p: Preset) -> str:
+    """A preset's epochs, with its attempt length or stall check."""
+    cell = str(p.epochs)
+    if p.restart_every is not None:
+        cell += f" ({p.restart_every})"
+    if p.stall_epochs is not None and p.stall_loss is not None:
+        cell += f" (stall {p.stall_epochs} > {p.stall_loss:g})"
+    return cell
+
+
 def presets_table() -> str:
     """The presets as an aligned text table (what `logicars presets` prints)."""
     header = (
@@ -327,7 +339,7 @@ def presets_table() -> str:
                 f"{p.height}x{p.width}",
                 str(p.batch),
                 steps,
-                str(p.epochs) if p.restart_every is None else f"{p.epochs} ({p.restart_every})",
+                _epochs_cell(p),
                 p.start(),
                 f"{p.gates():,}",
                 f"{p.gate_cell_evals_per_epoch():,}",
@@ -343,6 +355,11 @@ def presets_table() -> str:
         lines.append(
             "epochs (N): an attempt still unsolved after N epochs restarts from a fresh "
             "wiring (--restart-every)"
+        )
+    if any(p.stall_epochs is not None for p in PRESETS.values()):
+        lines.append(
+            "epochs (stall N > L): an attempt whose lowest hard loss after N epochs is above "
+            "L restarts from a fresh wiring (--stall-epochs, --stall-loss)"
         )
     if any(p.init is not None for p in PRESETS.values()):
         lines.append(

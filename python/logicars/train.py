@@ -838,15 +838,17 @@ def _train_epochs(
             # The epochs to train may grow on the way (`_stalled`).
             while state.epoch < state.target_epochs:
                 epoch = state.epoch + 1
-                # An attempt that ran its epochs unsolved: repair it, else a fresh wiring.
-                # Checked before the epoch, so that a run ending (or interrupted) right
-                # there restarts when resumed, as the straight run does.
-                if _stalled(state):
+                # A stalled attempt makes way for a fresh wiring; one that ran its epochs
+                # unsolved is repaired, else replaced. Checked before the epoch, so that a
+                # run ending (or interrupted) right there restarts when resumed, as the
+                # straight run does.
+                stall = _stalled(state)
+                if stall:
                     lowest.settle(model, state)
                     _keep_if_best(model, state, run_dir)
                     model = _restart(model, state)
                     state.stalls += 1
-                    state.target_epochs += state.preset.stall_epochs
+                    state.target_epochs += stall
                     bar.total = state.target_epochs
                 elif _attempt_over(state):
                     lowest.settle(model, state)
@@ -1074,19 +1076,19 @@ def _attempt_over(state: RunState) -> bool:
 MAX_STALLS = 2
 
 
-def _stalled(state: RunState) -> bool:
-    """Whether the current attempt has trained its `stall_epochs` with its lowest hard
-    loss still above `stall_loss` (`train(stall_epochs=...)`), in a run that has replaced
-    fewer than `MAX_STALLS` stalled attempts."""
+def _stalled(state: RunState) -> int:
+    """The epochs of the current attempt (`stall_epochs`) when it has stalled: trained
+    them with its lowest hard loss still above `stall_loss` (`train(stall_epochs=...)`),
+    in a run that has replaced fewer than `MAX_STALLS` stalled attempts; else 0."""
     p = state.preset
-    return (
-        p.stall_epochs is not None
-        and p.stall_loss is not None
-        and state.stalls < MAX_STALLS
-        and state.solved_epoch is None
+    if p.stall_epochs is None or p.stall_loss is None or state.solved_epoch is not None:
+        return 0
+    stalled = (
+        state.stalls < MAX_STALLS
         and state.epoch - state.attempt_start == p.stall_epochs
         and min(m.hard_loss for m in state.metrics[state.attempt_start :]) > p.stall_loss
     )
+    return p.stall_epochs if stalled else 0
 
 
 def restart_seed(seed: int, attempt: int) -> int:
