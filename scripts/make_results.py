@@ -159,8 +159,12 @@ def quantiles(values: list[float]) -> str:
 
 
 def budget(s: dict) -> str:
-    every = s.get("restart_every")
-    return str(s["target_epochs"]) if every is None else f"{s['target_epochs']} ({every})"
+    """A run's epochs as its preset gave them: with its attempt length or stall check (the
+    epochs a stall added taken off)."""
+    every, stall = s.get("restart_every"), s.get("stall_epochs")
+    epochs = s["target_epochs"] - (stall or 0) * s.get("stalls", 0)
+    text = str(epochs) if every is None else f"{epochs} ({every})"
+    return text if stall is None else f"{text} (stall {stall} > {s['stall_loss']:g})"
 
 
 def solving_table(runs: dict[tuple[str, str], list[dict]]) -> list[str]:
@@ -716,6 +720,67 @@ GROWTH_GAP = [
     "about 1.5 minutes more than at 12,000 epochs (4000 epochs at about 22 ms). Seed "
     "1 still ends short (5 cells), so the issue's 'seeds 1 and 2 solve on defaults' "
     "is not met for the lizard.",
+    "",
+    "**Stalled attempts restart** (2026-11-27, 21:11–22:20 UTC, the same host and "
+    "build, one engine thread per run, two to four runs side by side). In the "
+    "16,000-epoch runs above, every seed that solves was at most 36 cells off by "
+    "epoch 8000 (its lowest hard loss so far), and 7 of the 10 that do not were more "
+    "than 40 off (1, 7, 9, 10, 12, 16 and 19). A stall check (`--stall-epochs 8000 "
+    "--stall-loss 40`, a new option of `train`) replaces such an attempt by a fresh "
+    "wiring (`restart_seed(seed, attempt)`) that trains 16,000 epochs of its own, at "
+    "most twice (`MAX_STALLS`), so a run trains at most 32,000 epochs. The threshold "
+    "was read off these same 20 seeds, so it separates their first attempts by "
+    "construction; what this sweep measures is how the fresh wirings fare. A "
+    "replacing attempt is exactly the run of its wiring seed (a test shows it on a "
+    "small model; seed 1's real run with the check has the metrics rows of its three "
+    "attempt runs and solves at the same epoch, 23,136), so the table is assembled "
+    "from runs of the wiring seeds `restart_seed(s, 1)` and `restart_seed(s, 2)` "
+    "(`python -m logicars sweep lizard --seeds ...`, the search of 100,000, continued"
+    " to 400,000 for a run up to 20 cells short); the seeds whose first attempt did "
+    "not stall are the runs above.",
+    "",
+    "| seed | 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 10 | 11 | 12 | 13 | 14 | 15 | "
+    "16 | 17 | 18 | 19 |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    "| lowest hard loss by epoch 8000 of attempt 1 (**stalled**: over 40) | 0 | "
+    "**45** | 9 | 23 | 23 | 31 | 13 | **54** | 21 | **67** | **59** | 9 | **41** | 33"
+    " | 28 | 28 | **43** | 36 | 12 | **46** |",
+    "| … of attempt 2 | – | **115** | – | – | – | – | – | 5 | – | **94** | 38 | – | "
+    "35 | – | – | – | **45** | – | – | 33 |",
+    "| … of attempt 3 | – | 0 | – | – | – | – | – | – | – | 27 | – | – | – | – | – | "
+    "– | 113 | – | – | – |",
+    "| the last attempt: lowest hard loss in training (epoch of the run) | 0 (4942) |"
+    " 0 (23136) | 2 (15974) | 1 (15892) | 13 (11468) | 31 (4911) | 12 (8949) | 1 "
+    "(23804) | 15 (9478) | 27 (18676) | 25 (19228) | 1 (12250) | 30 (16972) | 24 "
+    "(10710) | 22 (8375) | 15 (11130) | 113 (18213) | 9 (14173) | 12 (6666) | 32 "
+    "(17818) |",
+    "| the last attempt: wrong cells after the final repair and the search of 100,000"
+    " | **0** (epoch 4942) | **0** (epoch 23136) | **0** | **0** | 1 | 4 | **0** | 1 "
+    "| **0** | 17 | 13 | 1 | 5 | 4 | 7 | 1 | 63 | **0** | 1 | 6 |",
+    "| … the search continued to 400,000 (candidates spent when it solved) | **0** | "
+    "**0** | **0** | **0** | **0** (154,145) | 2 | **0** | 1 | **0** | 14 | 5 | 1 | 1"
+    " | **0** (271,187) | 5 | **0** (245,406) | – | **0** | **0** (106,605) | 3 |",
+    "| epochs of the run | 4,942 | 23,136 | 16,000 | 16,000 | 16,000 | 16,000 | "
+    "16,000 | 24,000 | 16,000 | 32,000 | 24,000 | 16,000 | 24,000 | 16,000 | 16,000 |"
+    " 16,000 | 32,000 | 16,000 | 16,000 | 24,000 |",
+    "",
+    "**11 of 20 solve** (0, 1, 2, 3, 4, 6, 8, 13, 15, 17 and 18), against 10 without "
+    "the check; seed 1 in a replacing attempt, and no seed that solved before is lost"
+    " (the check leaves their runs as they were). Of the 10 replacing attempts, 1 "
+    "solved, 3 stalled again and 3 collapsed (a hard circuit that only ever grows the"
+    " empty grid or the full one, hard loss 120 or 280: seeds 1, 9 and 16); the last "
+    "attempts of the seeds that stalled and did not solve end 1 (seed 7), 14 (seed "
+    "9), 5 (seed 10), 1 (seed 12), 63 (seed 16), 3 (seed 19) cells short. The fresh "
+    "wirings of these seeds solved less often than first attempts do (1 of the 7 "
+    "seeds' last attempts, against 10 of 20 first attempts), though three more ended "
+    "1–3 cells short; the gain is the one seed. A stalled attempt costs its 8000 "
+    "epochs (about 3 minutes at 22 ms); the median run stays 16,000 epochs, the "
+    "longest is 32,000.",
+    "",
+    "The lizard's preset therefore checks for stalls (`stall_epochs = 8000`, "
+    "`stall_loss = 40`, lizard.toml): seeds 0, 1 and 2 solve on its defaults (at "
+    "epochs 4942, 23,136 and 16,000 with its search), the issue's last criterion; a "
+    "slow test in `.ci/run` trains all three.",
     "",
     "**Tried on the lizard's default, and not kept** (2026-11-27, 18:05–19:00 UTC, "
     "the same host, one engine thread per run, two runs side by side; each against "
