@@ -1196,6 +1196,33 @@ def test_stalled_attempts_are_replaced_by_fresh_wirings(
     assert not (tmp_path / "x").exists()
 
 
+def test_kept_lowest_belongs_to_the_attempt_that_kept_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An attempt that ended with its lowest circuit (`kept_lowest`) takes that epoch along
+    when replaced: the next attempt starts without one, and a run that ends with the
+    earlier attempt reports it again."""
+    import importlib
+
+    from logicars.runstate import RunState
+
+    train_module = importlib.import_module("logicars.train")
+    preset = tiny_async_preset()
+    first = logicars.Model(preset.spec, 5)
+    monkeypatch.setattr(
+        train_module, "_validation_score", lambda m, p: [1, 0] if m is first else [1, 5]
+    )
+    rng = np.random.default_rng(0)
+    state = RunState(preset=preset, seed=5, target_epochs=9, early_stop=None, rng=rng, metrics=[])
+    state.kept_lowest = 7
+    train_module._keep_if_best(first, state, tmp_path)
+    second = train_module._restart(first, state)
+    assert state.kept_lowest is None
+    kept = train_module._best_of_attempts(second, state, tmp_path)
+    assert (state.kept_attempt, state.kept_lowest) == (0, 7)
+    assert same_state(kept, first)
+
+
 def test_restart_seeds_are_distinct_64_bit_draws() -> None:
     from logicars.train import restart_seed
 

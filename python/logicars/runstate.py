@@ -66,7 +66,8 @@ class RunState:
     # The restarts that replaced a stalled attempt (`Preset.stall_epochs`).
     stalls: int = 0
     # The unsolved attempt with the best validation score so far, `{"attempt": index from
-    # 0, "epoch": its last epoch, "score": [inputs wrong, cells wrong]}` (its model is
+    # 0, "epoch": its last epoch, "score": [inputs wrong, cells wrong], "kept_lowest": the
+    # epoch of its lowest circuit when it ended with that}` (its model is
     # BEST_ATTEMPT_NAME in the run directory), and the attempt a run that ended unsolved
     # kept as its final circuit when that was not its last one.
     best_attempt: dict[str, Any] | None = None
@@ -220,6 +221,11 @@ class RunState:
                     "attempt": int(best["attempt"]),
                     "epoch": int(best["epoch"]),
                     "score": [int(v) for v in best["score"]],
+                    # The epoch of its lowest circuit when it ended with that (none
+                    # recorded before 2026-11-27).
+                    "kept_lowest": None
+                    if best.get("kept_lowest") is None
+                    else int(best["kept_lowest"]),
                 },
                 kept_attempt=None if kept is None else int(kept),
                 lowest=None

@@ -1178,6 +1178,7 @@ def _restart(model: Model, state: RunState) -> Model:
     seed = restart_seed(state.seed, len(state.restarts) + 1)
     state.restarts.append({"epoch": state.epoch, "seed": seed})
     state.zero_streak = 0
+    state.kept_lowest = None  # the ending attempt's: `best_attempt` keeps it
     return Model(model.spec, seed)
 
 
@@ -1197,7 +1198,12 @@ def _keep_if_best(model: Model, state: RunState, run_dir: Path) -> None:
     if state.best_attempt is None or score < state.best_attempt["score"]:
         model.save(run_dir / BEST_ATTEMPT_NAME)
         attempt = len(state.restarts)
-        state.best_attempt = {"attempt": attempt, "epoch": state.epoch, "score": score}
+        state.best_attempt = {
+            "attempt": attempt,
+            "epoch": state.epoch,
+            "score": score,
+            "kept_lowest": state.kept_lowest,
+        }
 
 
 def _best_of_attempts(model: Model, state: RunState, run_dir: Path) -> Model:
@@ -1207,6 +1213,7 @@ def _best_of_attempts(model: Model, state: RunState, run_dir: Path) -> Model:
     if best is None or not best["score"] < _validation_score(model, state.preset):
         return model
     state.kept_attempt = best["attempt"]
+    state.kept_lowest = best.get("kept_lowest")
     return Model.load(run_dir / BEST_ATTEMPT_NAME)
 
 
