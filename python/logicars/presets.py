@@ -84,9 +84,10 @@ class Preset:
     # Candidates of a drift search (`logicars.repair(..., method="drift")`) on the final
     # circuit of a run that ends unsolved (`train(drift_budget=...)`); 0: none.
     drift_budget: int = 0
-    # A stalled first attempt (`train(stall_epochs=..., stall_loss=...)`): one whose
-    # lowest hard loss after `stall_epochs` epochs is still above `stall_loss` is replaced
-    # by a fresh wiring that trains `epochs` epochs of its own; None (both): no check.
+    # A stall check (`train(stall_epochs=..., stall_loss=...)`): an attempt whose lowest
+    # hard loss after `stall_epochs` of its epochs is still above `stall_loss` is replaced
+    # by a fresh wiring that trains `epochs` epochs of its own (at most
+    # `train.MAX_STALLS` times); None (both): no check.
     stall_epochs: int | None = None
     stall_loss: float | None = None
     # The reference notebook's epochs where `epochs` is larger (None: the same): a default

@@ -126,9 +126,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--stall-epochs",
         type=int_at_least(1),
         metavar="N",
-        help="with --stall-loss: a first attempt whose lowest hard loss after N epochs is "
-        "still above the loss is replaced, once, by a fresh wiring that trains --epochs "
-        "epochs of its own (default: the preset's)",
+        help="with --stall-loss: an attempt whose lowest hard loss after N of its epochs "
+        "is still above the loss is replaced by a fresh wiring that trains --epochs epochs "
+        "of its own, at most twice (default: the preset's)",
     )
     p.add_argument(
         "--stall-loss",
