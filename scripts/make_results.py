@@ -1,6 +1,7 @@
 """Write docs/results.md: every preset trained on its defaults, plus the seed sweeps.
 
     python scripts/make_results.py [--runs runs/results] [--sweeps DIR ...] [--train]
+    python scripts/make_results.py --plot-only
 
 For each preset it reads the run directory `<runs>/<preset>` (with `--train`, a missing
 one is trained first with the preset's defaults, exactly what
@@ -9,7 +10,8 @@ docs/img/results/, writes its interactive page (`python -m logicars view`) to
 docs/pages/<preset>.html, and writes one table of all presets, each row linking its page,
 and a section per preset. The seed sweeps (`python -m logicars sweep <preset> --seeds
 ... --out DIR`, scripts/seed_sweep.py runs them) become the success-rate table, its plot
-and the per-seed tables.
+and the per-seed tables. `--plot-only` redraws the plot from the table as results.md
+holds it (rows measured later are added to the table by hand, with their sections).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import argparse
 import csv
 import json
 import platform
+import re
 import shutil
 from datetime import date
 from pathlib import Path
@@ -197,29 +200,51 @@ def solving_table(runs: dict[tuple[str, str], list[dict]]) -> list[str]:
     return lines
 
 
-def solving_plot(runs: dict[tuple[str, str], list[dict]]) -> None:
+def solving_plot(table: list[str]) -> None:
+    """solve-rate.png from the solving table's markdown rows (`solving_table`, or the
+    table in docs/results.md with the rows added to it by hand): per row, the seeds
+    solved and those solved by the first wiring in the notebook's epochs."""
+    import textwrap
+
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    groups = list(runs)
-    names = [name if method == "softmax" else f"{name}\n{method}" for name, method in groups]
-    fig, ax = plt.subplots(figsize=(max(7.5, 1.5 * len(groups)), 3.6))
-    for i, (label, ok) in enumerate(
-        [("first wiring, notebook's epochs", first_attempt_ok), ("repair + restarts", held_out_ok)]
-    ):
-        ys = [100 * sum(map(ok, runs[g])) / len(runs[g]) for g in groups]
-        bars = ax.bar([j + (i - 0.5) * 0.38 for j in range(len(names))], ys, 0.38, label=label)
-        ax.bar_label(bars, fmt="%.0f", fontsize=7)
-    ax.set_xticks(range(len(names)), names, fontsize=7)
-    ax.set_ylabel("seeds solved (%)")
-    ax.set_ylim(0, 105)
-    ax.legend(fontsize=8, loc="upper right")
-    ax.set_title("Held-out check solved over seeds")
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in table[2:]]
+    labels = [
+        textwrap.fill(f"{r[0].strip('`')}, {r[2]} seeds: {r[1]}; epochs {r[3]}", 52) for r in rows
+    ]
+
+    def percent(cell: str) -> float:
+        return float(re.search(r"\((\d+)%", cell).group(1))  # type: ignore[union-attr]
+
+    series = [
+        ("solved (repair, restarts, search)", [percent(r[4]) for r in rows]),
+        ("first wiring, notebook's epochs", [percent(r[7]) for r in rows]),
+    ]
+    fig, ax = plt.subplots(figsize=(9.5, 0.62 * len(rows) + 1.2))
+    for i, (label, values) in enumerate(series):
+        ys = [j + (i - 0.5) * 0.38 for j in range(len(rows))]
+        bars = ax.barh(ys, values, 0.38, label=label)
+        ax.bar_label(bars, fmt="%.0f", fontsize=7, padding=2)
+    ax.set_yticks(range(len(rows)), labels, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("seeds solved (%)")
+    ax.set_xlim(0, 110)
+    ax.legend(fontsize=7, loc="lower right")
+    ax.set_title("Held-out check solved over seeds, per preset and training rule")
     fig.tight_layout()
-    fig.savefig(IMAGES / "solve-rate.png", dpi=110)
+    fig.savefig(IMAGES / "solve-rate.png", dpi=110, bbox_inches="tight")
     plt.close(fig)
+
+
+def table_in_results() -> list[str]:
+    """The solving table as docs/results.md has it (header, separator, rows)."""
+    lines = (DOCS / "results.md").read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| preset | training |"))
+    end = next(i for i in range(start, len(lines)) if not lines[i].startswith("|"))
+    return lines[start:end]
 
 
 def seed_table(rows: list[dict]) -> list[str]:
@@ -910,7 +935,8 @@ def write(runs: Path, sweeps: list[Path], train: bool) -> Path:
         "",
     ]
     if seeds:
-        solving_plot(seeds)
+        table = solving_table(seeds)
+        solving_plot(table)
         out += [
             "## Training that solves: repair and restarts",
             "",
@@ -936,7 +962,7 @@ def write(runs: Path, sweeps: list[Path], train: bool) -> Path:
             "does is binarizing the states between steps (see *Growth presets* below), "
             "which `colored-g` trains with; every other preset trains with softmax alone.",
             "",
-            *solving_table(seeds),
+            *table,
             "",
             f"*Solved {WIDE_SAMPLES} more inputs* counts the seeds whose final circuit also "
             f"solves {WIDE_SAMPLES} further fresh inputs (seed {WIDE_SEED}; the 512 boards "
@@ -1006,7 +1032,16 @@ def main() -> None:
         "earlier one's)",
     )
     p.add_argument("--train", action="store_true", help="train presets whose run is missing")
+    p.add_argument(
+        "--plot-only",
+        action="store_true",
+        help="only redraw img/results/solve-rate.png from the solving table in results.md",
+    )
     args = p.parse_args()
+    if args.plot_only:
+        solving_plot(table_in_results())
+        print(IMAGES / "solve-rate.png")
+        return
     print(write(args.runs, args.sweeps, args.train))
 
 
