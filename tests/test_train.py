@@ -1242,12 +1242,13 @@ def test_cli_restart_every(tmp_path: Path) -> None:
     assert main(["train", "gol", "--restart-every", "0"]) == 2
 
 
-def test_cli_stall_check(tmp_path: Path) -> None:
+def test_cli_stall_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from logicars.cli import main
 
     out = tmp_path / "s"
     args = ["train", "gol", "--epochs", "3", "--stall-epochs", "2", "--stall-loss", "0"]
     assert main([*args, "--quiet", "--out", str(out)]) == 0
+    assert ": 7 epochs over 3 attempts in " in capsys.readouterr().out
     summary = json.loads((out / "summary.json").read_text())
     assert [r["epoch"] for r in summary["restarts"]] == [2, 4] and summary["epochs"] == 7
     assert ">attempts</th>" in load_run(out)._repr_html_()

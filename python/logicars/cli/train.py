@@ -244,8 +244,10 @@ def run(args: argparse.Namespace) -> int:
     if s["solved_epoch"] is not None:
         first += f"; solved the validation check at epoch {s['solved_epoch']}"
     ev = s["hard_eval"]
+    # A run with restarts: how many wirings its epochs went to.
+    attempts = f" over {len(s['restarts']) + 1} attempts" if s["restarts"] else ""
     print(
-        f"{s['preset']} ({Relaxation(**s['relax']).label()}): {s['epochs']} epochs in "
+        f"{s['preset']} ({Relaxation(**s['relax']).label()}): {s['epochs']} epochs{attempts} in "
         f"{s['wall_seconds']:.1f} s, "
         f"final soft loss {s['final_soft_loss']:.4g}, hard loss {s['final_hard_loss']:g} "
         f"({first}), {s['active_gates']} active gates; the hard circuit solves "
