@@ -744,7 +744,8 @@ GROWTH_GAP = [
     "lizard.toml): 10 of 20 seeds, the issue's 50%; a run that does not solve spends "
     "about 1.5 minutes more than at 12,000 epochs (4000 epochs at about 22 ms). Seed "
     "1 still ends short (5 cells), so the issue's 'seeds 1 and 2 solve on defaults' "
-    "is not met for the lizard.",
+    "is not met for the lizard by the longer training alone (the stall check below "
+    "meets it).",
     "",
     "**Stalled attempts restart** (2026-11-27, 21:11–22:20 UTC, the same host and "
     "build, one engine thread per run, two to four runs side by side). In the "
