@@ -29,10 +29,10 @@ The growth presets change the notebook's training rule, as the seed sweeps of
 docs/results.md measured: with the notebook's softmax, none of ten colored-G seeds and none
 of eleven lizard seeds solves. The coloured G trains with its states binarized between
 steps (`binarize_states`), the lizard with the truth-table parametrization of its gates
-(`relax = "truth-table"`), and both restart unsolved attempts. Every default seed is 0;
-the notebook's own seed-23 lizard wiring stays in `logicars/data/` for `init` (drawn with
-`scripts/notebook_init.py`, which needs JAX), which trains the notebook's run with
-`relax = "softmax"` and `binarize_states = false`.
+(`relax = "truth-table"`); the coloured G restarts unsolved attempts, the lizard
+stalled ones. Every default seed is 0; the notebook's own seed-23 lizard wiring stays in
+`logicars/data/` for `init` (drawn with `scripts/notebook_init.py`, which needs JAX),
+which trains the notebook's run with `relax = "softmax"` and `binarize_states = false`.
 """
 
 from __future__ import annotations
