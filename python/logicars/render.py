@@ -129,19 +129,13 @@ def run_html(
         restarts = summary.get("restarts") or []
         if restarts:
             kept = summary.get("kept_attempt")
-            rows.append(
-                (
-                    "attempts",
-                    f"{len(restarts) + 1}: "
-                    + (
-                        "a fresh wiring after epoch "
-                        if len(restarts) == 1
-                        else "fresh wirings after epochs "
-                    )
-                    + ", ".join(f"{r['epoch']:,}" for r in restarts)
-                    + (f"; the final circuit is attempt {kept + 1}'s" if kept is not None else ""),
-                )
+            after = (
+                "a fresh wiring after epoch" if len(restarts) == 1 else "fresh wirings after epochs"
             )
+            text = f"{len(restarts) + 1}: {after} " + ", ".join(f"{r['epoch']:,}" for r in restarts)
+            if kept is not None:
+                text += f"; the final circuit is attempt {kept + 1}'s"
+            rows.append(("attempts", text))
         first_zero = next((m.epoch for m in metrics if m.hard_loss == 0), None)
         rows.append(
             (

@@ -138,22 +138,27 @@ class RunResult:
 # ---- argument checks ------------------------------------------------------------------
 
 
+def _as_number(name: str, value: Any) -> float:
+    """`value` as a float; TypeError for anything but a real number (bool included)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    return float(value)
+
+
 def _as_optimizer_number(name: str, value: Any) -> float:
     """`lr` or `weight_decay` as a float, checked by the engine's rule for a training
     step's."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a number, got {value!r}")
-    check_optimizer_number(name, float(value))
-    return float(value)
+    number = _as_number(name, value)
+    check_optimizer_number(name, number)
+    return number
 
 
 def _as_stall_loss(value: Any) -> float:
     """`stall_loss` as a float: a hard loss, finite and >= 0."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"stall_loss must be a number, got {value!r}")
-    if not 0 <= value < math.inf:
+    loss = _as_number("stall_loss", value)
+    if not 0 <= loss < math.inf:
         raise InvalidValueError(f"stall_loss must be a finite number >= 0, got {value}")
-    return float(value)
+    return loss
 
 
 def _is_experiment_file(preset: object) -> bool:
@@ -1010,9 +1015,7 @@ def _final_repair(model: Model, state: RunState) -> bool:
         return False  # this epoch's repair already ran
     p = state.preset
     cells = p.batch * p.height * p.width * len(p.spec.loss_channels)
-    attempt = state.metrics[state.attempt_start :]
-    lowest = min((m.hard_loss for m in attempt), default=math.inf)
-    if lowest > max(1.0, CLOSE_FRACTION * cells):
+    if _attempt_lowest(state) > max(1.0, CLOSE_FRACTION * cells):
         return False
     return _repaired(model, state, FINAL_REPAIR_BUDGET)
 
@@ -1086,9 +1089,15 @@ def _stalled(state: RunState) -> int:
     stalled = (
         state.stalls < MAX_STALLS
         and state.epoch - state.attempt_start == p.stall_epochs
-        and min(m.hard_loss for m in state.metrics[state.attempt_start :]) > p.stall_loss
+        and _attempt_lowest(state) > p.stall_loss
     )
     return p.stall_epochs if stalled else 0
+
+
+def _attempt_lowest(state: RunState) -> float:
+    """The current attempt's lowest training hard loss (inf before its first epoch)."""
+    attempt = state.metrics[state.attempt_start :]
+    return min((m.hard_loss for m in attempt), default=math.inf)
 
 
 def restart_seed(seed: int, attempt: int) -> int:
@@ -1270,8 +1279,8 @@ def _summary(
         "drift_budget": state.drift_budget,
         "restart_every": state.restart_every,
         "stall_epochs": p.stall_epochs,
-        "stalls": state.stalls,
         "stall_loss": p.stall_loss,
+        "stalls": state.stalls,
         "restarts": state.restarts,
         "kept_attempt": state.kept_attempt,
         "kept_lowest": state.kept_lowest,
