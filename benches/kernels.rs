@@ -56,6 +56,7 @@ fn layer(width: usize, rng: &mut ChaCha8Rng) -> (Gates, Backward) {
         instrs: back,
         n_rows: 2 * width,
         out_rows,
+        unwritten: Vec::new(),
     };
     (gates, back)
 }

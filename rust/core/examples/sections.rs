@@ -66,6 +66,7 @@ fn main() {
         instrs: p.backward.instrs[range].to_vec(),
         n_rows: p.backward.n_rows,
         out_rows: Vec::new(),
+        unwritten: Vec::new(),
     };
     let (fwd_perceive, fwd_update) = (forward_part(0..n_perceive), forward_part(n_perceive..n));
     let (bwd_update, bwd_perceive) = (

@@ -481,8 +481,8 @@ pub fn forward_instrs(
 
 /// Runs the gates backward on one chunk's first `cells` cells: `act` holds the
 /// activations of the full forward program (`act_rows` rows), `grad` must hold the
-/// output rows' gradients and zeros on the patch rows; coefficient sums are added to
-/// `acc` (4 per parameter).
+/// output rows' gradients and zeros on the `unwritten` patch rows; coefficient sums
+/// are added to `acc` (4 per parameter).
 pub fn backward(
     back: &Backward,
     act_rows: usize,

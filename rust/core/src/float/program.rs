@@ -53,13 +53,15 @@ pub struct BackInstr {
 }
 
 /// The backward pass: gates in backward order over a gradient arena of `n_rows` rows.
-/// Gradient rows below `9 · channels` are the patch rows (zeroed, then accumulated);
+/// Gradient rows below `9 · channels` are the patch rows: the first gate to write one
+/// stores, the others add, and the `unwritten` ones must be zeroed by the caller;
 /// `out_rows` receive the gradient of the next state.
 #[derive(Debug, Clone)]
 pub struct Backward {
     pub instrs: Vec<BackInstr>,
     pub n_rows: usize,
     pub out_rows: Vec<u32>,
+    pub unwritten: Vec<u32>,
 }
 
 /// The compiled step of a model.
@@ -477,12 +479,11 @@ fn reuse_rows(instrs: &[Instr], n_rows: usize, out_rows: &[u32], n_patch: usize)
 
 /// The backward pass of `instrs`: walking backwards, a non-patch row's gradient gets a
 /// row at its first write (a store) and gives it back once the gate that produced the
-/// row has read it (each row has one producer). Patch rows keep their numbers.
+/// row has read it (each row has one producer). Patch rows keep their numbers, and
+/// their first write stores too; the ones no gate writes are listed (`unwritten`).
 fn backward_gates(instrs: &[Instr], n_rows: usize, out_rows: &[u32], n_patch: usize) -> Backward {
     const NONE: u32 = u32::MAX;
-    let mut grad_row: Vec<u32> = (0..n_rows as u32)
-        .map(|r| if (r as usize) < n_patch { r } else { NONE })
-        .collect();
+    let mut grad_row: Vec<u32> = (0..n_rows as u32).map(|_| NONE).collect();
     let mut pool = RowPool::new(n_patch);
     for &r in out_rows {
         grad_row[r as usize] = pool.take();
@@ -492,9 +493,13 @@ fn backward_gates(instrs: &[Instr], n_rows: usize, out_rows: &[u32], n_patch: us
         let gy = grad_row[ins.out as usize];
         assert_ne!(gy, NONE, "a live gate's output has a gradient");
         let mut first_write = |r: u32| {
-            let store = r as usize >= n_patch && grad_row[r as usize] == NONE;
+            let store = grad_row[r as usize] == NONE;
             if store {
-                grad_row[r as usize] = pool.take();
+                grad_row[r as usize] = if (r as usize) < n_patch {
+                    r
+                } else {
+                    pool.take()
+                };
             }
             store
         };
@@ -516,6 +521,9 @@ fn backward_gates(instrs: &[Instr], n_rows: usize, out_rows: &[u32], n_patch: us
         instrs: back,
         n_rows: pool.n_rows as usize,
         out_rows: out_rows.iter().map(|&r| grad_row[r as usize]).collect(),
+        unwritten: (0..n_patch as u32)
+            .filter(|&r| grad_row[r as usize] == NONE)
+            .collect(),
     }
 }
 
@@ -726,14 +734,15 @@ mod tests {
                 (ins.ga, ins.store_a),
                 (ins.gb, ins.store_b && ins.a != ins.b),
             ] {
-                if (g as usize) < n_patch {
-                    assert!(!store, "patch gradients accumulate");
-                } else {
-                    assert_eq!(store, !holds[g as usize], "store exactly on first write");
-                    holds[g as usize] = true;
-                }
+                assert_eq!(store, !holds[g as usize], "store exactly on first write");
+                holds[g as usize] = true;
             }
             holds[ins.gy as usize] = false;
         }
+        // A patch row is never a gate's output: it holds its gradient to the end.
+        let unwritten: Vec<u32> = (0..n_patch as u32)
+            .filter(|&r| !holds[r as usize])
+            .collect();
+        assert_eq!(back.unwritten, unwritten);
     }
 }

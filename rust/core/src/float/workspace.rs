@@ -75,9 +75,6 @@ impl Run {
     const ZERO: u32 = u32::MAX;
 }
 
-/// Floats a patch fill copies at a time (one AVX-512 register).
-const BLOCK: usize = 16;
-
 /// One address per (entry, cell), stored as runs of consecutive addresses: neighbours
 /// of consecutive cells are mostly consecutive, so a chunk's row is copied or summed a
 /// slice at a time instead of a lane at a time.
@@ -85,13 +82,23 @@ struct Runs {
     runs: Vec<Run>,
     /// Runs of chunk `k`, entry `e`: `runs[start[9k + e]..start[9k + e + 1]]`.
     start: Vec<usize>,
+    /// Lanes a run copies from the wrong address, with their own (`Run::ZERO`: zero),
+    /// written after the row's runs: `fixes[fix_start[9k + e]..fix_start[9k + e + 1]]`.
+    /// Empty unless the runs were built with `fixes` (`Runs::new`).
+    fixes: Vec<(u8, u32)>,
+    fix_start: Vec<usize>,
 }
 
 impl Runs {
-    /// From `addr[e * n_pad + n]`; `zero` is the address standing for a zero cell.
-    fn new(addr: &[u32], n_pad: usize, zero: u32) -> Runs {
+    /// From `addr[e * n_pad + n]`; `zero` is the address standing for a zero cell. With
+    /// `fixes`, a run goes on over one lane off its addresses when the next lane is on
+    /// them again (a neighbour across a periodic grid row's wrap, or a zero beyond a
+    /// grid's edge), and the lane goes to `fixes`: a wide grid's patch row is then one
+    /// run per source chunk instead of one per grid row.
+    fn new(addr: &[u32], n_pad: usize, zero: u32, fixes: bool) -> Runs {
         let mut runs = Vec::new();
         let mut start = vec![0];
+        let (mut fixed, mut fix_start) = (Vec::new(), vec![0]);
         for k in 0..n_pad / CHUNK {
             for e in 0..9 {
                 let lanes = &addr[e * n_pad + k * CHUNK..][..CHUNK];
@@ -110,9 +117,21 @@ impl Runs {
                         Run::ZERO => Run::ZERO,
                         _ => first + len as u32,
                     };
-                    let len = (1..CHUNK - i)
-                        .find(|&len| src(i + len) != extends(len))
-                        .unwrap_or(CHUNK - i);
+                    let mut len = 1;
+                    while i + len < CHUNK {
+                        if src(i + len) == extends(len) {
+                            len += 1;
+                        } else if fixes
+                            && first != Run::ZERO
+                            && i + len + 1 < CHUNK
+                            && src(i + len + 1) == extends(len + 1)
+                        {
+                            fixed.push(((i + len) as u8, src(i + len)));
+                            len += 2;
+                        } else {
+                            break;
+                        }
+                    }
                     runs.push(Run {
                         at: i as u8,
                         len: len as u8,
@@ -121,9 +140,19 @@ impl Runs {
                     i += len;
                 }
                 start.push(runs.len());
+                fix_start.push(fixed.len());
             }
         }
-        Runs { runs, start }
+        Runs {
+            runs,
+            start,
+            fixes: fixed,
+            fix_start,
+        }
+    }
+
+    fn fixes(&self, k: usize, e: usize) -> &[(u8, u32)] {
+        &self.fixes[self.fix_start[9 * k + e]..self.fix_start[9 * k + e + 1]]
     }
 
     fn get(&self, k: usize, e: usize) -> &[Run] {
@@ -170,7 +199,7 @@ impl Layout {
                 }
             }
         }
-        let inv = Runs::new(&inv, n_pad, zero_gpatch);
+        let inv = Runs::new(&inv, n_pad, zero_gpatch, false);
         let chunk_gpatch = 9 * channels * CHUNK;
         let mut scatter = vec![Vec::new(); n_chunks];
         for k in 0..n_chunks {
@@ -195,7 +224,7 @@ impl Layout {
             shape,
             channels,
             n_chunks,
-            nbr: Runs::new(&nbr, n_pad, zero_state),
+            nbr: Runs::new(&nbr, n_pad, zero_state, true),
             scatter,
         }
     }
@@ -224,34 +253,75 @@ impl Layout {
         (n / CHUNK) * self.channels * CHUNK + c * CHUNK + n % CHUNK
     }
 
-    /// Writes the 9 patch rows of every channel of chunk `k` into the arena (which must
-    /// hold at least one row more).
+    /// Writes the 9 patch rows of every channel of chunk `k` into the arena.
     ///
-    /// A run is copied in whole blocks of `BLOCK` floats, the last block running past
-    /// the run's end: the rows are written in order and a row's runs in lane order, so
-    /// the next run, or the next row, overwrites the excess (the last row's goes to the
-    /// first gate's row, written later). Runs are short (up to a grid row), and a
-    /// `memcpy` call per run cost more than the copy for a wide model (the lizard:
-    /// ~4,600 runs per chunk and step).
+    /// The runs of an entry are the same for every channel, so a run is cut into fixed
+    /// pieces once (`pieces`) and each piece copied for every channel in turn: a
+    /// branch-free strided copy. Copied run by run and channel by channel, the lizard's
+    /// fill cost 15 µs per chunk, several times its stores (docs/performance.md).
     fn fill_patch(&self, state: &[f32], k: usize, act: &mut [f32]) {
-        for c in 0..self.channels {
-            let channel = &state[c * CHUNK..];
-            for e in 0..9 {
-                let row = &mut act[(c * 9 + e) * CHUNK..];
-                for run in self.nbr.get(k, e) {
-                    let (at, len) = (run.at as usize, run.len as usize);
-                    let blocks = (0..len).step_by(BLOCK);
-                    match run.src {
-                        Run::ZERO => blocks.for_each(|b| row[at + b..][..BLOCK].fill(0.0)),
-                        // The state's zero chunk follows every grid chunk, so a block
-                        // running past a run stays inside the buffer.
-                        src => blocks.for_each(|b| {
-                            let src = &channel[src as usize + b..][..BLOCK];
-                            row[at + b..][..BLOCK].copy_from_slice(src)
-                        }),
+        let channels = self.channels;
+        for e in 0..9 {
+            for run in self.nbr.get(k, e) {
+                let (at, len) = (run.at as usize, run.len as usize);
+                let rows = &mut act[e * CHUNK + at..];
+                match run.src {
+                    Run::ZERO => {
+                        for row in rows.chunks_mut(9 * CHUNK).take(channels) {
+                            row[..len].iter_mut().for_each(|v| *v = 0.0);
+                        }
+                    }
+                    src => {
+                        let from = &state[src as usize..];
+                        pieces(len, |off, n| match n {
+                            16 => copy_strided::<16>(rows, from, off, channels),
+                            4 => copy_strided::<4>(rows, from, off, channels),
+                            _ => copy_strided::<1>(rows, from, off, channels),
+                        });
                     }
                 }
             }
+            for &(lane, src) in self.nbr.fixes(k, e) {
+                let rows = &mut act[e * CHUNK + lane as usize..];
+                match src {
+                    Run::ZERO => {
+                        for row in rows.chunks_mut(9 * CHUNK).take(channels) {
+                            row[0] = 0.0;
+                        }
+                    }
+                    src => copy_strided::<1>(rows, &state[src as usize..], 0, channels),
+                }
+            }
+        }
+    }
+}
+
+/// Cuts `0..len` into pieces of 16, 4 or 1 floats, `(offset, size)`: the last of a size
+/// ends where the run ends and may overlap the one before (the same floats again).
+fn pieces(len: usize, mut piece: impl FnMut(usize, usize)) {
+    let n = match len {
+        16.. => 16,
+        4.. => 4,
+        _ => 1,
+    };
+    for off in (0..len - n).step_by(n).chain([len - n]) {
+        piece(off, n);
+    }
+}
+
+/// Copies `N` floats at `off` from each channel's state row (`from`, a row every
+/// `CHUNK`) to its patch row (`rows`, a row every `9 · CHUNK`), for `channels` channels.
+#[inline(always)]
+fn copy_strided<const N: usize>(rows: &mut [f32], from: &[f32], off: usize, channels: usize) {
+    let last = (channels - 1) * CHUNK + off + N;
+    assert!(last <= from.len() && (channels - 1) * 9 * CHUNK + off + N <= rows.len());
+    let (mut d, mut s) = (rows[off..].as_mut_ptr(), from[off..].as_ptr());
+    for _ in 0..channels {
+        // SAFETY: within both slices for every channel (checked above).
+        unsafe {
+            (d as *mut [f32; N]).write_unaligned((s as *const [f32; N]).read_unaligned());
+            d = d.add(9 * CHUNK);
+            s = s.add(CHUNK);
         }
     }
 }
@@ -578,10 +648,10 @@ impl Workspace {
                         let cells = layout.chunk_cells(k);
                         let kept = &program.kept;
                         kernels::forward(&kept.gates, coefs, &mut arena.act, cells, level);
-                        arena.grad[..n_patch_rows * CHUNK]
-                            .iter_mut()
-                            .for_each(|v| *v = 0.0);
                         let back = &program.backward;
+                        for &row in &back.unwritten {
+                            arena.grad[row as usize * CHUNK..][..CHUNK].fill(0.0);
+                        }
                         let m = mask.map(|m| &m[k * CHUNK..][..CHUNK]);
                         seed_outputs(&back.out_rows, g, m, &mut arena.grad);
                         let rows = (kept.gates.n_rows, back.n_rows);
@@ -816,6 +886,57 @@ mod tests {
         }
     }
 
+    /// The patch fill writes every (channel, entry, lane) of a chunk with the value of
+    /// that neighbour of that cell, zero outside a zero-padded grid and for padding
+    /// cells, on grids whose rows wrap inside chunks and runs cross chunks.
+    #[test]
+    fn fill_patch_writes_every_neighbour() {
+        for (periodic, width) in [(false, 13), (true, 13), (true, 20), (false, 70)] {
+            let shape = GridShape {
+                batch: 2,
+                height: 9,
+                width,
+            };
+            let channels = 3;
+            let layout = Layout::new(shape, channels, periodic);
+            let mut state = vec![0f32; layout.state_len()];
+            for n in 0..shape.cells() {
+                for c in 0..channels {
+                    state[layout.addr(n, c)] = (1 + n * channels + c) as f32;
+                }
+            }
+            let (h, w) = (shape.height as isize, width as isize);
+            let mut act = vec![f32::NAN; 9 * channels * CHUNK];
+            for k in 0..layout.n_chunks {
+                layout.fill_patch(&state, k, &mut act);
+                for lane in 0..CHUNK {
+                    let n = k * CHUNK + lane;
+                    for (c, e) in (0..channels).flat_map(|c| (0..9).map(move |e| (c, e))) {
+                        let (dr, dc) = (e as isize / 3 - 1, e as isize % 3 - 1);
+                        let want = if n < shape.cells() {
+                            let hw = (h * w) as usize;
+                            let (b, r, col) =
+                                (n / hw, (n % hw) as isize / w, (n % hw) as isize % w);
+                            let (r, col) = (r + dr, col + dc);
+                            let inside = (0..h).contains(&r) && (0..w).contains(&col);
+                            let (r, col) = (r.rem_euclid(h), col.rem_euclid(w));
+                            let m = b * hw + (r * w + col) as usize;
+                            if periodic || inside {
+                                (1 + m * channels + c) as f32
+                            } else {
+                                0.0
+                            }
+                        } else {
+                            0.0
+                        };
+                        let got = act[(c * 9 + e) * CHUNK + lane];
+                        assert_eq!(got, want, "chunk {k} lane {lane} channel {c} entry {e}");
+                    }
+                }
+            }
+        }
+    }
+
     /// Expanding the runs gives back every address, whatever mix of consecutive
     /// addresses, jumps and zero cells a chunk holds.
     #[test]
@@ -828,18 +949,26 @@ mod tests {
                 _ => 100 + i as u32,
             })
             .collect();
-        let runs = Runs::new(&addr, n_pad, zero);
-        for k in 0..2 {
-            for e in 0..9 {
-                let mut expanded = Vec::new();
-                for run in runs.get(k, e) {
-                    assert_eq!(run.at as usize, expanded.len(), "runs tile the chunk");
-                    expanded.extend((0..run.len as u32).map(|j| match run.src {
-                        Run::ZERO => zero,
-                        src => src + j,
-                    }));
+        let plain = Runs::new(&addr, n_pad, zero, false);
+        let fixed = Runs::new(&addr, n_pad, zero, true);
+        assert!(plain.fixes.is_empty() && !fixed.fixes.is_empty());
+        assert!(fixed.runs.len() < plain.runs.len());
+        for runs in [plain, fixed] {
+            for k in 0..2 {
+                for e in 0..9 {
+                    let mut expanded = Vec::new();
+                    for run in runs.get(k, e) {
+                        assert_eq!(run.at as usize, expanded.len(), "runs tile the chunk");
+                        expanded.extend((0..run.len as u32).map(|j| match run.src {
+                            Run::ZERO => zero,
+                            src => src + j,
+                        }));
+                    }
+                    for &(lane, src) in runs.fixes(k, e) {
+                        expanded[lane as usize] = if src == Run::ZERO { zero } else { src };
+                    }
+                    assert_eq!(expanded, addr[e * n_pad + k * CHUNK..][..CHUNK]);
                 }
-                assert_eq!(expanded, addr[e * n_pad + k * CHUNK..][..CHUNK]);
             }
         }
     }
