@@ -261,6 +261,7 @@ impl Layout {
     /// fill cost 15 µs per chunk, several times its stores (docs/performance.md).
     fn fill_patch(&self, state: &[f32], k: usize, act: &mut [f32]) {
         let channels = self.channels;
+        let strides = (9 * CHUNK, CHUNK);
         for e in 0..9 {
             for run in self.nbr.get(k, e) {
                 let (at, len) = (run.at as usize, run.len as usize);
@@ -271,14 +272,7 @@ impl Layout {
                             row[..len].iter_mut().for_each(|v| *v = 0.0);
                         }
                     }
-                    src => {
-                        let from = &state[src as usize..];
-                        pieces(len, |off, n| match n {
-                            16 => copy_strided::<16>(rows, from, off, channels),
-                            4 => copy_strided::<4>(rows, from, off, channels),
-                            _ => copy_strided::<1>(rows, from, off, channels),
-                        });
-                    }
+                    src => copy_rows(rows, &state[src as usize..], len, strides, channels),
                 }
             }
             for &(lane, src) in self.nbr.fixes(k, e) {
@@ -289,11 +283,70 @@ impl Layout {
                             row[0] = 0.0;
                         }
                     }
-                    src => copy_strided::<1>(rows, &state[src as usize..], 0, channels),
+                    src => copy_rows(rows, &state[src as usize..], 1, strides, channels),
                 }
             }
         }
     }
+}
+
+/// Copies the first `len` floats of `count` rows, row `i` of `src` starting at
+/// `i · src_stride` and of `dst` at `i · dst_stride`, a piece at a time for all rows
+/// (`pieces`): the branches on `len` are taken once, not once per row.
+fn copy_rows(
+    dst: &mut [f32],
+    src: &[f32],
+    len: usize,
+    (dst_stride, src_stride): (usize, usize),
+    count: usize,
+) {
+    if count == 0 {
+        return;
+    }
+    assert!((count - 1) * dst_stride + len <= dst.len());
+    assert!((count - 1) * src_stride + len <= src.len());
+    // SAFETY: both buffers hold every row's `len` floats (checked above).
+    unsafe {
+        copy_rows_unchecked(
+            dst.as_mut_ptr(),
+            src.as_ptr(),
+            len,
+            (dst_stride, src_stride),
+            count,
+        )
+    }
+}
+
+/// `copy_rows` on pointers. Safety: `dst` and `src` are valid for every row's `len`
+/// floats, and do not overlap.
+#[inline(always)]
+unsafe fn copy_rows_unchecked(
+    dst: *mut f32,
+    src: *const f32,
+    len: usize,
+    strides: (usize, usize),
+    count: usize,
+) {
+    unsafe fn piece<const N: usize>(
+        mut dst: *mut f32,
+        mut src: *const f32,
+        (dst_stride, src_stride): (usize, usize),
+        count: usize,
+    ) {
+        for _ in 0..count {
+            (dst as *mut [f32; N]).write_unaligned((src as *const [f32; N]).read_unaligned());
+            dst = dst.add(dst_stride);
+            src = src.add(src_stride);
+        }
+    }
+    pieces(len, |off, n| {
+        let (d, s) = (dst.add(off), src.add(off));
+        match n {
+            16 => piece::<16>(d, s, strides, count),
+            4 => piece::<4>(d, s, strides, count),
+            _ => piece::<1>(d, s, strides, count),
+        }
+    });
 }
 
 /// Cuts `0..len` into pieces of 16, 4 or 1 floats, `(offset, size)`: the last of a size
@@ -306,23 +359,6 @@ fn pieces(len: usize, mut piece: impl FnMut(usize, usize)) {
     };
     for off in (0..len - n).step_by(n).chain([len - n]) {
         piece(off, n);
-    }
-}
-
-/// Copies `N` floats at `off` from each channel's state row (`from`, a row every
-/// `CHUNK`) to its patch row (`rows`, a row every `9 · CHUNK`), for `channels` channels.
-#[inline(always)]
-fn copy_strided<const N: usize>(rows: &mut [f32], from: &[f32], off: usize, channels: usize) {
-    let last = (channels - 1) * CHUNK + off + N;
-    assert!(last <= from.len() && (channels - 1) * 9 * CHUNK + off + N <= rows.len());
-    let (mut d, mut s) = (rows[off..].as_mut_ptr(), from[off..].as_ptr());
-    for _ in 0..channels {
-        // SAFETY: within both slices for every channel (checked above).
-        unsafe {
-            (d as *mut [f32; N]).write_unaligned((s as *const [f32; N]).read_unaligned());
-            d = d.add(9 * CHUNK);
-            s = s.add(CHUNK);
-        }
     }
 }
 
@@ -777,16 +813,14 @@ impl Layout {
     /// chunks whose cells receive them (`Scatter`).
     fn scatter_patch_gradient(&self, k: usize, grad: &[f32], out: &SharedRows) {
         let chunk_gpatch = 9 * self.channels * CHUNK;
-        for c in 0..self.channels {
-            for s in &self.scatter[k] {
-                let row = (c * 9 + s.e as usize) * CHUNK;
-                let src = &grad[row + s.src as usize..][..s.len as usize];
-                let at = s.to as usize * chunk_gpatch + row + s.at as usize;
-                // SAFETY: `(s.to, row, s.at..s.at + s.len)` has this chunk as its only
-                // source, so no other task writes it, and nothing reads `out` in this
-                // parallel region.
-                unsafe { out.write(at, src) };
-            }
+        for s in &self.scatter[k] {
+            let row = s.e as usize * CHUNK;
+            let src = &grad[row + s.src as usize..];
+            let at = s.to as usize * chunk_gpatch + row + s.at as usize;
+            // SAFETY: `(s.to, row of every channel, s.at..s.at + s.len)` has this chunk
+            // as its only source, so no other task writes it, and nothing reads `out`
+            // in this parallel region.
+            unsafe { out.write_rows(at, src, s.len as usize, self.channels) };
         }
     }
 }
@@ -808,25 +842,23 @@ impl SharedRows {
         }
     }
 
-    /// Copies `src` to `at..`. Safety: no other thread reads or writes those floats
-    /// while the buffer is shared.
-    unsafe fn write(&self, at: usize, src: &[f32]) {
-        assert!(at + src.len() <= self.len);
-        let mut dst = self.ptr.add(at);
-        // In fixed-size pieces: a run is a few dozen floats, and a `memcpy` call per
-        // run cost more than the copy.
-        let mut rest = src;
-        macro_rules! pieces {
-            ($($n:literal),*) => {$(
-                while rest.len() >= $n {
-                    let piece: [f32; $n] = rest[..$n].try_into().unwrap();
-                    (dst as *mut [f32; $n]).write_unaligned(piece);
-                    dst = dst.add($n);
-                    rest = &rest[$n..];
-                }
-            )*};
+    /// `copy_rows` into this buffer from `at` on, for the patch rows of `channels`
+    /// channels (one every `9 · CHUNK` floats, in both). Safety: no other thread reads
+    /// or writes those floats while the buffer is shared.
+    unsafe fn write_rows(&self, at: usize, src: &[f32], len: usize, channels: usize) {
+        let stride = 9 * CHUNK;
+        if channels == 0 {
+            return;
         }
-        pieces!(16, 4, 1);
+        assert!(at + (channels - 1) * stride + len <= self.len);
+        assert!((channels - 1) * stride + len <= src.len());
+        copy_rows_unchecked(
+            self.ptr.add(at),
+            src.as_ptr(),
+            len,
+            (stride, stride),
+            channels,
+        )
     }
 }
 
