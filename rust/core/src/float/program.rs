@@ -97,6 +97,25 @@ pub struct Kept {
     pub replay: Vec<Instr>,
     /// In order: run `replay[r]` forward, then `backward[b]`.
     pub segments: Vec<(std::ops::Range<usize>, std::ops::Range<usize>)>,
+    /// With the perception replayed: how the kept pass can take the perception's
+    /// outputs from the rollout of the same step instead of computing them again.
+    pub reuse: Option<Reuse>,
+}
+
+/// The perception outputs of a step, copied out of the rollout when its perception
+/// gates are done (`rollout.instrs[..update_from]`; every output is still live then),
+/// and into the kept arena, where they are rows `first..first + outputs` in order,
+/// before its update gates (`gates.instrs[update_from..]`). Same values, same sums: the
+/// kept pass then skips the perception, which the backward replays per channel anyway.
+#[derive(Debug, Clone)]
+pub struct Reuse {
+    /// The first update gate, in the rollout's and the kept pass's gate lists.
+    pub update_from: usize,
+    /// The rollout row of each live output, and its place among the outputs.
+    pub rows: Vec<(u32, u32)>,
+    /// The kept arena's first output row, and the number of outputs (live or not).
+    pub first: u32,
+    pub outputs: usize,
 }
 
 /// Replay the perception when the whole forward arena of one chunk would take more than
@@ -289,7 +308,9 @@ impl Program {
                 update_base,
                 channels: c_n,
             };
-            kept_with_replay(&instrs, n_rows, &out_rows, &backward, &rows)
+            let mut kept = kept_with_replay(&instrs, n_rows, &out_rows, &backward, &rows);
+            kept.reuse = Some(reuse_perception(&instrs, &rollout, &rows));
+            kept
         } else {
             Kept {
                 gates: Gates {
@@ -300,6 +321,7 @@ impl Program {
                 backward: backward.instrs.clone(),
                 replay: Vec::new(),
                 segments: vec![(0..0, 0..backward.instrs.len())],
+                reuse: None,
             }
         };
         Program {
@@ -421,6 +443,29 @@ fn kept_with_replay(
         backward: back,
         replay,
         segments,
+        reuse: None,
+    }
+}
+
+/// The `Reuse` plan for the gates `instrs` (the perception's, channel by channel, then
+/// the update's) and their `rollout`.
+fn reuse_perception(instrs: &[Instr], rollout: &Gates, rows: &PerceptionRows) -> Reuse {
+    let is_output = |r: u32| (rows.perception_base..rows.update_base).contains(&(r as usize));
+    let update_from = instrs
+        .iter()
+        .position(|i| rows.channel(i.out).is_none())
+        .unwrap_or(instrs.len());
+    let outputs = instrs[..update_from]
+        .iter()
+        .zip(&rollout.instrs)
+        .filter(|(ins, _)| is_output(ins.out))
+        .map(|(ins, out)| (out.out, (ins.out as usize - rows.perception_base) as u32))
+        .collect();
+    Reuse {
+        update_from,
+        rows: outputs,
+        first: rows.kept(rows.perception_base as u32),
+        outputs: rows.update_base - rows.perception_base,
     }
 }
 

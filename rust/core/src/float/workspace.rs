@@ -385,7 +385,16 @@ pub(crate) struct Workspace {
     arenas: Vec<Mutex<Arena>>,
     /// Rows of the activation and the gradient arena.
     n_rows: (usize, usize),
+    /// The perception outputs of every step and chunk (`Reuse`, one block of
+    /// `outputs` rows each), when the program has a plan and they fit
+    /// (`REUSE_MAX_BYTES`); else empty.
+    perception: AlignedVec,
+    /// Whether `perception` holds the outputs of the last forward's steps.
+    perception_kept: bool,
 }
+
+/// The most memory the kept perception outputs may take (the lizard's: 11 MB).
+const REUSE_MAX_BYTES: usize = 256 << 20;
 
 impl Workspace {
     /// Bytes a workspace for this shape would take (saturating: absurd step counts
@@ -473,10 +482,23 @@ impl Workspace {
             acc: memory::try_zeros(n_chunks * program.n_coefs(), WHAT)?,
             arenas: Vec::new(),
             n_rows: (program.kept.gates.n_rows, program.backward.n_rows),
+            perception: AlignedVec::zeros(0),
+            perception_kept: false,
             layout,
             steps,
         };
         ws.ensure_arenas(threads)?;
+        if let Some(reuse) = &program.kept.reuse {
+            // Optional: without room for it the kept pass computes the perception.
+            let len = steps
+                .saturating_mul(n_chunks)
+                .saturating_mul(reuse.outputs * CHUNK);
+            let bytes = len.saturating_mul(4);
+            let total = Self::estimate_bytes(program, shape, steps, threads).saturating_add(bytes);
+            if bytes <= REUSE_MAX_BYTES && !memory::over_cap(total) {
+                ws.perception = memory::try_zeros(len, WHAT).unwrap_or(AlignedVec::zeros(0));
+            }
+        }
         Ok(ws)
     }
 
@@ -526,7 +548,7 @@ impl Workspace {
 
     /// Runs `steps` steps from state 0, keeping every state. `coefs`: 4 per parameter.
     /// With `binarize`, every state but the last is rounded to 0 or 1 (see
-    /// [`binarize_row`]).
+    /// [`binarize_row`]). With `for_backward`, also keeps what `backward` can reuse.
     #[allow(clippy::too_many_arguments)]
     pub fn forward(
         &mut self,
@@ -535,6 +557,7 @@ impl Workspace {
         steps: usize,
         masked: bool,
         binarize: bool,
+        for_backward: bool,
         interrupt: Option<Interrupt<'_>>,
     ) -> Result<()> {
         let pool = threads::pool();
@@ -543,13 +566,19 @@ impl Workspace {
         let len = self.layout.state_len();
         let chunk_len = self.layout.chunk_state_len();
         let n_pad = self.layout.n_pad();
+        let n_chunks = self.layout.n_chunks;
+        self.perception_kept = false;
+        let keep = for_backward && !self.perception.is_empty();
         let Workspace {
             layout,
             states,
             masks,
             arenas,
+            perception,
             ..
         } = self;
+        let reuse = program.kept.reuse.as_ref().filter(|_| keep);
+        let perception = SharedRows::new(perception);
         let mut step = |t: usize| {
             let (done, rest) = states.split_at_mut((t + 1) * len);
             let cur = &done[t * len..];
@@ -560,9 +589,24 @@ impl Workspace {
                 .for_each(|(k, out)| {
                     let mut arena = lock_arena(arenas);
                     let gates = &program.rollout;
-                    layout.fill_patch(cur, k, &mut arena.act);
+                    let act = &mut arena.act[..];
+                    layout.fill_patch(cur, k, act);
                     let cells = layout.chunk_cells(k);
-                    kernels::forward(gates, coefs, &mut arena.act, cells, level);
+                    let (rows, mut done) = (gates.n_rows, 0);
+                    if let Some(reuse) = reuse {
+                        let perceive = &gates.instrs[..reuse.update_from];
+                        kernels::forward_instrs(perceive, rows, coefs, act, cells, level);
+                        let block = (t * n_chunks + k) * reuse.outputs * CHUNK;
+                        for &(row, j) in &reuse.rows {
+                            let at = block + j as usize * CHUNK;
+                            let src = &act[row as usize * CHUNK..][..CHUNK];
+                            // SAFETY: block (t, k) is this task's alone, and nothing reads
+                            // the buffer in this parallel region.
+                            unsafe { perception.write_rows(at, src, CHUNK, 1) };
+                        }
+                        done = reuse.update_from;
+                    }
+                    kernels::forward_instrs(&gates.instrs[done..], rows, coefs, act, cells, level);
                     for (c, &row) in gates.out_rows.iter().enumerate() {
                         let new = &arena.act[row as usize * CHUNK..][..CHUNK];
                         let dst = &mut out[c * CHUNK..][..CHUNK];
@@ -607,6 +651,7 @@ impl Workspace {
                 Interrupt::poll(interrupt)?;
             }
         }
+        self.perception_kept = keep;
         Ok(())
     }
 
@@ -648,8 +693,12 @@ impl Workspace {
             grad_state,
             gpatch,
             acc,
+            perception,
+            perception_kept,
             ..
         } = self;
+        let n_chunks = layout.n_chunks;
+        let reuse = program.kept.reuse.as_ref().filter(|_| *perception_kept);
         let state_len = layout.state_len();
         let mask_of = |t: usize| masked.then(|| &masks[t * n_pad..(t + 1) * n_pad]);
         pool.install(|| {
@@ -683,7 +732,18 @@ impl Workspace {
                         layout.fill_patch(cur, k, &mut arena.act);
                         let cells = layout.chunk_cells(k);
                         let kept = &program.kept;
-                        kernels::forward(&kept.gates, coefs, &mut arena.act, cells, level);
+                        let (act, rows) = (&mut arena.act[..], kept.gates.n_rows);
+                        let mut done = 0;
+                        if let Some(reuse) = reuse {
+                            // The rollout's outputs of this step and chunk; the backward
+                            // replays the hidden perception rows per channel.
+                            let len = reuse.outputs * CHUNK;
+                            let block = &perception[(t * n_chunks + k) * len..][..len];
+                            act[reuse.first as usize * CHUNK..][..len].copy_from_slice(block);
+                            done = reuse.update_from;
+                        }
+                        let update = &kept.gates.instrs[done..];
+                        kernels::forward_instrs(update, rows, coefs, act, cells, level);
                         let back = &program.backward;
                         for &row in &back.unwritten {
                             arena.grad[row as usize * CHUNK..][..CHUNK].fill(0.0);
@@ -842,23 +902,17 @@ impl SharedRows {
         }
     }
 
-    /// `copy_rows` into this buffer from `at` on, for the patch rows of `channels`
-    /// channels (one every `9 · CHUNK` floats, in both). Safety: no other thread reads
-    /// or writes those floats while the buffer is shared.
-    unsafe fn write_rows(&self, at: usize, src: &[f32], len: usize, channels: usize) {
+    /// `copy_rows` into this buffer from `at` on, of `len` floats of `rows` rows one
+    /// every `9 · CHUNK` floats (in both: a chunk's patch rows of one entry). Safety: no
+    /// other thread reads or writes those floats while the buffer is shared.
+    unsafe fn write_rows(&self, at: usize, src: &[f32], len: usize, rows: usize) {
         let stride = 9 * CHUNK;
-        if channels == 0 {
+        if rows == 0 {
             return;
         }
-        assert!(at + (channels - 1) * stride + len <= self.len);
-        assert!((channels - 1) * stride + len <= src.len());
-        copy_rows_unchecked(
-            self.ptr.add(at),
-            src.as_ptr(),
-            len,
-            (stride, stride),
-            channels,
-        )
+        assert!(at + (rows - 1) * stride + len <= self.len);
+        assert!((rows - 1) * stride + len <= src.len());
+        copy_rows_unchecked(self.ptr.add(at), src.as_ptr(), len, (stride, stride), rows)
     }
 }
 
@@ -872,6 +926,73 @@ fn lock_arena(arenas: &[Mutex<Arena>]) -> std::sync::MutexGuard<'_, Arena> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Model;
+    use crate::spec::Spec;
+
+    /// A rollout and its back-propagation give the same states and coefficient sums, bit
+    /// for bit, with the whole arena kept, with the perception replayed per channel, and
+    /// with the kept pass taking the rollout's perception outputs (`Reuse`): zero-padded
+    /// and periodic, synchronous and with update masks, over a partly filled last chunk.
+    #[test]
+    fn replayed_and_reused_perception_change_no_bit() {
+        let spec = Spec::from_json(
+            r#"{"channels": 4, "periodic": false, "num_steps": 3, "loss_channels": [0],
+                "lr": 0.05, "perceive": {"n_kernels": 3, "layers": [9, 8, 4, 2],
+                "connections": ["first_kernel", "unique", "unique"]},
+                "update": {"layers": [28, 32, 16, 8, 4],
+                "connections": ["unique", "random", "unique", "unique"]}}"#,
+        )
+        .unwrap();
+        let model = Model::new(spec, 5).unwrap();
+        let compile = |replay| {
+            let (p, u) = (model.perceive_wires(), model.update_wires());
+            Program::compile_with(model.spec(), p, u, Some(replay))
+        };
+        let (whole, replayed) = (compile(false), compile(true));
+        assert!(whole.kept.reuse.is_none() && replayed.kept.reuse.is_some());
+        let coefs: Vec<[f32; 4]> = (0..whole.n_params)
+            .map(|i| std::array::from_fn(|k| ((i * 7 + k * 13) % 17) as f32 / 17.0 - 0.3))
+            .collect();
+        let shape = GridShape {
+            batch: 2,
+            height: 9,
+            width: 13,
+        };
+        let steps = 3;
+        let x: Vec<f32> = (0..shape.cells() * 4)
+            .map(|i| ((i * 37) % 10) as f32 / 9.0)
+            .collect();
+        let run = |p: &Program, reuse: bool, periodic: bool, masked: bool| {
+            let mut ws = Workspace::new(p, shape, steps, periodic).unwrap();
+            assert_eq!(ws.perception.is_empty(), p.kept.reuse.is_none());
+            if !reuse {
+                ws.perception = AlignedVec::zeros(0);
+            }
+            ws.load_grid(&x);
+            if masked {
+                let n = steps * ws.layout.n_pad();
+                ws.masks = (0..n).map(|i| ((i * 11) % 3 != 0) as u8 as f32).collect();
+            }
+            ws.forward(p, &coefs, steps, masked, false, true, None)
+                .unwrap();
+            assert_eq!(ws.perception_kept, reuse && p.kept.reuse.is_some());
+            let grad_final: Vec<f32> = (0..ws.layout.state_len())
+                .map(|i| ((i * 13) % 7) as f32 - 3.0)
+                .collect();
+            let sums = ws
+                .backward(p, &coefs, &coefs, steps, masked, &grad_final)
+                .unwrap();
+            let states: Vec<u32> = ws.states.iter().map(|v| v.to_bits()).collect();
+            let sums: Vec<u64> = sums.iter().map(|v| v.to_bits()).collect();
+            (states, sums)
+        };
+        for (periodic, masked) in [(false, false), (true, true)] {
+            let want = run(&whole, false, periodic, masked);
+            assert!(want.1.iter().any(|&s| s != 0));
+            assert!(run(&replayed, false, periodic, masked) == want);
+            assert!(run(&replayed, true, periodic, masked) == want);
+        }
+    }
 
     /// The scatter writes each (chunk, entry, lane) of the patch-gradient buffer from one
     /// chunk at most (the tasks of a region write it without locks), and exactly the

@@ -116,7 +116,7 @@ impl Model {
             Vec::new() // the forward's own
         };
         let binarize = self.spec.binarizes_step(step);
-        self.forward(x, shape, steps, &coefs, masks, binarize, None)?;
+        self.forward(x, shape, steps, &coefs, masks, (binarize, true), None)?;
         let mut seed = Vec::new();
         let loss = self.loss(y, per_cell, steps, Some(&mut seed));
         let ws = self.workspace.as_mut().unwrap();
@@ -155,7 +155,7 @@ impl Model {
         if !(binary(x) && masks.is_none_or(binary)) {
             let coefs = self.coefficients(Decoding::Hard);
             let binarize = self.spec.binarize_states;
-            self.forward(x, shape, steps, &coefs, masks, binarize, None)?;
+            self.forward(x, shape, steps, &coefs, masks, (binarize, false), None)?;
             return Ok(self.loss(y, per_cell, steps, None));
         }
         self.check_grid("x", x, shape, self.spec.channels)?;

@@ -261,7 +261,7 @@ impl Model {
         steps: usize,
         coefs: &[[f32; 4]],
         masks: Option<&[f32]>,
-        binarize: bool,
+        (binarize, for_backward): (bool, bool),
         interrupt: Option<Interrupt<'_>>,
     ) -> Result<&mut Workspace> {
         self.check_grid("x", x, shape, self.spec.channels)?;
@@ -298,6 +298,7 @@ impl Model {
             steps,
             masks.is_some(),
             binarize,
+            for_backward,
             interrupt,
         )?;
         Ok(ws)
@@ -342,7 +343,7 @@ impl Model {
             steps,
             &coefs,
             masks.as_deref(),
-            binarize,
+            (binarize, false),
             interrupt,
         )?;
         let first = if record { 0 } else { steps };
