@@ -196,7 +196,12 @@ fn forward_impl<A: MulAdd, const N: usize>(instrs: &[Instr], coefs: &[[f32; 4]],
 }
 
 /// Lanes summed in one SIMD register's worth.
-const LANES: usize = 16;
+pub const LANES: usize = 16;
+
+/// The lanes the kernels read and write in a chunk of `cells` cells: whole SIMD blocks.
+pub fn lanes_used(cells: usize) -> usize {
+    cells.div_ceil(LANES) * LANES
+}
 
 /// A gate's four coefficient sums on one chunk, lane by lane, before their reduction.
 type Sums = [[f32; LANES]; 4];

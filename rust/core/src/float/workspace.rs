@@ -262,9 +262,15 @@ impl Layout {
     fn fill_patch(&self, state: &[f32], k: usize, act: &mut [f32]) {
         let channels = self.channels;
         let strides = (9 * CHUNK, CHUNK);
+        // The kernels read no lane past the last block holding cells.
+        let lanes = kernels::lanes_used(self.chunk_cells(k));
         for e in 0..9 {
             for run in self.nbr.get(k, e) {
-                let (at, len) = (run.at as usize, run.len as usize);
+                let at = run.at as usize;
+                if at >= lanes {
+                    break;
+                }
+                let len = (run.len as usize).min(lanes - at);
                 let rows = &mut act[e * CHUNK + at..];
                 match run.src {
                     Run::ZERO => {
@@ -275,7 +281,12 @@ impl Layout {
                     src => copy_rows(rows, &state[src as usize..], len, strides, channels),
                 }
             }
-            for &(lane, src) in self.nbr.fixes(k, e) {
+            for &(lane, src) in self
+                .nbr
+                .fixes(k, e)
+                .iter()
+                .filter(|f| (f.0 as usize) < lanes)
+            {
                 let rows = &mut act[e * CHUNK + lane as usize..];
                 match src {
                     Run::ZERO => {
@@ -842,10 +853,11 @@ impl Layout {
         // source are +0, and a sum that starts at +0 is never -0, so adding +0 leaves it
         // as it is.
         let rows = &gpatch[k * 9 * chunk_len..][..9 * chunk_len];
+        let lanes = kernels::lanes_used(self.chunk_cells(k));
         for (row, patch) in g.chunks_exact_mut(CHUNK).zip(rows.chunks_exact(9 * CHUNK)) {
             let mut sum = [0f32; CHUNK];
             for entry in patch.chunks_exact(CHUNK) {
-                for i in 0..CHUNK {
+                for i in 0..lanes {
                     sum[i] += entry[i];
                 }
             }
@@ -1041,7 +1053,8 @@ mod tests {
 
     /// The patch fill writes every (channel, entry, lane) of a chunk with the value of
     /// that neighbour of that cell, zero outside a zero-padded grid and for padding
-    /// cells, on grids whose rows wrap inside chunks and runs cross chunks.
+    /// cells, on grids whose rows wrap inside chunks and runs cross chunks; it leaves
+    /// the lanes past the last block holding cells, which the kernels do not read.
     #[test]
     fn fill_patch_writes_every_neighbour() {
         for (periodic, width) in [(false, 13), (true, 13), (true, 20), (false, 70)] {
@@ -1059,9 +1072,10 @@ mod tests {
                 }
             }
             let (h, w) = (shape.height as isize, width as isize);
-            let mut act = vec![f32::NAN; 9 * channels * CHUNK];
             for k in 0..layout.n_chunks {
+                let mut act = vec![f32::NAN; 9 * channels * CHUNK];
                 layout.fill_patch(&state, k, &mut act);
+                let lanes = kernels::lanes_used(layout.chunk_cells(k));
                 for lane in 0..CHUNK {
                     let n = k * CHUNK + lane;
                     for (c, e) in (0..channels).flat_map(|c| (0..9).map(move |e| (c, e))) {
@@ -1083,7 +1097,11 @@ mod tests {
                             0.0
                         };
                         let got = act[(c * 9 + e) * CHUNK + lane];
-                        assert_eq!(got, want, "chunk {k} lane {lane} channel {c} entry {e}");
+                        if lane < lanes {
+                            assert_eq!(got, want, "chunk {k} lane {lane} channel {c} entry {e}");
+                        } else {
+                            assert!(got.is_nan(), "lane {lane} past the blocks written");
+                        }
                     }
                 }
             }
