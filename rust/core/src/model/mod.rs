@@ -60,6 +60,8 @@ pub struct Model {
     pub mask_draws: u64,
     program: Program,
     workspace: Option<Workspace>,
+    /// A training step's buffers, kept for the next step (`loss::Scratch`).
+    scratch: loss::Scratch,
     /// The circuit of the last bit-sliced hard loss and each gate's op it was compiled
     /// from: it only changes when some gate's most likely op does, which in training
     /// is rare (none in the first 40 epochs of the checkerboard or the lizard).
@@ -118,6 +120,7 @@ impl Model {
             mask_draws: 0,
             program,
             workspace: None,
+            scratch: loss::Scratch::default(),
             hard_circuit: None,
         })
     }
@@ -409,6 +412,7 @@ impl Model {
             let (soft, grad) = self.soft_loss_and_grad(x, y, per_cell, shape, masks.as_deref())?;
             self.optimizer
                 .step(&mut self.logits, &grad, lr, weight_decay);
+            self.scratch.grad = grad;
             Ok((soft, hard))
         })
     }
