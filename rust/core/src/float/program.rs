@@ -308,9 +308,7 @@ impl Program {
                 update_base,
                 channels: c_n,
             };
-            let mut kept = kept_with_replay(&instrs, n_rows, &out_rows, &backward, &rows);
-            kept.reuse = Some(reuse_perception(&instrs, &rollout, &rows));
-            kept
+            kept_with_replay(&instrs, (n_rows, &out_rows), (&rollout, &backward), &rows)
         } else {
             Kept {
                 gates: Gates {
@@ -389,12 +387,12 @@ impl PerceptionRows {
 }
 
 /// The kept pass and segmented backward of `Kept`, for the gates `instrs` (forward
-/// order: perception channel by channel, then the update) and their `backward`.
+/// order: perception channel by channel, then the update), their `rollout` and their
+/// `backward`.
 fn kept_with_replay(
     instrs: &[Instr],
-    n_rows: usize,
-    out_rows: &[u32],
-    backward: &Backward,
+    (n_rows, out_rows): (usize, &[u32]),
+    (rollout, backward): (&Gates, &Backward),
     rows: &PerceptionRows,
 ) -> Kept {
     let map = |ins: &Instr| Instr {
@@ -443,7 +441,7 @@ fn kept_with_replay(
         backward: back,
         replay,
         segments,
-        reuse: None,
+        reuse: Some(reuse_perception(instrs, rollout, rows)),
     }
 }
 
@@ -528,7 +526,7 @@ fn reuse_rows(instrs: &[Instr], n_rows: usize, out_rows: &[u32], n_patch: usize)
 /// their first write stores too; the ones no gate writes are listed (`unwritten`).
 fn backward_gates(instrs: &[Instr], n_rows: usize, out_rows: &[u32], n_patch: usize) -> Backward {
     const NONE: u32 = u32::MAX;
-    let mut grad_row: Vec<u32> = (0..n_rows as u32).map(|_| NONE).collect();
+    let mut grad_row = vec![NONE; n_rows];
     let mut pool = RowPool::new(n_patch);
     for &r in out_rows {
         grad_row[r as usize] = pool.take();

@@ -260,41 +260,34 @@ impl Layout {
     /// branch-free strided copy. Copied run by run and channel by channel, the lizard's
     /// fill cost 15 µs per chunk, several times its stores (docs/performance.md).
     fn fill_patch(&self, state: &[f32], k: usize, act: &mut [f32]) {
-        let channels = self.channels;
-        let strides = (9 * CHUNK, CHUNK);
+        // Lanes `at..at + len` of entry `e`'s row of every channel, from state address
+        // `src` on (`Run::ZERO`: zeros).
+        let mut set = |e: usize, at: usize, len: usize, src: u32| {
+            let rows = &mut act[e * CHUNK + at..];
+            match src {
+                Run::ZERO => {
+                    for row in rows.chunks_mut(9 * CHUNK).take(self.channels) {
+                        row[..len].iter_mut().for_each(|v| *v = 0.0);
+                    }
+                }
+                src => {
+                    let from = &state[src as usize..];
+                    copy_rows(rows, from, len, (9 * CHUNK, CHUNK), self.channels)
+                }
+            }
+        };
         // The kernels read no lane past the last block holding cells.
         let lanes = kernels::lanes_used(self.chunk_cells(k));
         for e in 0..9 {
             for run in self.nbr.get(k, e) {
                 let at = run.at as usize;
-                if at >= lanes {
-                    break;
-                }
-                let len = (run.len as usize).min(lanes - at);
-                let rows = &mut act[e * CHUNK + at..];
-                match run.src {
-                    Run::ZERO => {
-                        for row in rows.chunks_mut(9 * CHUNK).take(channels) {
-                            row[..len].iter_mut().for_each(|v| *v = 0.0);
-                        }
-                    }
-                    src => copy_rows(rows, &state[src as usize..], len, strides, channels),
+                if at < lanes {
+                    set(e, at, (run.len as usize).min(lanes - at), run.src);
                 }
             }
-            for &(lane, src) in self
-                .nbr
-                .fixes(k, e)
-                .iter()
-                .filter(|f| (f.0 as usize) < lanes)
-            {
-                let rows = &mut act[e * CHUNK + lane as usize..];
-                match src {
-                    Run::ZERO => {
-                        for row in rows.chunks_mut(9 * CHUNK).take(channels) {
-                            row[0] = 0.0;
-                        }
-                    }
-                    src => copy_rows(rows, &state[src as usize..], 1, strides, channels),
+            for &(lane, src) in self.nbr.fixes(k, e) {
+                if (lane as usize) < lanes {
+                    set(e, lane as usize, 1, src);
                 }
             }
         }
@@ -850,8 +843,8 @@ impl Layout {
         // The chunk's own nine rows per channel, which the chunks that read its cells
         // scattered there (`scatter_patch_gradient`), summed whole rows at a time. Every
         // cell adds its terms in entry order, then the pass-through. Entries with no
-        // source are +0, and a sum that starts at +0 is never -0, so adding +0 leaves it
-        // as it is.
+        // source are +0, and a sum that starts at +0 is never -0, so adding a zero of
+        // either sign (a patch gradient's first gate stores it) leaves it as it is.
         let rows = &gpatch[k * 9 * chunk_len..][..9 * chunk_len];
         let lanes = kernels::lanes_used(self.chunk_cells(k));
         for (row, patch) in g.chunks_exact_mut(CHUNK).zip(rows.chunks_exact(9 * CHUNK)) {
