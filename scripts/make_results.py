@@ -29,7 +29,7 @@ import numpy as np
 
 import logicars
 from logicars.evaluate import evaluate
-from logicars.presets import NOTEBOOK_START
+from logicars.presets import NOTEBOOK_START, epochs_label
 from logicars.runs import load_run
 from logicars.viewer import page_html
 
@@ -164,10 +164,9 @@ def quantiles(values: list[float]) -> str:
 def budget(s: dict) -> str:
     """A run's epochs as its preset gave them: with its attempt length or stall check (the
     epochs a stall added taken off)."""
-    every, stall = s.get("restart_every"), s.get("stall_epochs")
+    stall = s.get("stall_epochs")
     epochs = s["target_epochs"] - (stall or 0) * s.get("stalls", 0)
-    text = str(epochs) if every is None else f"{epochs} ({every})"
-    return text if stall is None else f"{text} (stall {stall} > {s['stall_loss']:g})"
+    return epochs_label(epochs, s.get("restart_every"), stall, s.get("stall_loss"))
 
 
 def solving_table(runs: dict[tuple[str, str], list[dict]]) -> list[str]:

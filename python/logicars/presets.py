@@ -315,14 +315,20 @@ def get_preset(name: str) -> Preset:
         raise ValueError(f"unknown preset {name!r}; valid presets: {', '.join(PRESETS)}") from None
 
 
-def _epochs_cell(p: Preset) -> str:
-    """A preset's epochs, with its attempt length or stall check."""
-    cell = str(p.epochs)
-    if p.restart_every is not None:
-        cell += f" ({p.restart_every})"
-    if p.stall_epochs is not None and p.stall_loss is not None:
-        cell += f" (stall {p.stall_epochs} > {p.stall_loss:g})"
-    return cell
+def epochs_label(
+    epochs: int,
+    restart_every: int | None = None,
+    stall_epochs: int | None = None,
+    stall_loss: float | None = None,
+) -> str:
+    """Epochs with the attempt length and the stall check that go with them, as the
+    presets table (and docs/results.md) write them: `16000 (stall 8000 > 40)`."""
+    label = str(epochs)
+    if restart_every is not None:
+        label += f" ({restart_every})"
+    if stall_epochs is not None and stall_loss is not None:
+        label += f" (stall {stall_epochs} > {stall_loss:g})"
+    return label
 
 
 def presets_table() -> str:
@@ -340,7 +346,7 @@ def presets_table() -> str:
                 f"{p.height}x{p.width}",
                 str(p.batch),
                 steps,
-                _epochs_cell(p),
+                epochs_label(p.epochs, p.restart_every, p.stall_epochs, p.stall_loss),
                 p.start(),
                 f"{p.gates():,}",
                 f"{p.gate_cell_evals_per_epoch():,}",

@@ -848,16 +848,9 @@ def _train_epochs(
                 # run ending (or interrupted) right there restarts when resumed, as the
                 # straight run does.
                 stall = _stalled(state)
-                if stall:
+                if stall or _attempt_over(state):
                     lowest.settle(model, state)
-                    _keep_if_best(model, state, run_dir)
-                    model = _restart(model, state)
-                    state.stalls += 1
-                    state.target_epochs += stall
-                    bar.total = state.target_epochs
-                elif _attempt_over(state):
-                    lowest.settle(model, state)
-                    if _final_repair(model, state):
+                    if not stall and _final_repair(model, state):
                         state.solved_epoch = state.epoch
                         state.solved_seconds = offset + time.perf_counter() - t0
                         if state.stop_on_solve:
@@ -866,6 +859,10 @@ def _train_epochs(
                     else:
                         _keep_if_best(model, state, run_dir)
                         model = _restart(model, state)
+                        if stall:
+                            state.stalls += 1
+                            state.target_epochs += stall
+                            bar.total = state.target_epochs
                 x, y = dataset.sample(state.rng)
                 before = lowest.params_before(model, state)
                 soft, hard = model.train_step(
