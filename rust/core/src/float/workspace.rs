@@ -624,6 +624,10 @@ impl Workspace {
                                 }
                             }
                         }
+                        // The gates skip lanes past the last block holding cells, so the
+                        // arena's rows hold an earlier chunk's values there: padding
+                        // cells stay 0, whichever thread ran which chunk before.
+                        dst[cells..].fill(0.0);
                         if binarize && t + 1 < steps {
                             binarize_row(dst);
                         } else {
@@ -937,7 +941,9 @@ mod tests {
     /// A rollout and its back-propagation give the same states and coefficient sums, bit
     /// for bit, with the whole arena kept, with the perception replayed per channel, and
     /// with the kept pass taking the rollout's perception outputs (`Reuse`): zero-padded
-    /// and periodic, synchronous and with update masks, over a partly filled last chunk.
+    /// and periodic, synchronous and with update masks, over a partly filled last chunk
+    /// whose padding cells stay +0 (else they would hold whatever chunk the same thread
+    /// ran before: states that depend on the schedule).
     #[test]
     fn replayed_and_reused_perception_change_no_bit() {
         let spec = Spec::from_json(
@@ -988,6 +994,12 @@ mod tests {
                 .backward(p, &coefs, &coefs, steps, masked, &grad_final)
                 .unwrap();
             let states: Vec<u32> = ws.states.iter().map(|v| v.to_bits()).collect();
+            let real = shape.cells() % CHUNK;
+            for state in ws.states.chunks_exact(ws.layout.state_len()) {
+                let last = &state[(ws.layout.n_chunks - 1) * 4 * CHUNK..][..4 * CHUNK];
+                let padding = last.chunks_exact(CHUNK).flat_map(|row| &row[real..]);
+                assert!(padding.into_iter().all(|&v| v.to_bits() == 0));
+            }
             let sums: Vec<u64> = sums.iter().map(|v| v.to_bits()).collect();
             (states, sums)
         };
