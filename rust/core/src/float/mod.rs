@@ -4,6 +4,7 @@
 
 pub mod kernels;
 pub mod program;
+mod wavefront;
 mod workspace;
 
 pub use workspace::GridShape;

@@ -2,18 +2,18 @@
 //!
 //! The state of every step lives in a chunk-major buffer: chunk `k` holds `C` rows of
 //! `CHUNK` cells, and one extra all-zero chunk at the end stands for the cells outside
-//! a zero-padded grid. A step runs every chunk in parallel through the gate program
-//! (perception + update) in a per-thread arena. Back-propagation recomputes each
-//! step's activations from the stored state instead of keeping them, so memory stays
-//! at a few states plus one arena per thread.
+//! a zero-padded grid. A step runs every chunk through the gate program (perception +
+//! update) in a per-thread arena; a chunk starts its next step once its neighbours
+//! are done with this one (`wavefront`), not once every chunk is. Back-propagation
+//! recomputes each step's activations from the stored state instead of keeping them,
+//! so memory stays at a few states plus one arena per thread.
 
 use std::sync::Mutex;
 use std::time::Instant;
 
-use rayon::prelude::*;
-
 use super::kernels::{self, CHUNK};
 use super::program::Program;
+use super::wavefront;
 use crate::aligned::AlignedVec;
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
@@ -46,6 +46,10 @@ pub(crate) struct Layout {
     nbr: Runs,
     /// Where chunk `k`'s patch gradients go, chunk by chunk (`Scatter`).
     scatter: Vec<Vec<Scatter>>,
+    /// The chunks as the wavefront sees them: the ones whose cells chunk `k`'s cells
+    /// see (`k` included; the 3×3 neighbourhood is symmetric, and so is this), which its
+    /// task of a step waits for in the step before, and their cells.
+    chunks: wavefront::Chunks,
 }
 
 /// Lanes `src..src + len` of patch-gradient row `e` (of every channel) of one chunk
@@ -188,11 +192,13 @@ impl Layout {
         let zero_gpatch = gpatch_addr(n_pad) as u32;
         let mut nbr = vec![zero_state; 9 * n_pad];
         let mut inv = vec![zero_gpatch; 9 * n_pad];
+        let mut deps = vec![Vec::new(); n_chunks];
         for e in 0..9 {
             let (dr, dc) = (e as isize / 3 - 1, e as isize % 3 - 1);
             for n in 0..n_cells {
                 if let Some(m) = shifted(n, dr, dc) {
                     nbr[e * n_pad + n] = state_addr(m) as u32;
+                    deps[n / CHUNK].push((m / CHUNK) as u32);
                 }
                 if let Some(m) = shifted(n, -dr, -dc) {
                     inv[e * n_pad + n] = gpatch_addr(m) as u32;
@@ -220,12 +226,20 @@ impl Layout {
                 }
             }
         }
+        for d in &mut deps {
+            d.sort_unstable();
+            d.dedup();
+        }
+        let cells = (0..n_chunks)
+            .map(|k| (n_cells - k * CHUNK).min(CHUNK))
+            .collect();
         Layout {
             shape,
             channels,
             n_chunks,
             nbr: Runs::new(&nbr, n_pad, zero_state, true),
             scatter,
+            chunks: wavefront::Chunks { deps, cells },
         }
     }
 
@@ -260,6 +274,20 @@ impl Layout {
     /// branch-free strided copy. Copied run by run and channel by channel, the lizard's
     /// fill cost 15 µs per chunk, several times its stores (docs/performance.md).
     fn fill_patch(&self, state: &[f32], k: usize, act: &mut [f32]) {
+        // SAFETY: the slice is valid, and no one writes it while it is borrowed.
+        unsafe { self.fill_patch_from(state.as_ptr(), state.len(), k, act) }
+    }
+
+    /// `fill_patch` from a state buffer of `state_len` floats at `state`, of which it
+    /// reads the chunks in `chunks.deps[k]` and the zero chunk. Safety: those floats
+    /// are valid to read, and no thread writes them during the call.
+    unsafe fn fill_patch_from(
+        &self,
+        state: *const f32,
+        state_len: usize,
+        k: usize,
+        act: &mut [f32],
+    ) {
         // Lanes `at..at + len` of entry `e`'s row of every channel, from state address
         // `src` on (`Run::ZERO`: zeros).
         let mut set = |e: usize, at: usize, len: usize, src: u32| {
@@ -271,8 +299,11 @@ impl Layout {
                     }
                 }
                 src => {
-                    let from = &state[src as usize..];
-                    copy_rows(rows, from, len, (9 * CHUNK, CHUNK), self.channels)
+                    let (from, avail) = (
+                        state.add(src as usize),
+                        state_len.saturating_sub(src as usize),
+                    );
+                    copy_rows(rows, (from, avail), len, (9 * CHUNK, CHUNK), self.channels)
                 }
             }
         };
@@ -294,12 +325,14 @@ impl Layout {
     }
 }
 
-/// Copies the first `len` floats of `count` rows, row `i` of `src` starting at
-/// `i · src_stride` and of `dst` at `i · dst_stride`, a piece at a time for all rows
-/// (`pieces`): the branches on `len` are taken once, not once per row.
-fn copy_rows(
+/// Copies the first `len` floats of `count` rows, row `i` of `src` (`src_len` floats
+/// from a pointer) starting at `i · src_stride` and of `dst` at `i · dst_stride`, a piece
+/// at a time for all rows (`pieces`): the branches on `len` are taken once, not once per
+/// row. Safety: the source floats are valid to read, and no thread writes the ones
+/// copied during the call.
+unsafe fn copy_rows(
     dst: &mut [f32],
-    src: &[f32],
+    (src, src_len): (*const f32, usize),
     len: usize,
     (dst_stride, src_stride): (usize, usize),
     count: usize,
@@ -308,20 +341,11 @@ fn copy_rows(
         return;
     }
     assert!((count - 1) * dst_stride + len <= dst.len());
-    assert!((count - 1) * src_stride + len <= src.len());
-    // SAFETY: both buffers hold every row's `len` floats (checked above).
-    unsafe {
-        copy_rows_unchecked(
-            dst.as_mut_ptr(),
-            src.as_ptr(),
-            len,
-            (dst_stride, src_stride),
-            count,
-        )
-    }
+    assert!((count - 1) * src_stride + len <= src_len);
+    copy_rows_unchecked(dst.as_mut_ptr(), src, len, (dst_stride, src_stride), count)
 }
 
-/// `copy_rows` on pointers. Safety: `dst` and `src` are valid for every row's `len`
+/// `copy_rows` without bounds. Safety: `dst` and `src` are valid for every row's `len`
 /// floats, and do not overlap.
 #[inline(always)]
 unsafe fn copy_rows_unchecked(
@@ -583,78 +607,73 @@ impl Workspace {
         } = self;
         let reuse = program.kept.reuse.as_ref().filter(|_| keep);
         let perception = SharedRows::new(perception);
-        let mut step = |t: usize| {
-            let (done, rest) = states.split_at_mut((t + 1) * len);
-            let cur = &done[t * len..];
-            let next = &mut rest[..layout.n_chunks * chunk_len];
-            let mask = masked.then(|| &masks[t * n_pad..(t + 1) * n_pad]);
-            next.par_chunks_mut(chunk_len)
-                .enumerate()
-                .for_each(|(k, out)| {
-                    let mut arena = lock_arena(arenas);
-                    let gates = &program.rollout;
-                    let act = &mut arena.act[..];
-                    layout.fill_patch(cur, k, act);
-                    let cells = layout.chunk_cells(k);
-                    let (rows, mut done) = (gates.n_rows, 0);
-                    if let Some(reuse) = reuse {
-                        let perceive = &gates.instrs[..reuse.update_from];
-                        kernels::forward_instrs(perceive, rows, coefs, act, cells, level);
-                        let block = (t * n_chunks + k) * reuse.outputs * CHUNK;
-                        for &(row, j) in &reuse.rows {
-                            let at = block + j as usize * CHUNK;
-                            let src = &act[row as usize * CHUNK..][..CHUNK];
-                            // SAFETY: block (t, k) is this task's alone, and nothing reads
-                            // the buffer in this parallel region.
-                            unsafe { perception.write_rows(at, src, CHUNK, 1) };
-                        }
-                        done = reuse.update_from;
-                    }
-                    kernels::forward_instrs(&gates.instrs[done..], rows, coefs, act, cells, level);
-                    for (c, &row) in gates.out_rows.iter().enumerate() {
-                        let new = &arena.act[row as usize * CHUNK..][..CHUNK];
-                        let dst = &mut out[c * CHUNK..][..CHUNK];
-                        match mask {
-                            None => dst.copy_from_slice(new),
-                            Some(m) => {
-                                let old = &cur[k * chunk_len + c * CHUNK..][..CHUNK];
-                                let m = &m[k * CHUNK..][..CHUNK];
-                                for i in 0..CHUNK {
-                                    dst[i] = old[i] * (1.0 - m[i]) + new[i] * m[i];
-                                }
-                            }
-                        }
-                        // The gates skip lanes past the last block holding cells, so the
-                        // arena's rows hold an earlier chunk's values there: padding
-                        // cells stay 0, whichever thread ran which chunk before.
-                        dst[cells..].fill(0.0);
-                        if binarize && t + 1 < steps {
-                            binarize_row(dst);
-                        } else {
-                            // The gates' polynomial form (c0 + c1·a + c2·b + c3·ab) can
-                            // round a state just past [0, 1]; saturated XOR-like gates
-                            // double such an excursion in every layer, so unclamped it
-                            // reaches inf within a rollout. The backward pass treats the
-                            // clamp as the identity.
-                            clamp_row(dst);
+        let states = SharedRows::new(states);
+        // Chunk `k`'s part of step `t`: state t + 1's chunk `k` from the chunks of
+        // state t around it.
+        let step_chunk = |t: usize, k: usize| {
+            let mask = masked.then(|| &masks[t * n_pad + k * CHUNK..][..CHUNK]);
+            let mut arena = lock_arena(arenas);
+            let gates = &program.rollout;
+            let act = &mut arena.act[..];
+            // SAFETY: the chunks of state t that the fill reads (`deps[k]`, and the zero
+            // chunk, never written) were written by finished tasks.
+            unsafe { layout.fill_patch_from(states.ptr.add(t * len), len, k, act) };
+            let cells = layout.chunk_cells(k);
+            let (rows, mut done) = (gates.n_rows, 0);
+            if let Some(reuse) = reuse {
+                let perceive = &gates.instrs[..reuse.update_from];
+                kernels::forward_instrs(perceive, rows, coefs, act, cells, level);
+                let block = (t * n_chunks + k) * reuse.outputs * CHUNK;
+                for &(row, j) in &reuse.rows {
+                    let at = block + j as usize * CHUNK;
+                    let src = &act[row as usize * CHUNK..][..CHUNK];
+                    // SAFETY: block (t, k) is this task's alone, and nothing reads the
+                    // buffer before `backward`.
+                    unsafe { perception.write_rows(at, src, CHUNK, 1) };
+                }
+                done = reuse.update_from;
+            }
+            kernels::forward_instrs(&gates.instrs[done..], rows, coefs, act, cells, level);
+            // SAFETY: chunk k of state t + 1 is this task's alone; chunk k of state t
+            // was written by a finished task.
+            let out = unsafe { states.slice_mut((t + 1) * len + k * chunk_len, chunk_len) };
+            let old = unsafe { states.slice(t * len + k * chunk_len, chunk_len) };
+            for (c, &row) in gates.out_rows.iter().enumerate() {
+                let new = &arena.act[row as usize * CHUNK..][..CHUNK];
+                let dst = &mut out[c * CHUNK..][..CHUNK];
+                match mask {
+                    None => dst.copy_from_slice(new),
+                    Some(m) => {
+                        let old = &old[c * CHUNK..][..CHUNK];
+                        for i in 0..CHUNK {
+                            dst[i] = old[i] * (1.0 - m[i]) + new[i] * m[i];
                         }
                     }
-                });
+                }
+                // The gates skip lanes past the last block holding cells, so the
+                // arena's rows hold an earlier chunk's values there: padding cells
+                // stay 0, whichever thread ran which chunk before.
+                dst[cells..].fill(0.0);
+                if binarize && t + 1 < steps {
+                    binarize_row(dst);
+                } else {
+                    // The gates' polynomial form (c0 + c1·a + c2·b + c3·ab) can round a
+                    // state just past [0, 1]; saturated XOR-like gates double such an
+                    // excursion in every layer, so unclamped it reaches inf within a
+                    // rollout. The backward pass treats the clamp as the identity.
+                    clamp_row(dst);
+                }
+            }
         };
         // One hand-over to the pool per `interrupt.every` of running (else one in all),
         // the check made between them on the calling thread.
         let mut t = 0;
         while t < steps {
             let until = Interrupt::deadline(interrupt);
-            pool.install(|| {
-                while t < steps {
-                    step(t);
-                    t += 1;
-                    if until.is_some_and(|u| Instant::now() >= u) {
-                        break;
-                    }
-                }
-            });
+            let stop = || until.is_some_and(|u| Instant::now() >= u);
+            let from = t;
+            let task = |i: usize, k: usize| step_chunk(from + i, k);
+            t += pool.install(|| wavefront::run(steps - from, &layout.chunks, &task, &stop));
             if t < steps {
                 Interrupt::poll(interrupt)?;
             }
@@ -670,11 +689,11 @@ impl Workspace {
     /// relaxation the relaxed gate of a hard forward). Returns the coefficient gradient
     /// `dL/dc` (4 per parameter), summed over cells, steps and the batch.
     ///
-    /// One parallel region per step: the task of chunk `k` at step `t` first gathers
-    /// the gradient w.r.t. its cells of state `t + 1` from the patch gradients that the
-    /// previous region left (its neighbours' too), then back-propagates through step
-    /// `t`. Patch and state gradients alternate between two buffers, so a region only
-    /// reads what the one before it wrote.
+    /// The task of chunk `k` at step `t` first gathers the gradient w.r.t. its cells of
+    /// state `t + 1` from the patch gradients that step t + 1's tasks of its neighbours
+    /// left, then back-propagates through step `t`. Patch and state gradients alternate
+    /// between two buffers by the step's parity; the wavefront's dependencies order
+    /// every write of a row against its reads.
     pub fn backward(
         &mut self,
         program: &Program,
@@ -708,71 +727,78 @@ impl Workspace {
         let n_chunks = layout.n_chunks;
         let reuse = program.kept.reuse.as_ref().filter(|_| *perception_kept);
         let state_len = layout.state_len();
-        let mask_of = |t: usize| masked.then(|| &masks[t * n_pad..(t + 1) * n_pad]);
-        pool.install(|| {
-            for t in (0..steps).rev() {
-                let cur = &states[t * state_len..(t + 1) * state_len];
-                // Written now: the gradients w.r.t. state t + 1 and state t's patches.
-                // Read: state t + 2's and state t + 1's patches, from the region before.
-                let [ga, gb] = grad_state;
-                let (gs_new, gs_old) = if t % 2 == 0 { (ga, &*gb) } else { (gb, &*ga) };
-                let [pa, pb] = gpatch;
-                let (gp_new, gp_old) = if t % 2 == 0 { (pa, &*pb) } else { (pb, &*pa) };
-                let mask = mask_of(t);
+        let mask_of = |t: usize, k: usize| masked.then(|| &masks[t * n_pad + k * CHUNK..][..CHUNK]);
+        let states = &states[..];
+        let grad_state = grad_state.each_mut().map(|g| SharedRows::new(&mut g[..]));
+        let gpatch = gpatch
+            .each_mut()
+            .map(|g| SharedRows::new(&mut g[..gpatch_len]));
+        let acc_rows = SharedRows::new(acc);
+        // Chunk `k`'s part of step `t`: it gathers the gradient w.r.t. its cells of state
+        // t + 1 from the patch gradients that step t + 1's tasks scattered to it, then
+        // back-propagates through step t and scatters its patch gradients. Patch and
+        // state gradients alternate between two buffers by the step's parity.
+        let step_chunk = |t: usize, k: usize| {
+            let (now, before) = (t % 2, (t + 1) % 2);
+            let patch_len = n_patch_rows * CHUNK;
+            // SAFETY: a chunk's rows of the state-gradient buffers and of `acc` are
+            // its own tasks' alone, and they run one after the other. Its patch-gradient
+            // rows of the other parity were written by step t + 1's tasks of the chunks
+            // around it (`deps[k]`), all finished; the next writers of those rows are
+            // step t - 1's tasks of the same chunks, which wait for this one.
+            let (g, after, acc) = unsafe {
+                let g = grad_state[now].slice_mut(k * chunk_len, chunk_len);
                 let after = if t + 1 == steps {
-                    Next::Final(grad_final)
+                    Next::Final(&grad_final[k * chunk_len..][..chunk_len])
                 } else {
                     Next::Gather {
-                        gpatch: gp_old,
-                        grad_state: gs_old,
-                        mask: mask_of(t + 1),
+                        gpatch: gpatch[before].slice(k * patch_len, patch_len),
+                        grad_state: grad_state[before].slice(k * chunk_len, chunk_len),
+                        mask: mask_of(t + 1, k),
                     }
                 };
-                let gp_new = SharedRows::new(&mut gp_new[..gpatch_len]);
-                gs_new[..layout.n_chunks * chunk_len]
-                    .par_chunks_mut(chunk_len)
-                    .zip(acc.par_chunks_mut(n_coefs))
-                    .enumerate()
-                    .for_each(|(k, (g, acc))| {
-                        layout.state_gradient(k, &after, g);
-                        let mut guard = lock_arena(arenas);
-                        let arena = &mut *guard;
-                        layout.fill_patch(cur, k, &mut arena.act);
-                        let cells = layout.chunk_cells(k);
-                        let kept = &program.kept;
-                        let (act, rows) = (&mut arena.act[..], kept.gates.n_rows);
-                        let mut done = 0;
-                        if let Some(reuse) = reuse {
-                            // The rollout's outputs of this step and chunk; the backward
-                            // replays the hidden perception rows per channel.
-                            let len = reuse.outputs * CHUNK;
-                            let block = &perception[(t * n_chunks + k) * len..][..len];
-                            act[reuse.first as usize * CHUNK..][..len].copy_from_slice(block);
-                            done = reuse.update_from;
-                        }
-                        let update = &kept.gates.instrs[done..];
-                        kernels::forward_instrs(update, rows, coefs, act, cells, level);
-                        let back = &program.backward;
-                        for &row in &back.unwritten {
-                            arena.grad[row as usize * CHUNK..][..CHUNK].fill(0.0);
-                        }
-                        let m = mask.map(|m| &m[k * CHUNK..][..CHUNK]);
-                        seed_outputs(&back.out_rows, g, m, &mut arena.grad);
-                        let rows = (kept.gates.n_rows, back.n_rows);
-                        for (replay, part) in &kept.segments {
-                            let replay = &kept.replay[replay.clone()];
-                            let act = &mut arena.act[..];
-                            kernels::forward_instrs(replay, rows.0, coefs, act, cells, level);
-                            let arenas = (&arena.act[..], &mut arena.grad[..]);
-                            let part = &kept.backward[part.clone()];
-                            kernels::backward_instrs(
-                                part, rows, back_coefs, arenas, acc, cells, level,
-                            );
-                        }
-                        layout.scatter_patch_gradient(k, &arena.grad, &gp_new);
-                    });
+                (g, after, acc_rows.slice_mut(k * n_coefs, n_coefs))
+            };
+            layout.state_gradient(k, &after, g);
+            let mut guard = lock_arena(arenas);
+            let arena = &mut *guard;
+            layout.fill_patch(
+                &states[t * state_len..(t + 1) * state_len],
+                k,
+                &mut arena.act,
+            );
+            let cells = layout.chunk_cells(k);
+            let kept = &program.kept;
+            let (act, rows) = (&mut arena.act[..], kept.gates.n_rows);
+            let mut done = 0;
+            if let Some(reuse) = reuse {
+                // The rollout's outputs of this step and chunk; the backward replays the
+                // hidden perception rows per channel.
+                let len = reuse.outputs * CHUNK;
+                let block = &perception[(t * n_chunks + k) * len..][..len];
+                act[reuse.first as usize * CHUNK..][..len].copy_from_slice(block);
+                done = reuse.update_from;
             }
-        });
+            let update = &kept.gates.instrs[done..];
+            kernels::forward_instrs(update, rows, coefs, act, cells, level);
+            let back = &program.backward;
+            for &row in &back.unwritten {
+                arena.grad[row as usize * CHUNK..][..CHUNK].fill(0.0);
+            }
+            seed_outputs(&back.out_rows, g, mask_of(t, k), &mut arena.grad);
+            let rows = (kept.gates.n_rows, back.n_rows);
+            for (replay, part) in &kept.segments {
+                let replay = &kept.replay[replay.clone()];
+                let act = &mut arena.act[..];
+                kernels::forward_instrs(replay, rows.0, coefs, act, cells, level);
+                let arenas = (&arena.act[..], &mut arena.grad[..]);
+                let part = &kept.backward[part.clone()];
+                kernels::backward_instrs(part, rows, back_coefs, arenas, acc, cells, level);
+            }
+            layout.scatter_patch_gradient(k, &arena.grad, &gpatch[now]);
+        };
+        let task = |i: usize, k: usize| step_chunk(steps - 1 - i, k);
+        pool.install(|| wavefront::run(steps, &layout.chunks, &task, &|| false));
         let mut total = vec![0f64; n_coefs];
         for chunk in acc.chunks(n_coefs) {
             for (t, v) in total.iter_mut().zip(chunk) {
@@ -818,10 +844,11 @@ fn seed_outputs(out_rows: &[u32], g: &[f32], mask: Option<&[f32]>, grad: &mut [f
 
 /// Where the gradient w.r.t. the state a step produced comes from.
 enum Next<'a> {
-    /// The last step's: the loss gradient.
+    /// The last step's: the loss gradient (the chunk's rows).
     Final(&'a [f32]),
-    /// An earlier step's: the patch gradients of the step that read the state, plus
-    /// (asynchronous steps) the part that passed through cells that did not fire.
+    /// An earlier step's: the chunk's patch gradients from the step that read the
+    /// state, plus (asynchronous steps) the part that passed through cells that did not
+    /// fire. Each slice holds the chunk's rows only.
     Gather {
         gpatch: &'a [f32],
         grad_state: &'a [f32],
@@ -832,10 +859,9 @@ enum Next<'a> {
 impl Layout {
     /// Writes chunk `k`'s gradient w.r.t. a state (`chunk_len` floats) into `g`.
     fn state_gradient(&self, k: usize, next: &Next<'_>, g: &mut [f32]) {
-        let chunk_len = self.chunk_state_len();
         let (gpatch, grad_state, mask) = match *next {
             Next::Final(grad) => {
-                g.copy_from_slice(&grad[k * chunk_len..][..chunk_len]);
+                g.copy_from_slice(grad);
                 return;
             }
             Next::Gather {
@@ -849,9 +875,11 @@ impl Layout {
         // cell adds its terms in entry order, then the pass-through. Entries with no
         // source are +0, and a sum that starts at +0 is never -0, so adding a zero of
         // either sign (a patch gradient's first gate stores it) leaves it as it is.
-        let rows = &gpatch[k * 9 * chunk_len..][..9 * chunk_len];
         let lanes = kernels::lanes_used(self.chunk_cells(k));
-        for (row, patch) in g.chunks_exact_mut(CHUNK).zip(rows.chunks_exact(9 * CHUNK)) {
+        for (row, patch) in g
+            .chunks_exact_mut(CHUNK)
+            .zip(gpatch.chunks_exact(9 * CHUNK))
+        {
             let mut sum = [0f32; CHUNK];
             for entry in patch.chunks_exact(CHUNK) {
                 for i in 0..lanes {
@@ -861,9 +889,10 @@ impl Layout {
             row.copy_from_slice(&sum);
         }
         if let Some(m) = mask {
-            let m = &m[k * CHUNK..][..CHUNK];
-            let passed = &grad_state[k * chunk_len..][..chunk_len];
-            for (row, passed) in g.chunks_exact_mut(CHUNK).zip(passed.chunks_exact(CHUNK)) {
+            for (row, passed) in g
+                .chunks_exact_mut(CHUNK)
+                .zip(grad_state.chunks_exact(CHUNK))
+            {
                 for i in 0..CHUNK {
                     row[i] += passed[i] * (1.0 - m[i]);
                 }
@@ -887,30 +916,47 @@ impl Layout {
             let src = &grad[row + s.src as usize..];
             let at = s.to as usize * chunk_gpatch + row + s.at as usize;
             // SAFETY: `(s.to, row of every channel, s.at..s.at + s.len)` has this chunk
-            // as its only source, so no other task writes it, and nothing reads `out`
-            // in this parallel region.
+            // as its only source, so no other task writes it, and its reader (chunk
+            // `s.to`'s task of the step after, in `deps[k]`) waits for this task.
             unsafe { out.write_rows(at, src, s.len as usize, self.channels) };
         }
     }
 }
 
-/// A buffer that the tasks of one parallel region write at disjoint places.
-struct SharedRows {
-    ptr: *mut f32,
+/// A buffer that concurrent tasks read and write at disjoint places: the wavefront's
+/// dependencies (`Layout::deps`) keep a task off the places others are writing.
+struct SharedRows<T = f32> {
+    ptr: *mut T,
     len: usize,
 }
 
-// SAFETY: writers promise disjoint places (`write`).
-unsafe impl Sync for SharedRows {}
+// SAFETY: users promise disjoint places (`slice`, `slice_mut`, `write_rows`).
+unsafe impl<T: Send> Sync for SharedRows<T> {}
 
-impl SharedRows {
-    fn new(buf: &mut [f32]) -> SharedRows {
+impl<T> SharedRows<T> {
+    fn new(buf: &mut [T]) -> SharedRows<T> {
         SharedRows {
             ptr: buf.as_mut_ptr(),
             len: buf.len(),
         }
     }
 
+    /// Elements `at..at + len`, to read. Safety: no thread writes them meanwhile.
+    unsafe fn slice(&self, at: usize, len: usize) -> &[T] {
+        assert!(at + len <= self.len);
+        std::slice::from_raw_parts(self.ptr.add(at), len)
+    }
+
+    /// Elements `at..at + len`, to write. Safety: no other thread reads or writes
+    /// them meanwhile.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn slice_mut(&self, at: usize, len: usize) -> &mut [T] {
+        assert!(at + len <= self.len);
+        std::slice::from_raw_parts_mut(self.ptr.add(at), len)
+    }
+}
+
+impl SharedRows {
     /// `copy_rows` into this buffer from `at` on, of `len` floats of `rows` rows one
     /// every `9 · CHUNK` floats (in both: a chunk's patch rows of one entry). Safety: no
     /// other thread reads or writes those floats while the buffer is shared.

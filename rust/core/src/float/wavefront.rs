@@ -1,0 +1,267 @@
+//! Steps of a rollout (or of its back-propagation) run as a wavefront of chunk tasks:
+//! a chunk's next step starts as soon as the chunks it depends on have done this one,
+//! not when every chunk has. Which thread runs what changes no result: each task does
+//! the same work on the same data whenever it runs. What it buys is threads that never
+//! wait at the end of a step: the lizard's 6¼ chunks per step split over 2 threads as
+//! 3¼ and 3 in a wavefront, against 4 and 2¼ at worst with a barrier per step.
+
+use std::sync::{Condvar, Mutex, MutexGuard};
+
+/// The chunks of a grid, as the wavefront sees them.
+pub(crate) struct Chunks {
+    /// `deps[k]`: the chunks whose step `i - 1` task must be done before chunk `k`'s
+    /// step `i` starts, `k` included. Symmetric (`j ∈ deps[k]` iff `k ∈ deps[j]`), so
+    /// it also lists the tasks a finished one may release.
+    pub deps: Vec<Vec<u32>>,
+    /// Cells of each chunk: the work of its tasks, to share out among the workers.
+    pub cells: Vec<usize>,
+}
+
+/// Which tasks wait for which, and how far to go.
+struct Graph<'a> {
+    deps: &'a [Vec<u32>],
+    /// The worker whose share chunk `k` is in.
+    owner: Vec<usize>,
+    n_steps: usize,
+    progress: Mutex<Progress>,
+    /// Rung when a task becomes ready, or when the work ends.
+    wake: Condvar,
+}
+
+struct Progress {
+    /// Unfinished dependencies of task `(i, k)`, at `i · n_chunks + k`.
+    waiting: Vec<u32>,
+    /// Tasks whose dependencies are done, `(step, chunk)`.
+    ready: Vec<(usize, usize)>,
+    /// Tasks being run.
+    running: usize,
+    /// Steps to complete: `n_steps` until `stop` asks to stop, then one past the
+    /// latest step begun.
+    limit: usize,
+    /// The latest step any task was started for.
+    begun: usize,
+    /// A task panicked: the others stop taking tasks.
+    failed: bool,
+}
+
+/// Runs `task(i, k)` for every step `i < n_steps` and chunk `k`, each once every
+/// chunk in `chunks.deps[k]` has finished step `i - 1`. `stop` is asked after each task; once it says yes, no step past the
+/// latest begun one starts. Returns the steps done, every chunk of each (`n_steps`
+/// unless stopped).
+///
+/// One worker per thread of the current rayon pool takes ready tasks until none is
+/// left: no allocation per task (`tests/alloc.rs`). A worker with nothing ready waits
+/// only for tasks being run, which never wait, so it cannot deadlock even when the
+/// pool's threads are busy elsewhere. A task's panic reaches the caller.
+pub(crate) fn run<T, S>(n_steps: usize, chunks: &Chunks, task: &T, stop: &S) -> usize
+where
+    T: Fn(usize, usize) + Sync,
+    S: Fn() -> bool + Sync,
+{
+    let deps = &chunks.deps[..];
+    let n_chunks = deps.len();
+    if n_steps == 0 || n_chunks == 0 {
+        return n_steps;
+    }
+    let waiting = (0..n_steps * n_chunks)
+        .map(|x| {
+            if x < n_chunks {
+                0
+            } else {
+                deps[x % n_chunks].len() as u32
+            }
+        })
+        .collect();
+    let mut ready = Vec::with_capacity(n_steps * n_chunks);
+    ready.extend((0..n_chunks).rev().map(|k| (0, k)));
+    let workers = rayon::current_num_threads();
+    // Worker `w` owns the chunks whose middle cell falls in the `w`-th equal share of
+    // the cells: the lizard's 6¼ chunks split 3 and 3¼ over two.
+    let total: usize = chunks.cells.iter().sum();
+    let mut before = 0;
+    let owner = (chunks.cells.iter())
+        .map(|&c| {
+            let middle = before + c / 2;
+            before += c;
+            middle * workers / total.max(1)
+        })
+        .collect();
+    let graph = Graph {
+        deps,
+        owner,
+        n_steps,
+        progress: Mutex::new(Progress {
+            waiting,
+            ready,
+            running: 0,
+            limit: n_steps,
+            begun: 0,
+            failed: false,
+        }),
+        wake: Condvar::new(),
+    };
+    rayon::scope(|s| {
+        for w in 0..workers {
+            let graph = &graph;
+            s.spawn(move |_| graph.work(w, task, stop));
+        }
+    });
+    let steps_done = graph.lock().limit;
+    steps_done
+}
+
+impl Graph<'_> {
+    fn lock(&self) -> MutexGuard<'_, Progress> {
+        self.progress.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Worker `w`: takes ready tasks until every task is done, first those of its own
+    /// chunks, earliest step first, so that a chunk's rows mostly stay in one core's
+    /// cache from step to step.
+    fn work(
+        &self,
+        w: usize,
+        task: &(dyn Fn(usize, usize) + Sync),
+        stop: &(dyn Fn() -> bool + Sync),
+    ) {
+        let mut p = self.lock();
+        loop {
+            if p.failed {
+                return;
+            }
+            let best = (0..p.ready.len()).min_by_key(|&x| {
+                let (i, k) = p.ready[x];
+                (self.owner[k] != w, i)
+            });
+            if let Some(x) = best {
+                let (i, k) = p.ready.swap_remove(x);
+                p.running += 1;
+                drop(p);
+                let failed = Failed(self);
+                task(i, k);
+                std::mem::forget(failed);
+                p = self.lock();
+                p.running -= 1;
+                self.finish(&mut p, i, k, stop);
+            } else if p.running == 0 {
+                self.wake.notify_all();
+                return;
+            } else {
+                p = self.wake.wait(p).unwrap_or_else(|e| e.into_inner());
+            }
+        }
+    }
+
+    /// Records task `(i, k)` as done, and makes ready the tasks it was the last
+    /// dependency of.
+    fn finish(&self, p: &mut Progress, i: usize, k: usize, stop: &dyn Fn() -> bool) {
+        if p.limit == self.n_steps && stop() {
+            p.limit = p.begun + 1;
+        }
+        if i + 1 < p.limit {
+            let n_chunks = self.deps.len();
+            for &j in &self.deps[k] {
+                let at = (i + 1) * n_chunks + j as usize;
+                p.waiting[at] -= 1;
+                if p.waiting[at] == 0 {
+                    p.ready.push((i + 1, j as usize));
+                    p.begun = p.begun.max(i + 1);
+                }
+            }
+        }
+        if p.ready.len() > 1 || (p.ready.is_empty() && p.running == 0) {
+            self.wake.notify_all();
+        }
+    }
+}
+
+/// Unwinding out of a task: tells the other workers to stop, so none waits forever.
+struct Failed<'a, 'b>(&'a Graph<'b>);
+
+impl Drop for Failed<'_, '_> {
+    fn drop(&mut self) {
+        let mut p = self.0.lock();
+        p.failed = true;
+        p.running -= 1;
+        self.0.wake.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A ring of chunks, each depending on itself and its two neighbours.
+    fn ring(n: usize) -> Chunks {
+        let deps = (0..n)
+            .map(|k| {
+                let mut d = vec![((k + n - 1) % n) as u32, k as u32, ((k + 1) % n) as u32];
+                d.sort_unstable();
+                d.dedup();
+                d
+            })
+            .collect();
+        Chunks {
+            deps,
+            cells: (0..n).map(|k| 64 - 16 * (k + 1 == n) as usize).collect(),
+        }
+    }
+
+    /// Every task runs once, after its dependencies, whatever the pool size; a stop
+    /// ends after a whole step, and no task of a later step has run.
+    #[test]
+    fn tasks_run_once_after_their_dependencies() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        for threads in [1, 2, 4, 7] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            for (n_chunks, n_steps, stop_after) in [(1, 5, None), (7, 9, None), (7, 9, Some(20))] {
+                let chunks = ring(n_chunks);
+                let deps = &chunks.deps;
+                let done: Vec<AtomicUsize> = (0..n_chunks * n_steps)
+                    .map(|_| AtomicUsize::new(0))
+                    .collect();
+                let finished = AtomicUsize::new(0);
+                let task = |i: usize, k: usize| {
+                    if i > 0 {
+                        for &j in &deps[k] {
+                            let before = (i - 1) * n_chunks + j as usize;
+                            assert_eq!(done[before].load(Ordering::SeqCst), 1);
+                        }
+                    }
+                    done[i * n_chunks + k].fetch_add(1, Ordering::SeqCst);
+                    finished.fetch_add(1, Ordering::SeqCst);
+                };
+                let stop = || stop_after.is_some_and(|n| finished.load(Ordering::SeqCst) >= n);
+                let steps = pool.install(|| run(n_steps, &chunks, &task, &stop));
+                let counts: Vec<usize> = done.iter().map(|d| d.load(Ordering::SeqCst)).collect();
+                assert!(counts[..steps * n_chunks].iter().all(|&c| c == 1));
+                assert!(counts[steps * n_chunks..].iter().all(|&c| c == 0));
+                match stop_after {
+                    None => assert_eq!(steps, n_steps),
+                    Some(n) => assert!(steps < n_steps && steps * n_chunks >= n),
+                }
+            }
+        }
+    }
+
+    /// A task's panic ends the run and reaches the caller, on any pool size, instead of
+    /// leaving the other workers waiting for it.
+    #[test]
+    fn a_panicking_task_reaches_the_caller() {
+        for threads in [1, 2, 4] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let chunks = ring(5);
+            let task = |i: usize, k: usize| assert!(i != 2 || k != 3, "task (2, 3) fails");
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                pool.install(|| run(6, &chunks, &task, &|| false))
+            }));
+            assert!(result.is_err());
+        }
+    }
+}
