@@ -31,23 +31,24 @@ struct Graph<'a> {
 struct Progress {
     /// Unfinished dependencies of task `(i, k)`, at `i · n_chunks + k`.
     waiting: Vec<u32>,
-    /// Tasks whose dependencies are done, `(step, chunk)`.
+    /// Tasks whose dependencies are done, `(step, chunk)`: one per chunk at most, as
+    /// a chunk's next task waits for its current one.
     ready: Vec<(usize, usize)>,
     /// Tasks being run.
     running: usize,
     /// Steps to complete: `n_steps` until `stop` asks to stop, then one past the
     /// latest step begun.
     limit: usize,
-    /// The latest step any task was started for.
+    /// The latest step any task was made ready for.
     begun: usize,
     /// A task panicked: the others stop taking tasks.
     failed: bool,
 }
 
 /// Runs `task(i, k)` for every step `i < n_steps` and chunk `k`, each once every
-/// chunk in `chunks.deps[k]` has finished step `i - 1`. `stop` is asked after each task; once it says yes, no step past the
-/// latest begun one starts. Returns the steps done, every chunk of each (`n_steps`
-/// unless stopped).
+/// chunk in `chunks.deps[k]` has finished step `i - 1`. `stop` is asked after each
+/// task; once it says yes, no step past the latest begun one starts. Returns the steps
+/// done, every chunk of each (`n_steps` unless stopped).
 ///
 /// One worker per thread of the current rayon pool takes ready tasks until none is
 /// left: no allocation per task (`tests/alloc.rs`). A worker with nothing ready waits
@@ -72,7 +73,7 @@ where
             }
         })
         .collect();
-    let mut ready = Vec::with_capacity(n_steps * n_chunks);
+    let mut ready = Vec::with_capacity(n_chunks);
     ready.extend((0..n_chunks).rev().map(|k| (0, k)));
     let workers = rayon::current_num_threads();
     // Worker `w` owns the chunks whose middle cell falls in the `w`-th equal share of
@@ -164,6 +165,7 @@ impl Graph<'_> {
                 let at = (i + 1) * n_chunks + j as usize;
                 p.waiting[at] -= 1;
                 if p.waiting[at] == 0 {
+                    debug_assert!(p.ready.len() < n_chunks);
                     p.ready.push((i + 1, j as usize));
                     p.begun = p.begun.max(i + 1);
                 }
