@@ -159,6 +159,32 @@ def test_training_is_bit_identical_across_thread_counts() -> None:
             np.testing.assert_array_equal(run[2][name], runs[0][2][name])
 
 
+def test_models_trained_in_parallel_threads_match_serial_training() -> None:
+    # Two Python threads train at once (the engine releases the GIL), so two wavefronts
+    # share the engine's pool: neither may wait on the other, or change its results.
+    from concurrent.futures import ThreadPoolExecutor
+
+    spec = small_spec(3, True, 0.6, steps=5)
+    rng = np.random.default_rng(11)
+    x = (rng.random((2, 12, 20, 3)) < 0.5).astype(np.float32)  # 480 cells: 7.5 chunks
+    y = (rng.random((2, 12, 20, 3)) < 0.5).astype(np.float32)
+
+    def train(seed: int) -> list[float]:
+        model = random_model(spec, seed=seed)
+        return [model.train_step(x, y) for _ in range(6)]
+
+    seeds = [1, 2, 3, 4]
+    serial = [train(seed) for seed in seeds]
+    for threads in (1, 2, 3):
+        logicars.set_num_threads(threads)
+        try:
+            with ThreadPoolExecutor(max_workers=len(seeds)) as pool:
+                parallel = list(pool.map(train, seeds))
+        finally:
+            logicars.set_num_threads(0)
+        assert parallel == serial
+
+
 def test_fresh_model_is_pass_through_and_seeded() -> None:
     spec = small_spec(2, True)
     a, b, c = (
