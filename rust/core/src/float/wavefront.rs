@@ -29,7 +29,10 @@ struct Graph<'a> {
 }
 
 struct Progress {
-    /// Unfinished dependencies of task `(i, k)`, at `i · n_chunks + k`.
+    /// Unfinished dependencies of task `(i, k)`, at `(i mod 2) · n_chunks + k`. Two
+    /// steps of counters are enough: a decrement for `(i + 2, k)` comes from a task of
+    /// step `i + 1` around `k`, which waited for `(i + 1, k)`, so `(i, k)`'s count had
+    /// reached 0 (and been set back to `deps[k].len()` for step `i + 2`) before.
     waiting: Vec<u32>,
     /// Tasks whose dependencies are done, `(step, chunk)`: one per chunk at most, as
     /// a chunk's next task waits for its current one.
@@ -64,14 +67,8 @@ where
     if n_steps == 0 || n_chunks == 0 {
         return n_steps;
     }
-    let waiting = (0..n_steps * n_chunks)
-        .map(|x| {
-            if x < n_chunks {
-                0
-            } else {
-                deps[x % n_chunks].len() as u32
-            }
-        })
+    let waiting = (0..2 * n_chunks)
+        .map(|x| deps[x % n_chunks].len() as u32)
         .collect();
     let mut ready = Vec::with_capacity(n_chunks);
     ready.extend((0..n_chunks).rev().map(|k| (0, k)));
@@ -162,9 +159,10 @@ impl Graph<'_> {
         if i + 1 < p.limit {
             let n_chunks = self.deps.len();
             for &j in &self.deps[k] {
-                let at = (i + 1) * n_chunks + j as usize;
+                let at = (i + 1) % 2 * n_chunks + j as usize;
                 p.waiting[at] -= 1;
                 if p.waiting[at] == 0 {
+                    p.waiting[at] = self.deps[j as usize].len() as u32;
                     debug_assert!(p.ready.len() < n_chunks);
                     p.ready.push((i + 1, j as usize));
                     p.begun = p.begun.max(i + 1);
@@ -219,7 +217,8 @@ mod tests {
                 .num_threads(threads)
                 .build()
                 .unwrap();
-            for (n_chunks, n_steps, stop_after) in [(1, 5, None), (7, 9, None), (7, 9, Some(20))] {
+            let cases = [(1, 5, None), (7, 9, None), (7, 9, Some(20)), (40, 30, None)];
+            for (n_chunks, n_steps, stop_after) in cases {
                 let chunks = ring(n_chunks);
                 let deps = &chunks.deps;
                 let done: Vec<AtomicUsize> = (0..n_chunks * n_steps)
