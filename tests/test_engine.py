@@ -160,8 +160,8 @@ def test_training_is_bit_identical_across_thread_counts() -> None:
 
 
 def test_models_trained_in_parallel_threads_match_serial_training() -> None:
-    # Two Python threads train at once (the engine releases the GIL), so two wavefronts
-    # share the engine's pool: neither may wait on the other, or change its results.
+    # Four Python threads train at once (the engine releases the GIL), so several
+    # wavefronts share the engine's pool: none may wait on another, or change its results.
     from concurrent.futures import ThreadPoolExecutor
 
     spec = small_spec(3, True, 0.6, steps=5)

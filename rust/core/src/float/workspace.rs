@@ -259,7 +259,7 @@ impl Layout {
     /// Cells of the grid in chunk `k`: `CHUNK` but in the last chunk, whose padding
     /// cells past the grid the kernels skip, a SIMD block at a time.
     fn chunk_cells(&self, k: usize) -> usize {
-        self.shape.cells().saturating_sub(k * CHUNK).min(CHUNK)
+        self.chunks.cells[k]
     }
 
     /// Address of (cell, channel) in a state buffer.
@@ -615,7 +615,7 @@ impl Workspace {
             let mut arena = lock_arena(arenas);
             let gates = &program.rollout;
             let act = &mut arena.act[..];
-            // SAFETY: the chunks of state t that the fill reads (`deps[k]`, and the zero
+            // SAFETY: the chunks of state t that the fill reads (`chunks.deps[k]`, and the zero
             // chunk, never written) were written by finished tasks.
             unsafe { layout.fill_patch_from(states.ptr.add(t * len), len, k, act) };
             let cells = layout.chunk_cells(k);
@@ -709,8 +709,9 @@ impl Workspace {
         let chunk_len = self.layout.chunk_state_len();
         let n_pad = self.layout.n_pad();
         let n_coefs = program.n_coefs();
-        let n_patch_rows = 9 * program.channels;
-        let gpatch_len = self.layout.n_chunks * n_patch_rows * CHUNK;
+        // Floats of one chunk's patch-gradient rows, and of every chunk's.
+        let patch_len = 9 * program.channels * CHUNK;
+        let gpatch_len = self.layout.n_chunks * patch_len;
         self.acc.iter_mut().for_each(|v| *v = 0.0);
         let Workspace {
             layout,
@@ -740,11 +741,10 @@ impl Workspace {
         // state gradients alternate between two buffers by the step's parity.
         let step_chunk = |t: usize, k: usize| {
             let (now, before) = (t % 2, (t + 1) % 2);
-            let patch_len = n_patch_rows * CHUNK;
             // SAFETY: a chunk's rows of the state-gradient buffers and of `acc` are
             // its own tasks' alone, and they run one after the other. Its patch-gradient
             // rows of the other parity were written by step t + 1's tasks of the chunks
-            // around it (`deps[k]`), all finished; the next writers of those rows are
+            // around it (`chunks.deps[k]`), all finished; the next writers of those rows are
             // step t - 1's tasks of the same chunks, which wait for this one.
             let (g, after, acc) = unsafe {
                 let g = grad_state[now].slice_mut(k * chunk_len, chunk_len);
@@ -917,14 +917,14 @@ impl Layout {
             let at = s.to as usize * chunk_gpatch + row + s.at as usize;
             // SAFETY: `(s.to, row of every channel, s.at..s.at + s.len)` has this chunk
             // as its only source, so no other task writes it, and its reader (chunk
-            // `s.to`'s task of the step after, in `deps[k]`) waits for this task.
+            // `s.to`'s task of the step after, in `chunks.deps[k]`) waits for this task.
             unsafe { out.write_rows(at, src, s.len as usize, self.channels) };
         }
     }
 }
 
 /// A buffer that concurrent tasks read and write at disjoint places: the wavefront's
-/// dependencies (`Layout::deps`) keep a task off the places others are writing.
+/// dependencies (`Layout::chunks`) keep a task off the places others are writing.
 struct SharedRows<T = f32> {
     ptr: *mut T,
     len: usize,
