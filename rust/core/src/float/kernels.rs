@@ -196,7 +196,7 @@ fn forward_impl<A: MulAdd, const N: usize>(instrs: &[Instr], coefs: &[[f32; 4]],
 }
 
 /// Lanes summed in one SIMD register's worth.
-const LANES: usize = 16;
+pub(crate) const LANES: usize = 16;
 
 /// The lanes the kernels read and write in a chunk of `cells` cells: whole SIMD blocks.
 pub fn lanes_used(cells: usize) -> usize {
