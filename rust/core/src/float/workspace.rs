@@ -1122,6 +1122,56 @@ mod tests {
     /// that neighbour of that cell, zero outside a zero-padded grid and for padding
     /// cells, on grids whose rows wrap inside chunks and runs cross chunks; it leaves
     /// the lanes past the last block holding cells, which the kernels do not read.
+    /// The gather sums each cell's nine patch-gradient entries in entry order (then the
+    /// pass-through), a block of lanes at a time: the same bits as a sum cell by cell,
+    /// +0 past the grid's cells, over a partly filled last chunk.
+    #[test]
+    fn gather_sums_each_cells_entries_in_order() {
+        let shape = GridShape {
+            batch: 1,
+            height: 7,
+            width: 11,
+        };
+        let channels = 2;
+        let layout = Layout::new(shape, channels, true);
+        let patch_len = 9 * channels * CHUNK;
+        // Values of many magnitudes, so that another order of addition shows.
+        let value = |i: usize| ((i * 2654435761) % 1000) as f32 * 10f32.powi((i % 7) as i32 - 3);
+        let gpatch: Vec<f32> = (0..layout.n_chunks * patch_len)
+            .map(|i| value(i) - 400.0)
+            .collect();
+        let passed: Vec<f32> = (0..channels * CHUNK).map(|i| value(i + 7)).collect();
+        let mask: Vec<f32> = (0..CHUNK).map(|i| (i % 3 == 0) as u8 as f32).collect();
+        for k in 0..layout.n_chunks {
+            for mask in [None, Some(&mask[..])] {
+                let next = Next::Gather {
+                    gpatch: &gpatch[k * patch_len..][..patch_len],
+                    grad_state: &passed,
+                    mask,
+                };
+                let mut g = vec![f32::NAN; channels * CHUNK];
+                layout.state_gradient(k, &next, &mut g);
+                for (c, lane) in (0..channels).flat_map(|c| (0..CHUNK).map(move |l| (c, l))) {
+                    let mut want = 0f32;
+                    if lane < layout.chunk_cells(k) {
+                        for e in 0..9 {
+                            want += gpatch[k * patch_len + (c * 9 + e) * CHUNK + lane];
+                        }
+                        if let Some(m) = mask {
+                            want += passed[c * CHUNK + lane] * (1.0 - m[lane]);
+                        }
+                    }
+                    let got = g[c * CHUNK + lane];
+                    assert_eq!(
+                        got.to_bits(),
+                        want.to_bits(),
+                        "chunk {k} channel {c} lane {lane}"
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn fill_patch_writes_every_neighbour() {
         for (periodic, width) in [(false, 13), (true, 13), (true, 20), (false, 70)] {
