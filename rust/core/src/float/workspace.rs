@@ -879,13 +879,12 @@ impl Layout {
             } => (gpatch, grad_state, mask),
         };
         // The chunk's own nine rows per channel, which the chunks that read its cells
-        // scattered there (`scatter_patch_gradient`), summed whole rows at a time. Every
-        // cell adds its terms in entry order, then the pass-through. Entries with no
-        // source are +0, and a sum that starts at +0 is never -0, so adding a zero of
-        // either sign (a patch gradient's first gate stores it) leaves it as it is.
-        // A block of lanes at a time, its sums in registers: with the lane count known
-        // only at run time, a loop over lanes compiled to scalar adds through the stack
-        // (5% of the lizard's epoch). Each lane's sum still adds the entries in order.
+        // scattered there (`scatter_patch_gradient`), summed a block of lanes at a time
+        // in registers (a loop over a lane count known only at run time compiled to
+        // scalar adds through the stack: 5% of the lizard's epoch). Every cell adds its
+        // terms in entry order, then the pass-through. Entries with no source are +0,
+        // and a sum that starts at +0 is never -0, so adding a zero of either sign (a
+        // patch gradient's first gate stores it) leaves it as it is.
         const BLOCK: usize = kernels::LANES;
         let blocks = kernels::lanes_used(self.chunk_cells(k)) / BLOCK;
         for (row, patch) in g
@@ -1120,10 +1119,6 @@ mod tests {
         }
     }
 
-    /// The patch fill writes every (channel, entry, lane) of a chunk with the value of
-    /// that neighbour of that cell, zero outside a zero-padded grid and for padding
-    /// cells, on grids whose rows wrap inside chunks and runs cross chunks; it leaves
-    /// the lanes past the last block holding cells, which the kernels do not read.
     /// The gather sums each cell's nine patch-gradient entries in entry order (then the
     /// pass-through), a block of lanes at a time: the same bits as a sum cell by cell,
     /// +0 past the grid's cells, over a partly filled last chunk.
@@ -1174,6 +1169,10 @@ mod tests {
         }
     }
 
+    /// The patch fill writes every (channel, entry, lane) of a chunk with the value of
+    /// that neighbour of that cell, zero outside a zero-padded grid and for padding
+    /// cells, on grids whose rows wrap inside chunks and runs cross chunks; it leaves
+    /// the lanes past the last block holding cells, which the kernels do not read.
     #[test]
     fn fill_patch_writes_every_neighbour() {
         for (periodic, width) in [(false, 13), (true, 13), (true, 20), (false, 70)] {
