@@ -1169,6 +1169,41 @@ mod tests {
         }
     }
 
+    /// `load_grid` puts every (cell, channel) of the grid at its `addr`, and zeros in
+    /// the padding lanes of the last chunk and in the zero chunk (here: stale values
+    /// from a state loaded before), and `read_grid` gives the grid back.
+    #[test]
+    fn load_grid_places_every_cell_and_zeros_the_rest() {
+        let spec = Spec::from_json(
+            r#"{"channels": 5, "periodic": true, "num_steps": 1, "loss_channels": [0],
+                "perceive": {"n_kernels": 2, "layers": [9, 8, 4],
+                "connections": ["first_kernel", "unique"]},
+                "update": {"layers": [45, 24, 12, 6, 5], "connections": ["unique", "unique", "unique", "unique"]}}"#,
+        )
+        .unwrap();
+        let model = Model::new(spec, 1).unwrap();
+        let (p, u) = (model.perceive_wires(), model.update_wires());
+        let program = Program::compile(model.spec(), p, u);
+        let shape = GridShape {
+            batch: 2,
+            height: 7,
+            width: 11,
+        };
+        let mut ws = Workspace::new(&program, shape, 1, true).unwrap();
+        let n = shape.cells() * 5;
+        let grid: Vec<f32> = (0..n).map(|i| i as f32 + 1.0).collect();
+        ws.states.iter_mut().for_each(|v| *v = -1.0);
+        ws.load_grid(&grid);
+        let mut want = vec![0f32; ws.layout.state_len()];
+        for (i, &v) in grid.iter().enumerate() {
+            want[ws.layout.addr(i / 5, i % 5)] = v;
+        }
+        assert_eq!(ws.state(0), &want[..]);
+        let mut back = Vec::new();
+        ws.read_grid(0, &mut back);
+        assert_eq!(back, grid);
+    }
+
     /// The patch fill writes every (channel, entry, lane) of a chunk with the value of
     /// that neighbour of that cell, zero outside a zero-padded grid and for padding
     /// cells, on grids whose rows wrap inside chunks and runs cross chunks; it leaves

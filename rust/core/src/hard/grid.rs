@@ -426,15 +426,29 @@ impl GridSim {
 
     /// Writes the current state into `out` as a `B × H × W × C` grid of 0/1 bytes.
     pub(crate) fn read_into(&self, out: &mut [u8]) {
+        let all: Vec<usize> = (0..self.lay.channels).collect();
+        self.read_channels_into(&all, out)
+    }
+
+    /// Channels `channels` of the current state, in that order, as `B × H × W × L` bytes.
+    pub(crate) fn read_channels_into(&self, channels: &[usize], out: &mut [u8]) {
         let lay = self.lay;
-        let c_n = lay.channels;
-        assert_eq!(out.len(), self.cells() * c_n, "read_into: B*H*W*C bytes");
+        let (c_n, l) = (lay.channels, channels.len());
+        assert!(
+            channels.iter().all(|&c| c < c_n),
+            "read: channel out of range"
+        );
+        assert_eq!(out.len(), self.cells() * l, "read: B*H*W*L bytes");
+        if l == 0 {
+            return;
+        }
         threads::pool().install(|| {
-            out.par_chunks_mut(lay.width * c_n)
+            out.par_chunks_mut(lay.width * l)
                 .zip(self.cur.par_chunks(c_n * lay.stride))
                 .for_each(|(cells, row)| {
-                    for (c, ch) in row.chunks_exact(lay.stride).enumerate() {
-                        unpack_bits(&ch[lay.lanes..lay.lanes + lay.nw], c_n, &mut cells[c..]);
+                    for (j, &c) in channels.iter().enumerate() {
+                        let ch = &row[c * lay.stride..][..lay.stride];
+                        unpack_bits(&ch[lay.lanes..lay.lanes + lay.nw], l, &mut cells[j..]);
                     }
                 })
         });

@@ -361,6 +361,17 @@ impl Simulator {
         }
     }
 
+    /// Writes channels `channels` of the current state, in that order, into `out`
+    /// (`B × H × W × L` bytes of 0/1, `L = channels.len()`): a loss that reads a few
+    /// channels of a wide model then unpacks those only.
+    pub fn read_channels_into(&self, channels: &[usize], out: &mut [u8]) {
+        match &self.inner {
+            #[cfg(target_arch = "x86_64")]
+            Inner::Jit(s) => s.read_channels_into(channels, out),
+            Inner::Slots(s) => s.read_channels_into(channels, out),
+        }
+    }
+
     /// Sets the damage plane (`H × W` or `B × H × W` bytes, 1 = dead; `None` removes it).
     pub fn set_damage(&mut self, cells: Option<&[u8]>) -> Result<()> {
         threads::pool().install(|| match &mut self.inner {

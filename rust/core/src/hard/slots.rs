@@ -300,15 +300,30 @@ impl SlotSim {
 
     /// Writes the current state into `out` as a `B × H × W × C` grid of 0/1 bytes.
     pub fn read_into(&self, out: &mut [u8]) {
+        let all: Vec<usize> = (0..self.geo.channels).collect();
+        self.read_channels_into(&all, out)
+    }
+
+    /// Writes channels `channels` of the current state, in that order, into `out` as a
+    /// `B × H × W × L` grid of 0/1 bytes (`L = channels.len()`).
+    pub fn read_channels_into(&self, channels: &[usize], out: &mut [u8]) {
         let (c_n, nw, w) = (self.geo.channels, self.geo.nw, self.geo.width);
-        assert_eq!(out.len(), self.cells() * c_n, "read_into: B*H*W*C bytes");
+        let l = channels.len();
+        assert!(
+            channels.iter().all(|&c| c < c_n),
+            "read: channel out of range"
+        );
+        assert_eq!(out.len(), self.cells() * l, "read: B*H*W*L bytes");
+        if l == 0 {
+            return;
+        }
         threads::pool().install(|| {
-            out.par_chunks_mut(w * c_n)
+            out.par_chunks_mut(w * l)
                 .zip(self.cur.par_chunks(nw * c_n))
                 .for_each(|(cells, words)| {
-                    for (col, cell) in cells.chunks_exact_mut(c_n).enumerate() {
+                    for (col, cell) in cells.chunks_exact_mut(l).enumerate() {
                         let (i, k) = (col / 64, col % 64);
-                        for (c, v) in cell.iter_mut().enumerate() {
+                        for (v, &c) in cell.iter_mut().zip(channels) {
                             *v = ((words[c * nw + i] >> k) & 1) as u8;
                         }
                     }

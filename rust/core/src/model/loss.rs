@@ -6,7 +6,7 @@ use rayon::prelude::*;
 use super::{Decoding, Model};
 use crate::error::Result;
 use crate::float::GridShape;
-use crate::hard::{self, HardEngine, Masks, SimOptions};
+use crate::hard::{HardEngine, Masks, SimOptions, Simulator};
 use crate::memory;
 use crate::relax::{self, Relaxed};
 use crate::threads;
@@ -185,23 +185,45 @@ impl Model {
         masks: Option<&[f32]>,
     ) -> Result<f64> {
         let steps = self.spec.num_steps;
-        let binary = |v: &[f32]| v.iter().all(|&b| b == 0.0 || b == 1.0);
-        if !(binary(x) && masks.is_none_or(binary)) {
-            let coefs = self.coefficients(Decoding::Hard);
-            let binarize = self.spec.binarize_states;
-            self.forward(x, shape, steps, &coefs, masks, (binarize, false), None)?;
-            return Ok(self.loss(y, per_cell, steps, None));
-        }
-        self.check_grid("x", x, shape, self.spec.channels)?;
-        let bits: Vec<u8> = x.iter().map(|&v| v as u8).collect();
-        let mask_bits: Option<Vec<u8>> = masks.map(|m| m.iter().map(|&v| v as u8).collect());
+        // A grid's bits, or None when it is not binary: one pass (x was checked by the
+        // caller).
+        let as_bits = |v: &[f32]| {
+            let mut binary = true;
+            let bits: Vec<u8> = (v.iter())
+                .map(|&b| {
+                    binary &= b == 0.0 || b == 1.0;
+                    (b == 1.0) as u8
+                })
+                .collect();
+            binary.then_some(bits)
+        };
+        let (bits, mask_bits) = match (as_bits(x), masks.map(as_bits)) {
+            (Some(bits), None) => (bits, None),
+            (Some(bits), Some(Some(mask_bits))) => (bits, Some(mask_bits)),
+            _ => {
+                let coefs = self.coefficients(Decoding::Hard);
+                let binarize = self.spec.binarize_states;
+                self.forward(x, shape, steps, &coefs, masks, (binarize, false), None)?;
+                return Ok(self.loss(y, per_cell, steps, None));
+            }
+        };
         let mut opts = SimOptions::new(steps, self.spec.periodic);
         if let Some(m) = &mask_bits {
             opts.masks = Masks::Given(m);
         }
-        let out = hard::simulate_on(HardEngine::Slots, self.hard_circuit(), &bits, shape, &opts)?;
-        let c = self.spec.channels;
-        let value = |n: usize, ch: usize| out[n * c + ch] as f32;
+        let engine = Some(HardEngine::Slots);
+        let mut sim = Simulator::new(self.hard_circuit(), shape, opts.periodic, engine, 0)?;
+        sim.load(&bits)?;
+        sim.advance(&opts)?;
+        // Only the loss channels leave the packed state (the lizard's: 1 of 128).
+        let channels = &self.spec.loss_channels;
+        let mut out = memory::try_vec(shape.cells() * channels.len(), 0u8, "the grids")?;
+        sim.read_channels_into(channels, &mut out);
+        let mut at = vec![0; self.spec.channels];
+        for (i, &ch) in channels.iter().enumerate() {
+            at[ch] = i;
+        }
+        let value = |n: usize, ch: usize| out[n * channels.len() + at[ch]] as f32;
         Ok(self.squared_error(y, per_cell, shape.cells(), value, |_, _, _| {}))
     }
 }

@@ -100,6 +100,56 @@ fn the_hard_loss_follows_changed_logits() {
     );
 }
 
+/// The hard loss unpacks only the loss channels of the bit-sliced run: it is the
+/// squared error of the float engine's hard rollout on those channels, with the loss
+/// channels in any order and the target given for every channel or for those only.
+#[test]
+fn the_hard_loss_is_the_hard_rollouts_error_on_the_loss_channels() {
+    let json = r#"{"channels": 3, "periodic": false, "num_steps": 3, "async": false,
+        "loss_channels": [2, 0],
+        "perceive": {"n_kernels": 2, "layers": [9, 8, 4],
+                     "connections": ["first_kernel", "unique"]},
+        "update": {"layers": [27, 16, 8, 4, 3],
+                   "connections": ["unique", "unique", "unique", "unique"]}}"#;
+    let spec = Spec::from_json(json).unwrap();
+    let m = Model::new(spec.clone(), 3).unwrap();
+    // Logits that pick a spread of ops, so that the channels differ.
+    let logits: Vec<f32> = (0..m.logits().len())
+        .map(|i| ((i * 7919) % 23) as f32 / 4.0)
+        .collect();
+    let model = || {
+        let (perceive, update) = (m.perceive_wires().to_vec(), m.update_wires().to_vec());
+        Model::from_parts(spec.clone(), perceive, update, logits.clone(), 3).unwrap()
+    };
+    let cells = SHAPE.cells();
+    let x: Vec<f32> = (0..cells * 3).map(|i| (i % 5 < 2) as u8 as f32).collect();
+    let out = model()
+        .rollout(&x, SHAPE, 3, Decoding::Hard, None, false)
+        .unwrap();
+    assert!((0..cells).any(|n| out[n * 3] != out[n * 3 + 2]));
+    // Targets the rollout meets on both loss channels (and misses on channel 1, not a
+    // loss channel), then misses in every cell on channel 2 too: hard losses 0 and one
+    // per cell, with the target given for every channel, then for the loss channels.
+    let mut y = out.clone();
+    for miss_2 in [false, true] {
+        for n in 0..cells {
+            y[n * 3 + 1] = 1.0 - out[n * 3 + 1];
+            y[n * 3 + 2] = if miss_2 {
+                1.0 - out[n * 3 + 2]
+            } else {
+                out[n * 3 + 2]
+            };
+        }
+        let y_loss: Vec<f32> = (0..cells).flat_map(|n| [y[n * 3 + 2], y[n * 3]]).collect();
+        for target in [&y, &y_loss] {
+            let (_, hard) = model()
+                .train_step(&x, target, SHAPE, None, 0.05, optim::WEIGHT_DECAY)
+                .unwrap();
+            assert_eq!(hard, if miss_2 { cells as f64 } else { 0.0 });
+        }
+    }
+}
+
 #[test]
 fn absurd_step_counts_are_refused_before_allocating() {
     let mut m = async_model();
