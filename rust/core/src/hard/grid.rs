@@ -21,7 +21,7 @@ use rayon::prelude::*;
 use super::jit::{Isa, Kernel, RowArgs};
 use super::masks::{random_mask, StepMask};
 use super::netlist::Netlist;
-use super::packing::Geo;
+use super::packing::{check_channel_read, Geo};
 use crate::aligned::AlignedVec;
 use crate::error::{shape_err, value_err, Result};
 use crate::float::GridShape;
@@ -434,11 +434,7 @@ impl GridSim {
     pub(crate) fn read_channels_into(&self, channels: &[usize], out: &mut [u8]) {
         let lay = self.lay;
         let (c_n, l) = (lay.channels, channels.len());
-        assert!(
-            channels.iter().all(|&c| c < c_n),
-            "read: channel out of range"
-        );
-        assert_eq!(out.len(), self.cells() * l, "read: B*H*W*L bytes");
+        check_channel_read(channels, c_n, self.cells(), out);
         if l == 0 {
             return;
         }

@@ -143,3 +143,13 @@ pub(crate) fn pack_row(cells: &[u8], stride: usize, words: &mut [u64]) {
         *word = v;
     }
 }
+
+/// Checks a read of channels `channels` of a `channels_n`-channel grid of `cells` cells
+/// into `out` (`cells · channels.len()` bytes): a bad request is the caller's bug.
+pub(crate) fn check_channel_read(channels: &[usize], channels_n: usize, cells: usize, out: &[u8]) {
+    assert!(
+        channels.iter().all(|&c| c < channels_n),
+        "read: channel out of range"
+    );
+    assert_eq!(out.len(), cells * channels.len(), "read: B*H*W*L bytes");
+}

@@ -19,7 +19,7 @@ use rayon::prelude::*;
 use super::circuit::{Circuit, Output};
 use super::kernels::Arena;
 use super::masks::{given_mask, random_mask, StepMask};
-use super::packing::{pack_plane, Geo};
+use super::packing::{check_channel_read, pack_plane, Geo};
 use crate::error::{shape_err, value_err, Result};
 use crate::float::kernels::{self, SimdLevel};
 use crate::float::GridShape;
@@ -309,11 +309,7 @@ impl SlotSim {
     pub fn read_channels_into(&self, channels: &[usize], out: &mut [u8]) {
         let (c_n, nw, w) = (self.geo.channels, self.geo.nw, self.geo.width);
         let l = channels.len();
-        assert!(
-            channels.iter().all(|&c| c < c_n),
-            "read: channel out of range"
-        );
-        assert_eq!(out.len(), self.cells() * l, "read: B*H*W*L bytes");
+        check_channel_read(channels, c_n, self.cells(), out);
         if l == 0 {
             return;
         }
