@@ -1178,7 +1178,8 @@ mod tests {
             r#"{"channels": 5, "periodic": true, "num_steps": 1, "loss_channels": [0],
                 "perceive": {"n_kernels": 2, "layers": [9, 8, 4],
                 "connections": ["first_kernel", "unique"]},
-                "update": {"layers": [45, 24, 12, 6, 5], "connections": ["unique", "unique", "unique", "unique"]}}"#,
+                "update": {"layers": [45, 24, 12, 6, 5],
+                "connections": ["unique", "unique", "unique", "unique"]}}"#,
         )
         .unwrap();
         let model = Model::new(spec, 1).unwrap();
