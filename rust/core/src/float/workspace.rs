@@ -637,8 +637,10 @@ impl Workspace {
                     let src = &act[row as usize * CHUNK..][..CHUNK];
                     // SAFETY: block (t, k) is this task's alone, and nothing reads the
                     // buffer before `backward`.
-                    unsafe { perception.write_rows(at, src, CHUNK, 1) };
+                    unsafe { perception.stream_row(at, src) };
                 }
+                // The streamed stores are weakly ordered: fenced before the task ends.
+                store_fence();
                 done = reuse.update_from;
             }
             kernels::forward_instrs(&gates.instrs[done..], rows, coefs, act, cells, level);
@@ -986,6 +988,40 @@ impl SharedRows {
         assert!((rows - 1) * stride + len <= src.len());
         copy_rows_unchecked(self.ptr.add(at), src.as_ptr(), len, (stride, stride), rows)
     }
+}
+
+impl SharedRows {
+    /// Copies `src` to `at..at + src.len()` with non-temporal stores (where the CPU has
+    /// them: every x86-64; elsewhere a plain copy), for rows read again only after many
+    /// others have been written, so that they do not evict rows the next tasks read:
+    /// the perception outputs, which the backward reads after the whole rollout (1% of
+    /// the lizard's epoch; docs/performance.md). `at` must be a multiple of 4 floats
+    /// from a 16-byte aligned buffer, `src.len()` a multiple of 4. Call
+    /// [`store_fence`] before another thread may read them. Safety: as `write_rows`.
+    unsafe fn stream_row(&self, at: usize, src: &[f32]) {
+        assert!(at + src.len() <= self.len);
+        let dst = self.ptr.add(at);
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_mm_loadu_ps, _mm_stream_ps};
+            assert!((dst as usize).is_multiple_of(16) && src.len().is_multiple_of(4));
+            for i in (0..src.len()).step_by(4) {
+                _mm_stream_ps(dst.add(i), _mm_loadu_ps(src.as_ptr().add(i)));
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        std::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len());
+    }
+}
+
+/// Orders earlier non-temporal stores (`SharedRows::stream_row`) before later stores,
+/// such as the release that makes a finished task's rows visible to other threads.
+fn store_fence() {
+    // SAFETY: SSE is part of x86-64.
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        std::arch::x86_64::_mm_sfence()
+    };
 }
 
 /// The arena of the calling worker thread. Each thread runs one chunk at a time, so

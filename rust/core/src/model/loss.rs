@@ -6,9 +6,10 @@ use rayon::prelude::*;
 use super::{Decoding, Model};
 use crate::error::Result;
 use crate::float::GridShape;
-use crate::hard::{HardEngine, Masks, SimOptions, Simulator};
+use crate::hard::{Circuit, HardEngine, Masks, SimOptions, Simulator};
 use crate::memory;
 use crate::relax::{self, Relaxed};
+use crate::spec::Spec;
 use crate::threads;
 
 /// The buffers of a training step, kept from one step to the next: a wide model's (the
@@ -42,37 +43,11 @@ impl Model {
         }
         let cells = ws.layout.shape.cells();
         let value = |n: usize, ch: usize| state[ws.layout.addr(n, ch)];
-        self.squared_error(y, y_per_cell, cells, value, |n, ch, diff| {
+        squared_error(&self.spec, y, y_per_cell, cells, value, |n, ch, diff| {
             if let Some(g) = grad.as_deref_mut() {
                 g[ws.layout.addr(n, ch)] = 2.0 * diff;
             }
         })
-    }
-
-    /// `Σ (out − y)²` over cells and loss channels, `out(n, ch)` giving the final state;
-    /// `on_diff(n, ch, out − y)` sees every difference (for the gradient).
-    fn squared_error(
-        &self,
-        y: &[f32],
-        y_per_cell: usize,
-        cells: usize,
-        out: impl Fn(usize, usize) -> f32,
-        mut on_diff: impl FnMut(usize, usize, f32),
-    ) -> f64 {
-        let mut loss = 0f64;
-        for n in 0..cells {
-            for (i, &ch) in self.spec.loss_channels.iter().enumerate() {
-                let col = if y_per_cell == self.spec.channels {
-                    ch
-                } else {
-                    i
-                };
-                let diff = out(n, ch) - y[n * y_per_cell + col];
-                loss += (diff as f64) * (diff as f64);
-                on_diff(n, ch, diff);
-            }
-        }
-        loss
     }
 
     /// Soft loss after `spec.num_steps` steps and its gradient w.r.t. every logit
@@ -174,9 +149,10 @@ impl Model {
         Ok((loss, grad))
     }
 
-    /// Hard loss after `spec.num_steps` steps. Binary grids and masks (the usual case)
-    /// run on the bit-sliced engine, 64 cells per word; anything else on the float path.
-    pub(super) fn hard_loss(
+    /// Hard loss after `spec.num_steps` steps on the float engine (hard gates), for a
+    /// grid or masks that are not binary (see [`hard_bits`] and [`bit_sliced_hard_loss`]
+    /// for the usual case).
+    pub(super) fn float_hard_loss(
         &mut self,
         x: &[f32],
         y: &[f32],
@@ -185,45 +161,89 @@ impl Model {
         masks: Option<&[f32]>,
     ) -> Result<f64> {
         let steps = self.spec.num_steps;
-        // A grid's bits, or None when it is not binary: one pass (x was checked by the
-        // caller).
-        let as_bits = |v: &[f32]| {
-            let mut binary = true;
-            let bits: Vec<u8> = (v.iter())
-                .map(|&b| {
-                    binary &= b == 0.0 || b == 1.0;
-                    (b == 1.0) as u8
-                })
-                .collect();
-            binary.then_some(bits)
-        };
-        let (bits, mask_bits) = match (as_bits(x), masks.map(as_bits)) {
-            (Some(bits), None) => (bits, None),
-            (Some(bits), Some(Some(mask_bits))) => (bits, Some(mask_bits)),
-            _ => {
-                let coefs = self.coefficients(Decoding::Hard);
-                let binarize = self.spec.binarize_states;
-                self.forward(x, shape, steps, &coefs, masks, (binarize, false), None)?;
-                return Ok(self.loss(y, per_cell, steps, None));
-            }
-        };
-        let mut opts = SimOptions::new(steps, self.spec.periodic);
-        if let Some(m) = &mask_bits {
-            opts.masks = Masks::Given(m);
-        }
-        let engine = Some(HardEngine::Slots);
-        let mut sim = Simulator::new(self.hard_circuit(), shape, opts.periodic, engine, 0)?;
-        sim.load(&bits)?;
-        sim.advance(&opts)?;
-        // Only the loss channels leave the packed state (the lizard's: 1 of 128).
-        let channels = &self.spec.loss_channels;
-        let mut out = memory::try_vec(shape.cells() * channels.len(), 0u8, "the grids")?;
-        sim.read_channels_into(channels, &mut out);
-        let mut at = vec![0; self.spec.channels];
-        for (i, &ch) in channels.iter().enumerate() {
-            at[ch] = i;
-        }
-        let value = |n: usize, ch: usize| out[n * channels.len() + at[ch]] as f32;
-        Ok(self.squared_error(y, per_cell, shape.cells(), value, |_, _, _| {}))
+        let coefs = self.coefficients(Decoding::Hard);
+        let binarize = self.spec.binarize_states;
+        self.forward(x, shape, steps, &coefs, masks, (binarize, false), None)?;
+        Ok(self.loss(y, per_cell, steps, None))
     }
+}
+
+/// The bits of a batch and of its masks for the bit-sliced hard loss, or None when
+/// either is not binary: one pass per grid (x was checked by the caller).
+pub(super) fn hard_bits(x: &[f32], masks: Option<&[f32]>) -> Option<(Vec<u8>, Option<Vec<u8>>)> {
+    let as_bits = |v: &[f32]| {
+        let mut binary = true;
+        let bits: Vec<u8> = (v.iter())
+            .map(|&b| {
+                binary &= b == 0.0 || b == 1.0;
+                (b == 1.0) as u8
+            })
+            .collect();
+        binary.then_some(bits)
+    };
+    match (as_bits(x), masks.map(as_bits)) {
+        (Some(bits), None) => Some((bits, None)),
+        (Some(bits), Some(Some(mask_bits))) => Some((bits, Some(mask_bits))),
+        _ => None,
+    }
+}
+
+/// Hard loss after `spec.num_steps` steps of `circuit` (the model's hard circuit) on
+/// the bit-sliced engine, 64 cells per word, from the bits of [`hard_bits`]. Needs no
+/// model, so it can run beside the soft pass.
+pub(super) fn bit_sliced_hard_loss(
+    spec: &Spec,
+    circuit: &Circuit,
+    (bits, mask_bits): (&[u8], Option<&[u8]>),
+    y: &[f32],
+    per_cell: usize,
+    shape: GridShape,
+) -> Result<f64> {
+    let mut opts = SimOptions::new(spec.num_steps, spec.periodic);
+    if let Some(m) = mask_bits {
+        opts.masks = Masks::Given(m);
+    }
+    let engine = Some(HardEngine::Slots);
+    let mut sim = Simulator::new(circuit, shape, opts.periodic, engine, 0)?;
+    sim.load(bits)?;
+    sim.advance(&opts)?;
+    // Only the loss channels leave the packed state (the lizard's: 1 of 128).
+    let channels = &spec.loss_channels;
+    let mut out = memory::try_vec(shape.cells() * channels.len(), 0u8, "the grids")?;
+    sim.read_channels_into(channels, &mut out);
+    let mut at = vec![0; spec.channels];
+    for (i, &ch) in channels.iter().enumerate() {
+        at[ch] = i;
+    }
+    let value = |n: usize, ch: usize| out[n * channels.len() + at[ch]] as f32;
+    Ok(squared_error(
+        spec,
+        y,
+        per_cell,
+        shape.cells(),
+        value,
+        |_, _, _| {},
+    ))
+}
+
+/// `Σ (out − y)²` over cells and `spec`'s loss channels, `out(n, ch)` giving the final
+/// state; `on_diff(n, ch, out − y)` sees every difference (for the gradient).
+fn squared_error(
+    spec: &Spec,
+    y: &[f32],
+    y_per_cell: usize,
+    cells: usize,
+    out: impl Fn(usize, usize) -> f32,
+    mut on_diff: impl FnMut(usize, usize, f32),
+) -> f64 {
+    let mut loss = 0f64;
+    for n in 0..cells {
+        for (i, &ch) in spec.loss_channels.iter().enumerate() {
+            let col = if y_per_cell == spec.channels { ch } else { i };
+            let diff = out(n, ch) - y[n * y_per_cell + col];
+            loss += (diff as f64) * (diff as f64);
+            on_diff(n, ch, diff);
+        }
+    }
+    loss
 }

@@ -407,9 +407,35 @@ impl Model {
         // Run on a worker of the pool: its parallel loops (a dozen per epoch, two per
         // step in the hard loss) then start without waking the pool from outside each
         // time, which costs ~10 us per loop on a VM.
+        let masks = masks.as_deref();
         threads::pool().install(|| {
-            let hard = self.hard_loss(x, y, per_cell, shape, masks.as_deref())?;
-            let (soft, grad) = self.soft_loss_and_grad(x, y, per_cell, shape, masks.as_deref())?;
+            let (hard, soft) = match loss::hard_bits(x, masks) {
+                Some((bits, mask_bits)) => {
+                    self.hard_circuit();
+                    let (ops, circuit) = self.hard_circuit.take().expect("compiled above");
+                    let spec = self.spec.clone();
+                    let bits = (&bits[..], mask_bits.as_deref());
+                    let hard =
+                        || loss::bit_sliced_hard_loss(&spec, &circuit, bits, y, per_cell, shape);
+                    let soft = || self.soft_loss_and_grad(x, y, per_cell, shape, masks);
+                    // Side by side: on 2 or more threads the soft pass starts on the
+                    // others instead of waiting for the hard loss, and its wavefront
+                    // takes this thread too once the hard loss is done. The same
+                    // values either way; the float path's hard loss shares the
+                    // workspace, so it runs first.
+                    let both = rayon::join(hard, soft);
+                    self.hard_circuit = Some((ops, circuit));
+                    both
+                }
+                None => {
+                    let hard = self.float_hard_loss(x, y, per_cell, shape, masks)?;
+                    (
+                        Ok(hard),
+                        self.soft_loss_and_grad(x, y, per_cell, shape, masks),
+                    )
+                }
+            };
+            let (hard, (soft, grad)) = (hard?, soft?);
             self.optimizer
                 .step(&mut self.logits, &grad, lr, weight_decay);
             self.scratch.grad = grad;
