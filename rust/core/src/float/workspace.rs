@@ -988,16 +988,15 @@ impl SharedRows {
         assert!((rows - 1) * stride + len <= src.len());
         copy_rows_unchecked(self.ptr.add(at), src.as_ptr(), len, (stride, stride), rows)
     }
-}
 
-impl SharedRows {
     /// Copies `src` to `at..at + src.len()` with non-temporal stores (where the CPU has
     /// them: every x86-64; elsewhere a plain copy), for rows read again only after many
     /// others have been written, so that they do not evict rows the next tasks read:
-    /// the perception outputs, which the backward reads after the whole rollout (1% of
-    /// the lizard's epoch; docs/performance.md). `at` must be a multiple of 4 floats
-    /// from a 16-byte aligned buffer, `src.len()` a multiple of 4. Call
-    /// [`store_fence`] before another thread may read them. Safety: as `write_rows`.
+    /// the perception outputs, which the backward reads after the whole rollout (the
+    /// lizard's epoch −0.4% to −3%: docs/performance.md, round seven). `at` must be a
+    /// multiple of 4 floats from a 16-byte aligned buffer, `src.len()` a multiple of 4.
+    /// Call [`store_fence`] before another thread may read them. Safety: as
+    /// `write_rows`.
     unsafe fn stream_row(&self, at: usize, src: &[f32]) {
         assert!(at + src.len() <= self.len);
         let dst = self.ptr.add(at);
