@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from typing import Any
 
 import pytest
 
@@ -60,6 +61,26 @@ def test_bench_times_relaxations_side_by_side(capsys: pytest.CaptureFixture[str]
     assert [r["binarize_every"] for r in rows] == [1, 1]
     assert main([*argv, "--relax", "softmax+rounded"]) == 2
     assert "unknown mode(s) ['softmax+rounded']" in capsys.readouterr().err
+
+
+def test_bench_times_presets_in_the_same_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Several presets take turns, each one's timed epochs spread over all the rounds,
+    so that the ratio of their rates comes from the same spells of a shared host."""
+    from logicars.model import Model
+
+    seen: list[int] = []
+    real = Model.train_step
+
+    def spy(self: Model, *args: Any, **kwargs: Any) -> Any:
+        seen.append(id(self))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Model, "train_step", spy)
+    rows = bench.bench_presets(["gol", "checkerboard"], 1, 10, 1)
+    assert [r["preset"] for r in rows] == ["gol", "checkerboard"]
+    gol, cb = seen[0], seen[1]  # one warm-up epoch each, then the rounds
+    assert seen == [gol, cb] + ([gol] * 2 + [cb] * 2) * bench.ROUNDS
+    assert all("vs_softmax" not in r for r in rows)  # one relaxation: nothing to compare
 
 
 def test_bench_variants_keep_the_presets_rounding_period() -> None:

@@ -3,9 +3,11 @@
 Each epoch is one `Model.train_step` (soft rollout, back-propagation through every
 step, hard rollout, AdamW), exactly what training runs. The figure is the median over
 repeated epochs after a warm-up, on one fixed batch of the preset's own data.
-`--relax softmax,gumbel-st` times each relaxation on the same batch in alternating
-rounds and reports its cost against the first one's; `MODE+binarized` is the mode with
-the states binarized between steps (`binarize_states`).
+Several presets are timed in the same alternating rounds, so that their ratios come
+from the same spells of a shared host. `--relax softmax,gumbel-st` times each
+relaxation on the same batch, in the same rounds, and reports its cost against the
+first one's; `MODE+binarized` is the mode with the states binarized between steps
+(`binarize_states`).
 
 `bench --hard` times the trained Game of Life circuit instead, beside a compiled-C
 reference in the same run (`logicars.hard_bench`).
@@ -17,6 +19,7 @@ import functools
 import resource
 import statistics
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -61,7 +64,7 @@ def _variant(spec: ModelSpec, relax: str) -> ModelSpec:
     return spec.replace(relax=relaxation).with_rounding(binarized)
 
 
-ROUNDS = 5  # alternating rounds when several relaxations are timed side by side
+ROUNDS = 5  # alternating rounds when several presets or relaxations are timed side by side
 
 
 def bench_preset(
@@ -76,6 +79,21 @@ def bench_preset(
     `logicars.presets.resolve_preset`, time the same way). Several are
     timed in alternating rounds on the same batch, so that a busy spell of a shared
     host does not land on one of them only."""
+    return bench_presets([name], threads, epochs, warmup, relaxes)
+
+
+def bench_presets(
+    names: Sequence[str | Preset],
+    threads: int,
+    epochs: int,
+    warmup: int,
+    relaxes: tuple[str, ...] = (),
+) -> list[dict[str, Any]]:
+    """`bench_preset`'s rows for several presets, every preset and relaxation timed in
+    the same alternating rounds: the ratio of two presets' rates (the cost of a wide
+    model per gate-cell against a narrow one's) then comes from the same spells of a
+    shared host, as that of two relaxations does. Each preset's `vs_` column compares
+    its relaxations with its first."""
     import numpy as np
 
     from .model import Model
@@ -83,30 +101,32 @@ def bench_preset(
     from .runtime import set_num_threads
 
     set_num_threads(threads)
-    preset = get_preset(name) if isinstance(name, str) else name
-    specs = [_variant(preset.spec, r) for r in relaxes] or [preset.spec]
-    models = [Model(spec, seed=23) for spec in specs]
-    x, y = preset.task().sample(np.random.default_rng(23))
-    for model in models:
-        # Timed past the relaxation's warmup, where a run spends most of its epochs.
-        if model.spec.relax.warmup:
-            state = model.optimizer_state()
-            state["t"] = np.array(model.spec.relax.warmup, dtype=np.int64)
-            model.set_optimizer_state(state)
-        for _ in range(warmup):
-            model.train_step(x, y, lr=preset.lr, weight_decay=preset.weight_decay)
-    rounds = ROUNDS if len(models) > 1 else 1
-    times: list[list[float]] = [[] for _ in models]
+    entries = []  # (preset, spec, model, x, y), in row order
+    for name in names:
+        preset = get_preset(name) if isinstance(name, str) else name
+        x, y = preset.task().sample(np.random.default_rng(23))
+        for spec in [_variant(preset.spec, r) for r in relaxes] or [preset.spec]:
+            model = Model(spec, seed=23)
+            # Timed past the relaxation's warmup, where a run spends most of its epochs.
+            if model.spec.relax.warmup:
+                state = model.optimizer_state()
+                state["t"] = np.array(model.spec.relax.warmup, dtype=np.int64)
+                model.set_optimizer_state(state)
+            for _ in range(warmup):
+                model.train_step(x, y, lr=preset.lr, weight_decay=preset.weight_decay)
+            entries.append((preset, spec, model, x, y))
+    rounds = ROUNDS if len(entries) > 1 else 1
+    times: list[list[float]] = [[] for _ in entries]
     for r in range(rounds):
-        for model, t in zip(models, times):
+        for (preset, _, model, x, y), t in zip(entries, times):
             for _ in range(epochs * (r + 1) // rounds - epochs * r // rounds):
                 t0 = time.perf_counter()
                 model.train_step(x, y, lr=preset.lr, weight_decay=preset.weight_decay)
                 t.append(time.perf_counter() - t0)
-    gce = preset.gate_cell_evals_per_epoch()
     peak, how = cpu_peak_fma_per_s(threads)
-    rows = []
-    for spec, t in zip(specs, times):
+    rows: list[dict[str, Any]] = []
+    for (preset, spec, _, _, _), t in zip(entries, times):
+        gce = preset.gate_cell_evals_per_epoch()
         ms = statistics.median(t) * 1e3
         achieved = gce * OPS_PER_GATE_CELL / (ms / 1e3)
         rows.append(
@@ -127,6 +147,9 @@ def bench_preset(
                 "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
             }
         )
-    for row in rows[1:]:
-        row[f"vs_{rows[0]['relax']}"] = round(row["ms_per_epoch"] / rows[0]["ms_per_epoch"], 3)
+    per_preset = max(1, len(relaxes))
+    for first in range(0, len(rows), per_preset):
+        base, *others = rows[first : first + per_preset]
+        for row in others:
+            row[f"vs_{base['relax']}"] = round(row["ms_per_epoch"] / base["ms_per_epoch"], 3)
     return rows

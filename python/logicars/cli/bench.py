@@ -6,7 +6,7 @@ import argparse
 import json
 import os
 
-from ..bench import BINARIZED, bench_preset, cpu_peak_fma_per_s
+from ..bench import BINARIZED, bench_presets, cpu_peak_fma_per_s
 from ..presets import Preset
 from .common import UsageError, int_at_least
 
@@ -119,23 +119,26 @@ def run(args: argparse.Namespace) -> int:
     if not args.json:
         head = ("preset", "relax", "threads", "ms/epoch", "G gce/s", "FMA peak", "RSS MB", "ratio")
         print(f"{head[0]:<20}{head[1]:<26}" + "".join(f"{h:>10}" for h in head[2:]))
-    for name in names:
-        for t in threads:
-            for r in bench_preset(presets[name], t, args.epochs, args.warmup, relaxes):
-                if args.json:
-                    print(json.dumps(r), flush=True)
-                    continue
-                frac = r["fma_fraction_of_peak"]
-                ratio = next((v for k, v in r.items() if k.startswith("vs_")), None)
-                every = r["binarize_every"]
-                relax = r["relax"] + (f"/{every}" if every > 1 else "")
-                print(
-                    f"{name:<20}{relax:<26}{t:>10}{r['ms_per_epoch']:>10.2f}"
-                    f"{r['gce_per_s'] / 1e9:>10.2f}"
-                    f"{'' if frac is None else f'{100 * frac:.1f}%':>10}{r['peak_rss_mb']:>10.0f}"
-                    f"{'' if ratio is None else f'{ratio:.3f}':>10}",
-                    flush=True,
-                )
+    per_preset = max(1, len(relaxes))
+    for t in threads:
+        # Every preset in the same alternating rounds, one thread count at a time.
+        rows = bench_presets(list(presets.values()), t, args.epochs, args.warmup, relaxes)
+        for i, r in enumerate(rows):
+            if args.json:
+                print(json.dumps(r), flush=True)
+                continue
+            name = list(presets)[i // per_preset]
+            frac = r["fma_fraction_of_peak"]
+            ratio = next((v for k, v in r.items() if k.startswith("vs_")), None)
+            every = r["binarize_every"]
+            relax = r["relax"] + (f"/{every}" if every > 1 else "")
+            print(
+                f"{name:<20}{relax:<26}{t:>10}{r['ms_per_epoch']:>10.2f}"
+                f"{r['gce_per_s'] / 1e9:>10.2f}"
+                f"{'' if frac is None else f'{100 * frac:.1f}%':>10}{r['peak_rss_mb']:>10.0f}"
+                f"{'' if ratio is None else f'{ratio:.3f}':>10}",
+                flush=True,
+            )
     if not args.json:
         print(f"(FMA peak {cpu_peak_fma_per_s(threads[-1])[1]}; {os.cpu_count()} CPUs)")
     return 0
