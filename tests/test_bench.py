@@ -79,7 +79,9 @@ def test_bench_times_presets_in_the_same_rounds(monkeypatch: pytest.MonkeyPatch)
     rows = bench.bench_presets(["gol", "checkerboard"], 1, 10, 1)
     assert [r["preset"] for r in rows] == ["gol", "checkerboard"]
     gol, cb = seen[0], seen[1]  # one warm-up epoch each, then the rounds
-    assert seen == [gol, cb] + ([gol] * 2 + [cb] * 2) * bench.ROUNDS
+    # Each round: an untimed epoch (the model's buffers back in cache), then 2 timed.
+    assert seen == [gol, cb] + ([gol] * 3 + [cb] * 3) * bench.ROUNDS
+    assert [r["epochs_timed"] for r in rows] == [10, 10]
     assert all("vs_softmax" not in r for r in rows)  # one relaxation: nothing to compare
 
 

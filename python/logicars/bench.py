@@ -119,10 +119,15 @@ def bench_presets(
     times: list[list[float]] = [[] for _ in entries]
     for r in range(rounds):
         for (preset, _, model, x, y), t in zip(entries, times):
-            for _ in range(epochs * (r + 1) // rounds - epochs * r // rounds):
+            # After another model's round, this one's buffers come back from memory:
+            # its first epoch of the round is not timed (else a wide model, whose
+            # buffers are larger, pays more for the turn-taking than a narrow one).
+            timed = epochs * (r + 1) // rounds - epochs * r // rounds
+            for i in range(timed + (rounds > 1)):
                 t0 = time.perf_counter()
                 model.train_step(x, y, lr=preset.lr, weight_decay=preset.weight_decay)
-                t.append(time.perf_counter() - t0)
+                if i > 0 or rounds == 1:
+                    t.append(time.perf_counter() - t0)
     peak, how = cpu_peak_fma_per_s(threads)
     rows: list[dict[str, Any]] = []
     for (preset, spec, _, _, _), t in zip(entries, times):
