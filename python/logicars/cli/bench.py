@@ -18,7 +18,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "presets",
         nargs="*",
         help="presets to time (default: all), task kinds (life:B36/S23, grow:IMAGE.png, "
-        "pattern:TILE.png) or run directories (their model and task)",
+        "pattern:TILE.png) or run directories (their model and task); several take turns "
+        "in the same 5 rounds",
     )
     p.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
     p.add_argument(

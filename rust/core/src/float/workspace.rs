@@ -632,9 +632,11 @@ impl Workspace {
                 let perceive = &gates.instrs[..reuse.update_from];
                 kernels::forward_instrs(perceive, rows, coefs, act, cells, level);
                 let block = (t * n_chunks + k) * reuse.outputs * CHUNK;
+                // Only the lanes the kernels read: a quarter of the lizard's last chunk.
+                let lanes = kernels::lanes_used(cells);
                 for &(row, j) in &reuse.rows {
                     let at = block + j as usize * CHUNK;
-                    let src = &act[row as usize * CHUNK..][..CHUNK];
+                    let src = &act[row as usize * CHUNK..][..lanes];
                     // SAFETY: block (t, k) is this task's alone, and nothing reads the
                     // buffer before `backward`.
                     unsafe { perception.stream_row(at, src) };
@@ -786,7 +788,16 @@ impl Workspace {
                 // hidden perception rows per channel.
                 let len = reuse.outputs * CHUNK;
                 let block = &perception[(t * n_chunks + k) * len..][..len];
-                act[reuse.first as usize * CHUNK..][..len].copy_from_slice(block);
+                // The lanes the rollout streamed out (all but in a last, partial chunk).
+                let lanes = kernels::lanes_used(cells);
+                let dst = &mut act[reuse.first as usize * CHUNK..][..len];
+                if lanes == CHUNK {
+                    dst.copy_from_slice(block);
+                } else {
+                    for (d, b) in dst.chunks_exact_mut(CHUNK).zip(block.chunks_exact(CHUNK)) {
+                        d[..lanes].copy_from_slice(&b[..lanes]);
+                    }
+                }
                 done = reuse.update_from;
             }
             let update = &kept.gates.instrs[done..];
