@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.json:
         head = ("preset", "relax", "threads", "ms/epoch", "G gce/s", "FMA peak", "RSS MB", "ratio")
         print(f"{head[0]:<20}{head[1]:<26}" + "".join(f"{h:>10}" for h in head[2:]))
-    per_preset = max(1, len(relaxes))
+    per_preset, timed = max(1, len(relaxes)), list(presets)
     for t in threads:
         # Every preset in the same alternating rounds, one thread count at a time.
         rows = bench_presets(list(presets.values()), t, args.epochs, args.warmup, relaxes)
@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
             if args.json:
                 print(json.dumps(r), flush=True)
                 continue
-            name = list(presets)[i // per_preset]
+            name = timed[i // per_preset]
             frac = r["fma_fraction_of_peak"]
             ratio = next((v for k, v in r.items() if k.startswith("vs_")), None)
             every = r["binarize_every"]
