@@ -42,7 +42,8 @@ impl Model {
             g.resize(ws.layout.state_len(), 0.0);
         }
         let cells = ws.layout.shape.cells();
-        let value = |n: usize, ch: usize| state[ws.layout.addr(n, ch)];
+        let channels = &self.spec.loss_channels;
+        let value = |n: usize, i: usize| state[ws.layout.addr(n, channels[i])];
         squared_error(&self.spec, y, y_per_cell, cells, value, |n, ch, diff| {
             if let Some(g) = grad.as_deref_mut() {
                 g[ws.layout.addr(n, ch)] = 2.0 * diff;
@@ -211,11 +212,7 @@ pub(super) fn bit_sliced_hard_loss(
     let channels = &spec.loss_channels;
     let mut out = memory::try_vec(shape.cells() * channels.len(), 0u8, "the grids")?;
     sim.read_channels_into(channels, &mut out);
-    let mut at = vec![0; spec.channels];
-    for (i, &ch) in channels.iter().enumerate() {
-        at[ch] = i;
-    }
-    let value = |n: usize, ch: usize| out[n * channels.len() + at[ch]] as f32;
+    let value = |n: usize, i: usize| out[n * channels.len() + i] as f32;
     Ok(squared_error(
         spec,
         y,
@@ -226,8 +223,9 @@ pub(super) fn bit_sliced_hard_loss(
     ))
 }
 
-/// `Σ (out − y)²` over cells and `spec`'s loss channels, `out(n, ch)` giving the final
-/// state; `on_diff(n, ch, out − y)` sees every difference (for the gradient).
+/// `Σ (out − y)²` over cells and `spec`'s loss channels, `out(n, i)` giving the final
+/// state of cell `n` on the `i`-th loss channel; `on_diff(n, ch, out − y)` sees every
+/// difference (for the gradient).
 fn squared_error(
     spec: &Spec,
     y: &[f32],
@@ -240,7 +238,7 @@ fn squared_error(
     for n in 0..cells {
         for (i, &ch) in spec.loss_channels.iter().enumerate() {
             let col = if y_per_cell == spec.channels { ch } else { i };
-            let diff = out(n, ch) - y[n * y_per_cell + col];
+            let diff = out(n, i) - y[n * y_per_cell + col];
             loss += (diff as f64) * (diff as f64);
             on_diff(n, ch, diff);
         }
