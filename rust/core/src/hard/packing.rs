@@ -67,6 +67,18 @@ impl Geo {
         [up, Some(row), down]
     }
 
+    /// `shifted_segment` of the one word of grid row `row` when rows are one word.
+    #[inline(always)]
+    pub(crate) fn shifted_word(&self, state: &[u64], row: usize, c: usize, dc: usize) -> u64 {
+        let w = state[row * self.channels + c];
+        let wrap = |bit: u64| if self.periodic { bit } else { 0 };
+        match dc {
+            1 => w,
+            0 => (w << 1) | wrap((w >> self.wrap_bit) & 1),
+            _ => (w >> 1) | wrap((w & 1) << self.wrap_bit),
+        }
+    }
+
     /// Words `i0 .. i0 + dst.len()` (all in grid row `row`) of channel `c`, seen from
     /// column offset `dc - 1`: bit `k` of word `i` holds the cell at column
     /// `64·i + k + dc - 1`, wrapped or 0 past the edges.

@@ -71,6 +71,9 @@ fn fill_block<const L: usize>(
     arena: &mut [[u64; L]],
 ) {
     let nw = geo.nw;
+    if nw == 1 {
+        return fill_block_narrow(circuit, geo, state, base, end, arena);
+    }
     let (mut row, mut i) = (base / nw, base % nw);
     let mut r = row % geo.height;
     let mut n = base;
@@ -95,6 +98,37 @@ fn fill_block<const L: usize>(
         for f in &circuit.fills {
             arena[f.slot as usize][end - base..].fill(0);
         }
+    }
+}
+
+/// `fill_block` for a grid of one word per row (W ≤ 64): slot by slot, the block's rows
+/// in turn, one shift of one word each. By segments, a call per grid row and patch
+/// input, the lizard's hard loss took 9.5 µs per step; this way 7.
+#[inline(always)]
+fn fill_block_narrow<const L: usize>(
+    circuit: &Circuit,
+    geo: &Geo,
+    state: &[u64],
+    base: usize,
+    end: usize,
+    arena: &mut [[u64; L]],
+) {
+    let n = end - base;
+    let mut rows = [[None; 3]; L];
+    let mut r = base % geo.height;
+    for (lane, nbr) in rows[..n].iter_mut().enumerate() {
+        *nbr = geo.neighbour_rows(base + lane, r);
+        r = if r + 1 == geo.height { 0 } else { r + 1 };
+    }
+    for f in &circuit.fills {
+        let dst = &mut arena[f.slot as usize];
+        for (d, nbr) in dst[..n].iter_mut().zip(&rows) {
+            *d = match nbr[f.dr] {
+                Some(src) => geo.shifted_word(state, src, f.channel, f.dc),
+                None => 0,
+            };
+        }
+        dst[n..].fill(0);
     }
 }
 
@@ -252,6 +286,18 @@ impl SlotSim {
             cur.par_chunks_mut(nw * c_n)
                 .zip(x.par_chunks(w * c_n))
                 .for_each(|(words, cells)| {
+                    // A row of one word (W <= 64) cell by cell, every channel at once:
+                    // the bytes in order (a wide model's 128 channels strided by C took
+                    // 1 ns per bit). Wider rows a word at a time.
+                    if nw == 1 {
+                        words.fill(0);
+                        for (k, cell) in cells.chunks_exact(c_n).enumerate() {
+                            for (word, &v) in words.iter_mut().zip(cell) {
+                                *word |= ((v != 0) as u64) << k;
+                            }
+                        }
+                        return;
+                    }
                     for c in 0..c_n {
                         for i in 0..nw {
                             let mut v = 0u64;
