@@ -70,6 +70,7 @@ impl Geo {
     /// `shifted_segment` of the one word of grid row `row` when rows are one word.
     #[inline(always)]
     pub(crate) fn shifted_word(&self, state: &[u64], row: usize, c: usize, dc: usize) -> u64 {
+        debug_assert_eq!(self.nw, 1);
         let w = state[row * self.channels + c];
         let wrap = |bit: u64| if self.periodic { bit } else { 0 };
         match dc {
