@@ -41,6 +41,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
+use logicars_core::float::kernels::CHUNK;
 use logicars_core::gates::{N_OPS, PASS_A};
 use logicars_core::hard::{
     default_engine, simulate, Circuit, HardEngine, SimOptions, Simulator, StepMask,
@@ -83,6 +84,7 @@ fn gol_spec() -> Spec {
         relax: Default::default(),
         binarize_states: false,
         binarize_every: 1,
+        chunk_cells: CHUNK,
     }
 }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use logicars_core::aligned::AlignedVec;
-use logicars_core::float::kernels::{self, CHUNK};
+use logicars_core::float::kernels::{self, Lanes, CHUNK};
 use logicars_core::float::program::{self, BackInstr, Backward, Gates, Instr, Program};
 use logicars_core::{Model, PerceiveSpec, Spec, UpdateSpec, Wiring};
 use rand::{RngExt, SeedableRng};
@@ -87,7 +87,7 @@ fn gate_layer(c: &mut Criterion) {
             group.bench_function(BenchmarkId::new("forward", &id), |b| {
                 b.iter(|| {
                     for act in act.chunks_mut(rows) {
-                        kernels::forward(&gates, &coefs, act, CHUNK, level);
+                        kernels::forward(&gates, &coefs, act, Lanes::WHOLE, level);
                     }
                 })
             });
@@ -100,7 +100,7 @@ fn gate_layer(c: &mut Criterion) {
                             &coefs,
                             (act, grad),
                             &mut acc,
-                            CHUNK,
+                            Lanes::WHOLE,
                             level,
                         );
                     }
@@ -135,6 +135,7 @@ fn checkerboard_spec() -> Spec {
         relax: Default::default(),
         binarize_states: false,
         binarize_every: 1,
+        chunk_cells: CHUNK,
     }
 }
 
@@ -179,13 +180,21 @@ fn perception_block(c: &mut Criterion) {
     group.throughput(Throughput::Elements((n * CHUNK) as u64));
     let id = format!("checkerboard_{n}_gates_{CHUNK}_cells");
     group.bench_function(BenchmarkId::new("forward", &id), |b| {
-        b.iter(|| kernels::forward(&gates, &coefs, &mut act, CHUNK, level))
+        b.iter(|| kernels::forward(&gates, &coefs, &mut act, Lanes::WHOLE, level))
     });
     let act_rows = step.gates.n_rows;
     group.bench_function(BenchmarkId::new("backward", &id), |b| {
         b.iter(|| {
             let arenas = (&act[..], &mut grad[..]);
-            kernels::backward(&back, act_rows, &coefs, arenas, &mut acc, CHUNK, level)
+            kernels::backward(
+                &back,
+                act_rows,
+                &coefs,
+                arenas,
+                &mut acc,
+                Lanes::WHOLE,
+                level,
+            )
         })
     });
     group.finish();

@@ -414,6 +414,7 @@ _MODEL_KEYS = {
     "loss_channels": "ints",
     "binarize_states": "bool",
     "binarize_every": "int",
+    "chunk_cells": "int",
 }
 _MODEL_REQUIRED = ("channels", "kernels", "perceive", "update", "num_steps")
 # The Preset's own numbers.
@@ -578,6 +579,7 @@ def experiment_from_dict(
                 "binarize_states": b.binarize_states,
                 "binarize_every": b.with_rounding(model.get("binarize_states")).binarize_every,
                 "relax": b.relax,
+                "chunk_cells": b.chunk_cells,
             }
         try:
             spec = ModelSpec.build(**{**defaults, **model})

@@ -117,6 +117,11 @@ class ModelSpec:
     # relaxed, so that a circuit that needs relaxed steps to learn (the lizard) still
     # learns while its rounded steps close the gap.
     binarize_every: int = 1
+    # Cells the engine computes together (a multiple of 16 up to 128). Each cell's values
+    # do not depend on it, but the coefficient gradients are summed chunk by chunk, so it
+    # sets the last bits of training; a wide model on a small grid trains faster with
+    # wider chunks (the lizard: 80, its 400 cells in 5 chunks; docs/performance.md).
+    chunk_cells: int = 64
 
     @property
     def is_async(self) -> bool:
@@ -148,6 +153,7 @@ class ModelSpec:
         relax: Relaxation | None = None,
         binarize_states: bool = False,
         binarize_every: int = 1,
+        chunk_cells: int = 64,
     ) -> ModelSpec:
         """A spec wired as the reference notebook wires its models, from the widths alone.
 
@@ -180,6 +186,7 @@ class ModelSpec:
             relax=Relaxation() if relax is None else relax,
             binarize_states=binarize_states,
             binarize_every=binarize_every,
+            chunk_cells=chunk_cells,
         )
 
     def with_rounding(
@@ -205,6 +212,8 @@ class ModelSpec:
             del d["binarize_states"]
         if self.binarize_every == 1:
             del d["binarize_every"]
+        if self.chunk_cells == 64:
+            del d["chunk_cells"]
         return d
 
     def to_json(self) -> str:
@@ -251,6 +260,7 @@ class ModelSpec:
             relax=_relaxation(d),
             binarize_states=_bool(d, "binarize_states", False),
             binarize_every=_int(d, "binarize_every") if "binarize_every" in d else 1,
+            chunk_cells=_int(d, "chunk_cells") if "chunk_cells" in d else 64,
         )
 
     @classmethod

@@ -357,6 +357,7 @@ def _initial_model(path: PathLike, preset: Preset, seed: int) -> Model:
         "relax": s.relax,
         "binarize_states": s.binarize_states,
         "binarize_every": s.binarize_every,
+        "chunk_cells": s.chunk_cells,
     }
     have = loaded.spec.replace(**rule).to_dict()
     want = preset.spec.to_dict()

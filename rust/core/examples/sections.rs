@@ -11,7 +11,7 @@
 use std::time::Instant;
 
 use logicars_core::aligned::AlignedVec;
-use logicars_core::float::kernels::{self, CHUNK};
+use logicars_core::float::kernels::{self, Lanes, CHUNK};
 use logicars_core::float::program::{Backward, Gates, Program};
 use logicars_core::peak;
 use logicars_core::{Model, Spec};
@@ -75,14 +75,15 @@ fn main() {
     );
     let act_rows = p.gates.n_rows;
 
-    let rollout = best_us(|| kernels::forward(&p.rollout, &coefs, &mut rollout_act, CHUNK, level));
+    let rollout =
+        best_us(|| kernels::forward(&p.rollout, &coefs, &mut rollout_act, Lanes::WHOLE, level));
     let fwd = [
-        best_us(|| kernels::forward(&p.gates, &coefs, &mut act, CHUNK, level)),
-        best_us(|| kernels::forward(&fwd_perceive, &coefs, &mut act, CHUNK, level)),
-        best_us(|| kernels::forward(&fwd_update, &coefs, &mut act, CHUNK, level)),
+        best_us(|| kernels::forward(&p.gates, &coefs, &mut act, Lanes::WHOLE, level)),
+        best_us(|| kernels::forward(&fwd_perceive, &coefs, &mut act, Lanes::WHOLE, level)),
+        best_us(|| kernels::forward(&fwd_update, &coefs, &mut act, Lanes::WHOLE, level)),
     ];
     let run_backward = |b: &Backward, act: &[f32], grad: &mut [f32], acc: &mut [f64]| {
-        kernels::backward(b, act_rows, &coefs, (act, grad), acc, CHUNK, level)
+        kernels::backward(b, act_rows, &coefs, (act, grad), acc, Lanes::WHOLE, level)
     };
     let mut backward = |b: &Backward| best_us(|| run_backward(b, &act, &mut grad, &mut acc));
     let bwd = [
@@ -133,7 +134,7 @@ fn main() {
     row("forward, all rows kept", fwd, FORWARD_OPS);
     row("backward", bwd, BACKWARD_OPS);
     let pair = best_us(|| {
-        kernels::forward(&p.gates, &coefs, &mut act, CHUNK, level);
+        kernels::forward(&p.gates, &coefs, &mut act, Lanes::WHOLE, level);
         run_backward(&p.backward, &act, &mut grad, &mut acc);
     });
     let total = rollout + pair;

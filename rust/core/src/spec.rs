@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{value_err, Error, Result};
+use crate::float::kernels::{CHUNK, LANES, MAX_CHUNK};
 use crate::memory;
 use crate::relax::Relax;
 use crate::wiring::Wiring;
@@ -51,6 +52,20 @@ pub struct Spec {
     /// it); the others run relaxed. 1 (absent, and not written): every step.
     #[serde(default = "every_step", skip_serializing_if = "is_every_step")]
     pub binarize_every: u64,
+    /// Cells the engine computes together in one chunk, a multiple of 16 up to 128. The
+    /// results per cell do not depend on it, but the coefficient gradients are summed
+    /// chunk by chunk, so it sets the last bits of training. 64 (absent, and not
+    /// written) unless a model is faster with another (docs/performance.md).
+    #[serde(default = "default_chunk", skip_serializing_if = "is_default_chunk")]
+    pub chunk_cells: usize,
+}
+
+fn default_chunk() -> usize {
+    CHUNK
+}
+
+fn is_default_chunk(cells: &usize) -> bool {
+    *cells == CHUNK
 }
 
 fn every_step() -> u64 {
@@ -168,6 +183,12 @@ impl Spec {
         }
         if self.binarize_every != 1 && !self.binarize_states {
             return value_err!("binarize_every applies only with binarize_states");
+        }
+        let w = self.chunk_cells;
+        if w == 0 || !w.is_multiple_of(LANES) || w > MAX_CHUNK {
+            return value_err!(
+                "chunk_cells must be a multiple of {LANES} from {LANES} to {MAX_CHUNK}, got {w}"
+            );
         }
         self.relax.validate()?;
         self.check_size()

@@ -1,5 +1,5 @@
 //! The two hot loops: run a step's gate program forward, and backward, over one
-//! chunk of `CHUNK` cells. The same generic code is compiled for several instruction
+//! chunk of cells (an arena row per activation, `Lanes::width` floats long). The same generic code is compiled for several instruction
 //! sets and the best one the CPU has is chosen once at run time, so a portable wheel
 //! still gets AVX2/AVX-512 with FMA.
 
@@ -10,14 +10,30 @@ use std::sync::OnceLock;
 
 use super::program::{BackInstr, Backward, Gates, Instr};
 
-/// Cells per chunk: one arena row. A multiple of 16 so rows fill whole SIMD registers.
-/// 128-cell rows measured faster for the checkerboard but slower for the lizard, and
-/// the row width sets the order of the per-chunk gradient sums, so changing it changes
-/// the last bits of training and with them which seeds reach hard loss 0: the presets'
-/// default seeds were chosen with 64 (docs/performance.md).
+/// Cells per chunk unless the spec says otherwise (`Spec::chunk_cells`): one arena row.
+/// The width sets the order of the per-chunk gradient sums, so changing it changes the
+/// last bits of training and with them which seeds reach hard loss 0; the presets'
+/// default seeds were chosen with their own widths (docs/performance.md).
 pub const CHUNK: usize = 64;
 
-type Row = [f32; CHUNK];
+/// The widest chunk the kernels are compiled for (`on_lanes`).
+pub const MAX_CHUNK: usize = 8 * LANES;
+
+/// A chunk in its arena: rows of `width` floats, of which the first `cells` lanes
+/// (rounded up to whole SIMD blocks) are computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lanes {
+    pub cells: usize,
+    pub width: usize,
+}
+
+impl Lanes {
+    /// Every lane of a chunk of the default width.
+    pub const WHOLE: Lanes = Lanes {
+        cells: CHUNK,
+        width: CHUNK,
+    };
+}
 
 /// Instruction set the kernels run with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,19 +177,34 @@ impl Reduce for EachTree {
 /// Rows of an arena addressed through a raw pointer: a gate writes one row while
 /// reading two others of the same buffer. `Program::compile` guarantees that an
 /// instruction's output row differs from its input rows and that every row index is
-/// below `n_rows`; callers check the arena holds `n_rows * CHUNK` floats.
+/// below `n_rows`; callers check the arena holds `n_rows` rows of `width` floats, and
+/// that the `N` lanes read fit in a row.
+/// `W`: the row width when it is known at compile time (one of the widths `on_lanes`
+/// lists: the address of a row is then a shift or a constant multiply; with the width
+/// read at run time the lizard's epoch measured 5-8% slower), or 0.
 #[derive(Clone, Copy)]
-struct Rows(*mut f32);
+struct Rows<const W: usize> {
+    at: *mut f32,
+    width: usize,
+}
 
-impl Rows {
+impl<const W: usize> Rows<W> {
     #[inline(always)]
-    unsafe fn get(self, r: u32) -> &'static Row {
-        &*(self.0.add(r as usize * CHUNK) as *const Row)
+    fn stride(self) -> usize {
+        if W == 0 {
+            self.width
+        } else {
+            W
+        }
+    }
+    #[inline(always)]
+    unsafe fn get<const N: usize>(self, r: u32) -> &'static [f32; N] {
+        &*(self.at.add(r as usize * self.stride()) as *const [f32; N])
     }
     #[inline(always)]
     #[allow(clippy::mut_from_ref)]
-    unsafe fn get_mut(self, r: u32) -> &'static mut Row {
-        &mut *(self.0.add(r as usize * CHUNK) as *mut Row)
+    unsafe fn get_mut<const N: usize>(self, r: u32) -> &'static mut [f32; N] {
+        &mut *(self.at.add(r as usize * self.stride()) as *mut [f32; N])
     }
 }
 
@@ -181,12 +212,26 @@ impl Rows {
 /// chunk at the end of a grid computes only the blocks holding cells, since lanes never
 /// mix and its padding lanes are never read.
 #[inline(always)]
-fn forward_impl<A: MulAdd, const N: usize>(instrs: &[Instr], coefs: &[[f32; 4]], act: &mut [f32]) {
-    let rows = Rows(act.as_mut_ptr());
+fn forward_impl<A: MulAdd, const W: usize, const N: usize>(
+    instrs: &[Instr],
+    coefs: &[[f32; 4]],
+    act: &mut [f32],
+    width: usize,
+) {
+    let rows = Rows::<W> {
+        at: act.as_mut_ptr(),
+        width,
+    };
     for ins in instrs {
         let [c0, c1, c2, c3] = coefs[ins.coef as usize];
         // SAFETY: see `Rows`; out != a, b.
-        let (a, b, out) = unsafe { (rows.get(ins.a), rows.get(ins.b), rows.get_mut(ins.out)) };
+        let (a, b, out) = unsafe {
+            (
+                rows.get::<N>(ins.a),
+                rows.get::<N>(ins.b),
+                rows.get_mut::<N>(ins.out),
+            )
+        };
         for i in 0..N {
             // c0 + c1·a + (c2 + c3·a)·b: three multiply-adds.
             let lin = A::mul_add(c1, a[i], c0);
@@ -224,8 +269,8 @@ fn tree_sum(mut v: [f32; LANES]) -> f32 {
 #[inline(always)]
 fn backward_gate<A: MulAdd, const N: usize, const STORE_A: bool, const STORE_B: bool>(
     c: [f32; 4],
-    (a, b, gy): (&Row, &Row, &Row),
-    (ga, gb): (&mut Row, &mut Row),
+    (a, b, gy): (&[f32; N], &[f32; N], &[f32; N]),
+    (ga, gb): (&mut [f32; N], &mut [f32; N]),
 ) -> Sums {
     let [_, c1, c2, c3] = c;
     let mut sums = [[0f32; LANES]; 4];
@@ -252,8 +297,8 @@ fn backward_gate<A: MulAdd, const N: usize, const STORE_A: bool, const STORE_B: 
 fn backward_gate_same_input<A: MulAdd, const N: usize>(
     ins: &BackInstr,
     c: [f32; 4],
-    (a, gy): (&Row, &Row),
-    ga: &mut Row,
+    (a, gy): (&[f32; N], &[f32; N]),
+    ga: &mut [f32; N],
 ) -> Sums {
     let [_, c1, c2, c3] = c;
     let mut sums = [[0f32; LANES]; 4];
@@ -293,15 +338,22 @@ fn prefetch(p: *const u8) {
 }
 
 #[inline(always)]
-fn backward_impl<A: MulAdd, R: Reduce, const N: usize>(
+fn backward_impl<A: MulAdd, R: Reduce, const W: usize, const N: usize>(
     instrs: &[BackInstr],
     coefs: &[[f32; 4]],
     act: &[f32],
     grad: &mut [f32],
     acc: &mut [f64],
+    width: usize,
 ) {
-    let act = Rows(act.as_ptr() as *mut f32);
-    let grad = Rows(grad.as_mut_ptr());
+    let act = Rows::<W> {
+        at: act.as_ptr() as *mut f32,
+        width,
+    };
+    let grad = Rows::<W> {
+        at: grad.as_mut_ptr(),
+        width,
+    };
     // Each gate's sums are reduced after the next gate's loop is issued: the reduction is
     // a long chain of dependent shuffles, and started right after its own gate it held
     // the out-of-order window up. The sums still reach `acc` in gate order.
@@ -315,12 +367,12 @@ fn backward_impl<A: MulAdd, R: Reduce, const N: usize>(
         // SAFETY: see `Rows`; `act` and `grad` are different buffers, and the gradient
         // rows ga, gb (distinct in this branch) differ from gy (`program::backward_gates`).
         let sums = unsafe {
-            let (a, gy) = (act.get(ins.a), grad.get(ins.gy));
+            let (a, gy) = (act.get::<N>(ins.a), grad.get::<N>(ins.gy));
             if ins.a == ins.b {
-                backward_gate_same_input::<A, N>(ins, c, (a, gy), grad.get_mut(ins.ga))
+                backward_gate_same_input::<A, N>(ins, c, (a, gy), grad.get_mut::<N>(ins.ga))
             } else {
-                let rows = (a, act.get(ins.b), gy);
-                let g = (grad.get_mut(ins.ga), grad.get_mut(ins.gb));
+                let rows = (a, act.get::<N>(ins.b), gy);
+                let g = (grad.get_mut::<N>(ins.ga), grad.get_mut::<N>(ins.gb));
                 match (ins.store_a, ins.store_b) {
                     (true, true) => backward_gate::<A, N, true, true>(c, rows, g),
                     (true, false) => backward_gate::<A, N, true, false>(c, rows, g),
@@ -390,77 +442,113 @@ mod x86 {
     }
 
     #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn forward_avx2<const N: usize>(i: &[Instr], c: &[[f32; 4]], act: &mut [f32]) {
-        forward_impl::<Fused, N>(i, c, act)
+    pub unsafe fn forward_avx2<const W: usize, const N: usize>(
+        i: &[Instr],
+        c: &[[f32; 4]],
+        act: &mut [f32],
+        w: usize,
+    ) {
+        forward_impl::<Fused, W, N>(i, c, act, w)
     }
     #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
-    pub unsafe fn forward_avx512<const N: usize>(i: &[Instr], c: &[[f32; 4]], act: &mut [f32]) {
-        forward_impl::<Fused, N>(i, c, act)
+    pub unsafe fn forward_avx512<const W: usize, const N: usize>(
+        i: &[Instr],
+        c: &[[f32; 4]],
+        act: &mut [f32],
+        w: usize,
+    ) {
+        forward_impl::<Fused, W, N>(i, c, act, w)
     }
     #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn backward_avx2<const N: usize>(
+    pub unsafe fn backward_avx2<const W: usize, const N: usize>(
         i: &[BackInstr],
         c: &[[f32; 4]],
         act: &[f32],
         grad: &mut [f32],
         acc: &mut [f64],
+        w: usize,
     ) {
-        backward_impl::<Fused, EachTree, N>(i, c, act, grad, acc)
+        backward_impl::<Fused, EachTree, W, N>(i, c, act, grad, acc, w)
     }
     #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
-    pub unsafe fn backward_avx512<const N: usize>(
+    pub unsafe fn backward_avx512<const W: usize, const N: usize>(
         i: &[BackInstr],
         c: &[[f32; 4]],
         act: &[f32],
         grad: &mut [f32],
         acc: &mut [f64],
+        w: usize,
     ) {
-        backward_impl::<Fused, Avx512Trees, N>(i, c, act, grad, acc)
+        backward_impl::<Fused, Avx512Trees, W, N>(i, c, act, grad, acc, w)
     }
 }
 
-fn check_arena(n_rows: usize, arena: &[f32]) {
+fn check_arena(n_rows: usize, lanes: Lanes, arena: &[f32]) {
     // Every row index of a gate list is below its n_rows (`program`).
     assert!(
-        arena.len() >= n_rows * CHUNK,
+        arena.len() >= n_rows * lanes.width,
         "arena smaller than the program needs"
+    );
+    assert!(
+        lanes.width <= MAX_CHUNK && lanes_used(lanes.cells) <= lanes.width,
+        "a chunk's lanes must fit its row"
     );
 }
 
-fn forward_portable<const N: usize>(i: &[Instr], c: &[[f32; 4]], act: &mut [f32]) {
-    forward_impl::<Separate, N>(i, c, act)
+fn forward_portable<const W: usize, const N: usize>(
+    i: &[Instr],
+    c: &[[f32; 4]],
+    act: &mut [f32],
+    w: usize,
+) {
+    forward_impl::<Separate, W, N>(i, c, act, w)
 }
 
-fn backward_portable<const N: usize>(
+fn backward_portable<const W: usize, const N: usize>(
     i: &[BackInstr],
     c: &[[f32; 4]],
     act: &[f32],
     grad: &mut [f32],
     acc: &mut [f64],
+    w: usize,
 ) {
-    backward_impl::<Separate, EachTree, N>(i, c, act, grad, acc)
+    backward_impl::<Separate, EachTree, W, N>(i, c, act, grad, acc, w)
 }
 
-/// Calls `$kernel::<N>($args)` with `N` the chunk's `$cells` rounded up to whole blocks.
-macro_rules! on_blocks {
-    ($cells:expr, $($kernel:ident)::+, $($args:expr),*) => {
-        match $cells.div_ceil(LANES) {
-            1 => $($kernel)::+::<{ LANES }>($($args),*),
-            2 => $($kernel)::+::<{ 2 * LANES }>($($args),*),
-            3 => $($kernel)::+::<{ 3 * LANES }>($($args),*),
-            _ => $($kernel)::+::<CHUNK>($($args),*),
+/// Calls `$kernel::<W, N>($args)` with `N` the chunk's cells rounded up to whole blocks
+/// (at most `MAX_CHUNK`, which `check_arena` asserts) and `W` its row width where that is
+/// one the presets use (64, and the lizard's 80), else 0: the width read at run time.
+macro_rules! on_lanes {
+    ($lanes:expr, $($kernel:ident)::+, $($args:expr),*) => {
+        match ($lanes.width, lanes_used($lanes.cells)) {
+            (64, 16) => $($kernel)::+::<64, 16>($($args),*),
+            (64, 32) => $($kernel)::+::<64, 32>($($args),*),
+            (64, 48) => $($kernel)::+::<64, 48>($($args),*),
+            (64, 64) => $($kernel)::+::<64, 64>($($args),*),
+            (80, 16) => $($kernel)::+::<80, 16>($($args),*),
+            (80, 32) => $($kernel)::+::<80, 32>($($args),*),
+            (80, 48) => $($kernel)::+::<80, 48>($($args),*),
+            (80, 64) => $($kernel)::+::<80, 64>($($args),*),
+            (80, 80) => $($kernel)::+::<80, 80>($($args),*),
+            (_, n) => match n / LANES {
+                1 => $($kernel)::+::<0, { LANES }>($($args),*),
+                2 => $($kernel)::+::<0, { 2 * LANES }>($($args),*),
+                3 => $($kernel)::+::<0, { 3 * LANES }>($($args),*),
+                4 => $($kernel)::+::<0, { 4 * LANES }>($($args),*),
+                5 => $($kernel)::+::<0, { 5 * LANES }>($($args),*),
+                6 => $($kernel)::+::<0, { 6 * LANES }>($($args),*),
+                7 => $($kernel)::+::<0, { 7 * LANES }>($($args),*),
+                _ => $($kernel)::+::<0, MAX_CHUNK>($($args),*),
+            },
         }
     };
 }
-const _: () = assert!(
-    CHUNK == 4 * LANES,
-    "on_blocks assumes four blocks per chunk"
-);
 
-/// Runs the gates forward on one chunk's arena (`act`: rows × CHUNK) for its first
-/// `cells` cells (rounded up to a whole SIMD block; the other lanes are left as they are).
-pub fn forward(gates: &Gates, coefs: &[[f32; 4]], act: &mut [f32], cells: usize, level: SimdLevel) {
-    forward_instrs(&gates.instrs, gates.n_rows, coefs, act, cells, level)
+/// Runs the gates forward on one chunk's arena (`act`: rows of `lanes.width` floats)
+/// for its first `lanes.cells` cells (rounded up to a whole SIMD block; the other lanes
+/// are left as they are).
+pub fn forward(gates: &Gates, coefs: &[[f32; 4]], act: &mut [f32], lanes: Lanes, level: SimdLevel) {
+    forward_instrs(&gates.instrs, gates.n_rows, coefs, act, lanes, level)
 }
 
 /// `forward` on a list of gates over an arena of `n_rows` rows.
@@ -469,22 +557,25 @@ pub fn forward_instrs(
     n_rows: usize,
     coefs: &[[f32; 4]],
     act: &mut [f32],
-    cells: usize,
+    lanes: Lanes,
     level: SimdLevel,
 ) {
-    check_arena(n_rows, act);
+    check_arena(n_rows, lanes, act);
     let _ftz = FlushDenormals::new();
+    let w = lanes.width;
     match level {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the level is only chosen when the CPU has these features.
-        SimdLevel::Avx512 => unsafe { on_blocks!(cells, x86::forward_avx512, instrs, coefs, act) },
+        SimdLevel::Avx512 => unsafe {
+            on_lanes!(lanes, x86::forward_avx512, instrs, coefs, act, w)
+        },
         #[cfg(target_arch = "x86_64")]
-        SimdLevel::Avx2 => unsafe { on_blocks!(cells, x86::forward_avx2, instrs, coefs, act) },
-        _ => on_blocks!(cells, forward_portable, instrs, coefs, act),
+        SimdLevel::Avx2 => unsafe { on_lanes!(lanes, x86::forward_avx2, instrs, coefs, act, w) },
+        _ => on_lanes!(lanes, forward_portable, instrs, coefs, act, w),
     }
 }
 
-/// Runs the gates backward on one chunk's first `cells` cells: `act` holds the
+/// Runs the gates backward on one chunk's first `lanes.cells` cells: `act` holds the
 /// activations of the full forward program (`act_rows` rows), `grad` must hold the
 /// output rows' gradients and zeros on the `unwritten` patch rows; coefficient sums
 /// are added to `acc` (4 per parameter).
@@ -494,11 +585,11 @@ pub fn backward(
     coefs: &[[f32; 4]],
     (act, grad): (&[f32], &mut [f32]),
     acc: &mut [f64],
-    cells: usize,
+    lanes: Lanes,
     level: SimdLevel,
 ) {
     let rows = (act_rows, back.n_rows);
-    backward_instrs(&back.instrs, rows, coefs, (act, grad), acc, cells, level)
+    backward_instrs(&back.instrs, rows, coefs, (act, grad), acc, lanes, level)
 }
 
 /// `backward` on a list of backward gates; `(act_rows, grad_rows)`: the arenas' rows.
@@ -508,23 +599,33 @@ pub fn backward_instrs(
     coefs: &[[f32; 4]],
     (act, grad): (&[f32], &mut [f32]),
     acc: &mut [f64],
-    cells: usize,
+    lanes: Lanes,
     level: SimdLevel,
 ) {
-    check_arena(act_rows, act);
-    check_arena(grad_rows, grad);
+    check_arena(act_rows, lanes, act);
+    check_arena(grad_rows, lanes, grad);
     let _ftz = FlushDenormals::new();
+    let w = lanes.width;
     match level {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the level is only chosen when the CPU has these features.
         SimdLevel::Avx512 => unsafe {
-            on_blocks!(cells, x86::backward_avx512, instrs, coefs, act, grad, acc)
+            on_lanes!(
+                lanes,
+                x86::backward_avx512,
+                instrs,
+                coefs,
+                act,
+                grad,
+                acc,
+                w
+            )
         },
         #[cfg(target_arch = "x86_64")]
         SimdLevel::Avx2 => unsafe {
-            on_blocks!(cells, x86::backward_avx2, instrs, coefs, act, grad, acc)
+            on_lanes!(lanes, x86::backward_avx2, instrs, coefs, act, grad, acc, w)
         },
-        _ => on_blocks!(cells, backward_portable, instrs, coefs, act, grad, acc),
+        _ => on_lanes!(lanes, backward_portable, instrs, coefs, act, grad, acc, w),
     }
 }
 

@@ -1,6 +1,6 @@
 //! A whole CA step as one flat list of gate instructions over a row arena.
 //!
-//! Every activation of one cell chunk lives in a row of `CHUNK` floats: first the 9
+//! Every activation of one cell chunk lives in a row of `Program::row_len` floats: first the 9
 //! patch rows of every channel, then the hidden perception rows, then the perception
 //! outputs already in the update network's input order, then the update layers. A gate
 //! is `out = c0 + c1·a + c2·b + c3·a·b` over three rows, so perception (every kernel on
@@ -14,7 +14,6 @@
 //! model, the forward pass that back-propagation keeps shares one channel's hidden
 //! perception rows among all channels and replays them per channel (`Kept`).
 
-use super::kernels::CHUNK;
 use crate::spec::Spec;
 use crate::wiring::Wires;
 
@@ -68,6 +67,8 @@ pub struct Backward {
 #[derive(Debug, Clone)]
 pub struct Program {
     pub channels: usize,
+    /// Cells per chunk, the floats of an arena row (`Spec::chunk_cells`).
+    pub row_len: usize,
     /// Live gates in forward order, one row per activation (the layout above).
     pub gates: Gates,
     /// Parameter gates (perception gates count once per kernel, not per channel).
@@ -298,7 +299,8 @@ impl Program {
         let rollout = reuse_rows(&instrs, n_rows, &out_rows, 9 * c_n);
         let backward = backward_gates(&instrs, n_rows, &out_rows, 9 * c_n);
         let per_channel = k_n * hidden;
-        let replay = replay.unwrap_or(n_rows * CHUNK * 4 > REPLAY_ABOVE_BYTES);
+        let row_len = spec.chunk_cells;
+        let replay = replay.unwrap_or(n_rows * row_len * 4 > REPLAY_ABOVE_BYTES);
         let kept = if replay && per_channel > 0 && c_n > 1 {
             let rows = PerceptionRows {
                 hidden_base,
@@ -324,6 +326,7 @@ impl Program {
         };
         Program {
             channels: c_n,
+            row_len,
             gates: Gates {
                 instrs,
                 n_rows,
@@ -578,7 +581,7 @@ fn dedup(a: u32, b: u32) -> impl Iterator<Item = u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::float::kernels::{self, SimdLevel, CHUNK};
+    use crate::float::kernels::{self, Lanes, SimdLevel, CHUNK};
     use crate::model::Model;
 
     fn checkerboard_program() -> Program {
@@ -613,14 +616,20 @@ mod tests {
     #[test]
     fn a_partial_chunk_matches_the_whole_chunk_on_its_blocks() {
         let p = checkerboard_program();
-        let coefs = test_coefs(&p);
+        for row_len in [64, 80, 128] {
+            partial_chunk_matches(&p, row_len);
+        }
+    }
+
+    fn partial_chunk_matches(p: &Program, row_len: usize) {
+        let coefs = test_coefs(p);
         let (cells, blocks_end) = (20, 32);
         let level = kernels::simd_level();
-        let patch = 9 * p.channels * CHUNK;
-        let (act_len, grad_len) = (p.gates.n_rows * CHUNK, p.backward.n_rows * CHUNK);
+        let patch = 9 * p.channels * row_len;
+        let (act_len, grad_len) = (p.gates.n_rows * row_len, p.backward.n_rows * row_len);
         let (mut act_all, mut grad_all) = (vec![0f32; act_len], vec![0f32; grad_len]);
         for (i, v) in act_all[..patch].iter_mut().enumerate() {
-            *v = if i % CHUNK < cells {
+            *v = if i % row_len < cells {
                 ((i * 31) % 11) as f32 / 10.0
             } else {
                 0.0
@@ -628,14 +637,14 @@ mod tests {
         }
         for &r in &p.backward.out_rows {
             for i in 0..cells {
-                grad_all[r as usize * CHUNK + i] = ((i * 17 + r as usize) % 7) as f32 - 3.0;
+                grad_all[r as usize * row_len + i] = ((i * 17 + r as usize) % 7) as f32 - 3.0;
             }
         }
         let mut act_part = act_all.clone();
         let mut grad_part = grad_all.clone();
         let untouched = |buf: &mut [f32], from: usize| {
             for (i, v) in buf.iter_mut().enumerate() {
-                if i >= from && i % CHUNK >= blocks_end {
+                if i >= from && i % row_len >= blocks_end {
                     *v = f32::NAN;
                 }
             }
@@ -644,32 +653,48 @@ mod tests {
         untouched(&mut grad_part, patch);
         let mut acc_all = vec![0f64; p.n_coefs()];
         let mut acc_part = acc_all.clone();
-        kernels::forward(&p.gates, &coefs, &mut act_all, CHUNK, level);
-        kernels::forward(&p.gates, &coefs, &mut act_part, cells, level);
+        let whole = Lanes {
+            cells: row_len,
+            width: row_len,
+        };
+        let part = Lanes {
+            cells,
+            width: row_len,
+        };
+        kernels::forward(&p.gates, &coefs, &mut act_all, whole, level);
+        kernels::forward(&p.gates, &coefs, &mut act_part, part, level);
         let rows = p.gates.n_rows;
         let all = (&act_all[..], &mut grad_all[..]);
-        kernels::backward(&p.backward, rows, &coefs, all, &mut acc_all, CHUNK, level);
-        let part = (&act_part[..], &mut grad_part[..]);
-        kernels::backward(&p.backward, rows, &coefs, part, &mut acc_part, cells, level);
+        kernels::backward(&p.backward, rows, &coefs, all, &mut acc_all, whole, level);
+        let arenas = (&act_part[..], &mut grad_part[..]);
+        kernels::backward(
+            &p.backward,
+            rows,
+            &coefs,
+            arenas,
+            &mut acc_part,
+            part,
+            level,
+        );
 
         let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&acc_all), bits(&acc_part));
         for (buf_all, buf_part) in [(&act_all, &act_part), (&grad_all, &grad_part)] {
             for (i, (a, b)) in buf_all.iter().zip(buf_part.iter()).enumerate() {
-                if i % CHUNK < blocks_end {
+                if i % row_len < blocks_end {
                     assert_eq!(
                         a.to_bits(),
                         b.to_bits(),
-                        "lane {} of row {}",
-                        i % CHUNK,
-                        i / CHUNK
+                        "width {row_len}: lane {} of row {}",
+                        i % row_len,
+                        i / row_len
                     );
                 } else if i >= patch {
                     assert!(
                         b.is_nan(),
                         "lane {} of row {} written",
-                        i % CHUNK,
-                        i / CHUNK
+                        i % row_len,
+                        i / row_len
                     );
                 }
             }
@@ -697,7 +722,7 @@ mod tests {
             for (i, v) in act[..n_patch * CHUNK].iter_mut().enumerate() {
                 *v = ((i * 31) % 11) as f32 / 10.0;
             }
-            kernels::forward(&p.kept.gates, &coefs, &mut act, CHUNK, level);
+            kernels::forward(&p.kept.gates, &coefs, &mut act, Lanes::WHOLE, level);
             let next: Vec<u32> = p
                 .kept
                 .gates
@@ -719,10 +744,10 @@ mod tests {
             let rows = (p.kept.gates.n_rows, p.backward.n_rows);
             for (replay, part) in &p.kept.segments {
                 let replay = &p.kept.replay[replay.clone()];
-                kernels::forward_instrs(replay, rows.0, &coefs, &mut act, CHUNK, level);
+                kernels::forward_instrs(replay, rows.0, &coefs, &mut act, Lanes::WHOLE, level);
                 let part = &p.kept.backward[part.clone()];
                 let arenas = (&act[..], &mut grad[..]);
-                kernels::backward_instrs(part, rows, &coefs, arenas, &mut acc, CHUNK, level);
+                kernels::backward_instrs(part, rows, &coefs, arenas, &mut acc, Lanes::WHOLE, level);
             }
             let patch: Vec<u32> = grad[..n_patch * CHUNK]
                 .iter()
@@ -751,8 +776,20 @@ mod tests {
             *v = ((i * 31) % 11) as f32 / 10.0;
         }
         reused[..9 * p.channels * CHUNK].copy_from_slice(&full[..9 * p.channels * CHUNK]);
-        kernels::forward(&p.gates, &coefs, &mut full, CHUNK, SimdLevel::Portable);
-        kernels::forward(&p.rollout, &coefs, &mut reused, CHUNK, SimdLevel::Portable);
+        kernels::forward(
+            &p.gates,
+            &coefs,
+            &mut full,
+            Lanes::WHOLE,
+            SimdLevel::Portable,
+        );
+        kernels::forward(
+            &p.rollout,
+            &coefs,
+            &mut reused,
+            Lanes::WHOLE,
+            SimdLevel::Portable,
+        );
         for (&f, &r) in p.gates.out_rows.iter().zip(&p.rollout.out_rows) {
             let (f, r) = (f as usize * CHUNK, r as usize * CHUNK);
             assert_eq!(full[f..f + CHUNK], reused[r..r + CHUNK]);

@@ -1,7 +1,7 @@
 //! Rollouts and back-propagation through time over a batch of grids.
 //!
 //! The state of every step lives in a chunk-major buffer: chunk `k` holds `C` rows of
-//! `CHUNK` cells, and one extra all-zero chunk at the end stands for the cells outside
+//! `row_len` cells (the model's cells per chunk), and one extra all-zero chunk at the end stands for the cells outside
 //! a zero-padded grid. A step runs every chunk through the gate program (perception +
 //! update) in a per-thread arena; a chunk starts its next step once its neighbours
 //! are done with this one (`wavefront`), not once every chunk is. Back-propagation
@@ -11,7 +11,7 @@
 use std::sync::Mutex;
 use std::time::Instant;
 
-use super::kernels::{self, CHUNK};
+use super::kernels::{self, Lanes};
 use super::program::Program;
 use super::wavefront;
 use crate::aligned::AlignedVec;
@@ -41,6 +41,8 @@ impl GridShape {
 pub(crate) struct Layout {
     pub shape: GridShape,
     pub channels: usize,
+    /// Cells per chunk: the floats of a state or arena row.
+    pub row_len: usize,
     pub n_chunks: usize,
     /// State addresses (channel 0) of patch entry `e` of chunk `k`'s cells.
     nbr: Runs,
@@ -99,13 +101,13 @@ impl Runs {
     /// them again (a neighbour across a periodic grid row's wrap, or a zero beyond a
     /// grid's edge), and the lane goes to `fixes`: a wide grid's patch row is then one
     /// run per source chunk instead of one per grid row.
-    fn new(addr: &[u32], n_pad: usize, zero: u32, fixes: bool) -> Runs {
+    fn new(addr: &[u32], (n_pad, row_len): (usize, usize), zero: u32, fixes: bool) -> Runs {
         let mut runs = Vec::new();
         let mut start = vec![0];
         let (mut fixed, mut fix_start) = (Vec::new(), vec![0]);
-        for k in 0..n_pad / CHUNK {
+        for k in 0..n_pad / row_len {
             for e in 0..9 {
-                let lanes = &addr[e * n_pad + k * CHUNK..][..CHUNK];
+                let lanes = &addr[e * n_pad + k * row_len..][..row_len];
                 let src = |i: usize| {
                     if lanes[i] == zero {
                         Run::ZERO
@@ -114,7 +116,7 @@ impl Runs {
                     }
                 };
                 let mut i = 0;
-                while i < CHUNK {
+                while i < row_len {
                     let first = src(i);
                     // What lane `i + len` must read to extend the run (zeros stay zeros).
                     let extends = |len: usize| match first {
@@ -122,12 +124,12 @@ impl Runs {
                         _ => first + len as u32,
                     };
                     let mut len = 1;
-                    while i + len < CHUNK {
+                    while i + len < row_len {
                         if src(i + len) == extends(len) {
                             len += 1;
                         } else if fixes
                             && first != Run::ZERO
-                            && i + len + 1 < CHUNK
+                            && i + len + 1 < row_len
                             && src(i + len + 1) == extends(len + 1)
                         {
                             fixed.push(((i + len) as u8, src(i + len)));
@@ -165,13 +167,13 @@ impl Runs {
 }
 
 impl Layout {
-    fn new(shape: GridShape, channels: usize, periodic: bool) -> Layout {
+    fn new(shape: GridShape, channels: usize, row_len: usize, periodic: bool) -> Layout {
         let n_cells = shape.cells();
-        let n_chunks = n_cells.div_ceil(CHUNK);
-        let n_pad = n_chunks * CHUNK;
+        let n_chunks = n_cells.div_ceil(row_len);
+        let n_pad = n_chunks * row_len;
         let (h, w) = (shape.height as isize, shape.width as isize);
-        let state_addr = |n: usize| (n / CHUNK) * channels * CHUNK + n % CHUNK;
-        let gpatch_addr = |n: usize| (n / CHUNK) * 9 * channels * CHUNK + n % CHUNK;
+        let state_addr = |n: usize| (n / row_len) * channels * row_len + n % row_len;
+        let gpatch_addr = |n: usize| (n / row_len) * 9 * channels * row_len + n % row_len;
         // The cell at (r + dr, c + dc) of board b, or None outside a zero-padded grid.
         let shifted = |n: usize, dr: isize, dc: isize| -> Option<usize> {
             let hw = shape.height * shape.width;
@@ -198,20 +200,20 @@ impl Layout {
             for n in 0..n_cells {
                 if let Some(m) = shifted(n, dr, dc) {
                     nbr[e * n_pad + n] = state_addr(m) as u32;
-                    deps[n / CHUNK].push((m / CHUNK) as u32);
+                    deps[n / row_len].push((m / row_len) as u32);
                 }
                 if let Some(m) = shifted(n, -dr, -dc) {
                     inv[e * n_pad + n] = gpatch_addr(m) as u32;
                 }
             }
         }
-        let inv = Runs::new(&inv, n_pad, zero_gpatch, false);
-        let chunk_gpatch = 9 * channels * CHUNK;
+        let inv = Runs::new(&inv, (n_pad, row_len), zero_gpatch, false);
+        let chunk_gpatch = 9 * channels * row_len;
         let mut scatter = vec![Vec::new(); n_chunks];
         for k in 0..n_chunks {
             for e in 0..9 {
                 for run in inv.get(k, e).iter().filter(|r| r.src != Run::ZERO) {
-                    // A run never crosses chunks: lane 63 + 1 is no cell's address.
+                    // A run never crosses chunks: the lane past a row is no cell's address.
                     let (m, lane) = (
                         run.src as usize / chunk_gpatch,
                         run.src as usize % chunk_gpatch,
@@ -231,32 +233,33 @@ impl Layout {
             d.dedup();
         }
         let cells = (0..n_chunks)
-            .map(|k| (n_cells - k * CHUNK).min(CHUNK))
+            .map(|k| (n_cells - k * row_len).min(row_len))
             .collect();
         Layout {
             shape,
             channels,
+            row_len,
             n_chunks,
-            nbr: Runs::new(&nbr, n_pad, zero_state, true),
+            nbr: Runs::new(&nbr, (n_pad, row_len), zero_state, true),
             scatter,
             chunks: wavefront::Chunks { deps, cells },
         }
     }
 
     pub fn n_pad(&self) -> usize {
-        self.n_chunks * CHUNK
+        self.n_chunks * self.row_len
     }
 
     /// Floats of one state buffer, including the zero chunk.
     pub fn state_len(&self) -> usize {
-        (self.n_chunks + 1) * self.channels * CHUNK
+        (self.n_chunks + 1) * self.channels * self.row_len
     }
 
     fn chunk_state_len(&self) -> usize {
-        self.channels * CHUNK
+        self.channels * self.row_len
     }
 
-    /// Cells of the grid in chunk `k`: `CHUNK` but in the last chunk, whose padding
+    /// Cells of the grid in chunk `k`: `row_len` but in the last chunk, whose padding
     /// cells past the grid the kernels skip, a SIMD block at a time.
     fn chunk_cells(&self, k: usize) -> usize {
         self.chunks.cells[k]
@@ -264,7 +267,8 @@ impl Layout {
 
     /// Address of (cell, channel) in a state buffer.
     pub fn addr(&self, n: usize, c: usize) -> usize {
-        (n / CHUNK) * self.channels * CHUNK + c * CHUNK + n % CHUNK
+        let row_len = self.row_len;
+        (n / row_len) * self.channels * row_len + c * row_len + n % row_len
     }
 
     /// Writes the 9 patch rows of every channel of chunk `k` into the arena.
@@ -290,11 +294,12 @@ impl Layout {
     ) {
         // Lanes `at..at + len` of entry `e`'s row of every channel, from state address
         // `src` on (`Run::ZERO`: zeros).
+        let row_len = self.row_len;
         let mut set = |e: usize, at: usize, len: usize, src: u32| {
-            let rows = &mut act[e * CHUNK + at..];
+            let rows = &mut act[e * row_len + at..];
             match src {
                 Run::ZERO => {
-                    for row in rows.chunks_mut(9 * CHUNK).take(self.channels) {
+                    for row in rows.chunks_mut(9 * row_len).take(self.channels) {
                         row[..len].iter_mut().for_each(|v| *v = 0.0);
                     }
                 }
@@ -303,7 +308,13 @@ impl Layout {
                         state.add(src as usize),
                         state_len.saturating_sub(src as usize),
                     );
-                    copy_rows(rows, (from, avail), len, (9 * CHUNK, CHUNK), self.channels)
+                    copy_rows(
+                        rows,
+                        (from, avail),
+                        len,
+                        (9 * row_len, row_len),
+                        self.channels,
+                    )
                 }
             }
         };
@@ -441,20 +452,21 @@ impl Workspace {
         steps: usize,
         threads: usize,
     ) -> usize {
-        let n_chunks = shape.cells().div_ceil(CHUNK);
+        let row_len = program.row_len;
+        let n_chunks = shape.cells().div_ceil(row_len);
         let c = program.channels;
-        let state_len = (n_chunks + 1) * c * CHUNK;
-        let floats = steps
-            .saturating_add(1)
-            .saturating_mul(state_len)
-            .saturating_add(steps.saturating_mul(n_chunks * CHUNK))
-            .saturating_add(2 * state_len)
-            .saturating_add(2 * (n_chunks + 1) * 9 * c * CHUNK)
-            .saturating_add(
-                threads
-                    .saturating_mul((program.kept.gates.n_rows + program.backward.n_rows) * CHUNK),
-            );
-        let tables = 2 * 9 * n_chunks * CHUNK * 4;
+        let state_len = (n_chunks + 1) * c * row_len;
+        let floats =
+            steps
+                .saturating_add(1)
+                .saturating_mul(state_len)
+                .saturating_add(steps.saturating_mul(n_chunks * row_len))
+                .saturating_add(2 * state_len)
+                .saturating_add(2 * (n_chunks + 1) * 9 * c * row_len)
+                .saturating_add(threads.saturating_mul(
+                    (program.kept.gates.n_rows + program.backward.n_rows) * row_len,
+                ));
+        let tables = 2 * 9 * n_chunks * row_len * 4;
         floats
             .saturating_mul(4)
             .saturating_add(n_chunks.saturating_mul(program.n_coefs()).saturating_mul(8))
@@ -500,10 +512,11 @@ impl Workspace {
     ) -> Result<Workspace> {
         Self::check_budget(program, shape, steps, 0)?;
         let threads = threads::num_threads();
-        let layout = Layout::new(shape, program.channels, periodic);
+        let row_len = program.row_len;
+        let layout = Layout::new(shape, program.channels, row_len, periodic);
         let state_len = layout.state_len();
         let n_chunks = layout.n_chunks;
-        let gpatch_len = (n_chunks + 1) * 9 * program.channels * CHUNK;
+        let gpatch_len = (n_chunks + 1) * 9 * program.channels * row_len;
         let mut ws = Workspace {
             states: memory::try_zeros((steps + 1) * state_len, WHAT)?,
             masks: Vec::new(),
@@ -528,7 +541,7 @@ impl Workspace {
             // Optional: without room for it the kept pass computes the perception.
             let len = steps
                 .saturating_mul(n_chunks)
-                .saturating_mul(reuse.outputs * CHUNK);
+                .saturating_mul(reuse.outputs * row_len);
             let bytes = len.saturating_mul(4);
             let total = Self::estimate_bytes(program, shape, steps, threads).saturating_add(bytes);
             if bytes <= REUSE_MAX_BYTES && !memory::over_cap(total) {
@@ -546,10 +559,11 @@ impl Workspace {
     /// One arena per pool thread (the pool may have grown since the workspace was made).
     fn ensure_arenas(&mut self, threads: usize) -> Result<()> {
         let (act_rows, grad_rows) = self.n_rows;
+        let row_len = self.layout.row_len;
         while self.arenas.len() < threads {
             self.arenas.push(Mutex::new(Arena {
-                act: memory::try_zeros(act_rows * CHUNK, WHAT)?,
-                grad: memory::try_zeros(grad_rows * CHUNK, WHAT)?,
+                act: memory::try_zeros(act_rows * row_len, WHAT)?,
+                grad: memory::try_zeros(grad_rows * row_len, WHAT)?,
             }));
         }
         Ok(())
@@ -603,6 +617,7 @@ impl Workspace {
         let chunk_len = self.layout.chunk_state_len();
         let n_pad = self.layout.n_pad();
         let n_chunks = self.layout.n_chunks;
+        let row_len = self.layout.row_len;
         self.perception_kept = false;
         let keep = for_backward && !self.perception.is_empty();
         let Workspace {
@@ -619,7 +634,7 @@ impl Workspace {
         // Chunk `k`'s part of step `t`: state t + 1's chunk `k` from the chunks of
         // state t around it.
         let step_chunk = |t: usize, k: usize| {
-            let mask = masked.then(|| &masks[t * n_pad + k * CHUNK..][..CHUNK]);
+            let mask = masked.then(|| &masks[t * n_pad + k * row_len..][..row_len]);
             let mut arena = lock_arena(arenas);
             let gates = &program.rollout;
             let act = &mut arena.act[..];
@@ -627,16 +642,20 @@ impl Workspace {
             // chunk, never written) were written by finished tasks.
             unsafe { layout.fill_patch_from(states.ptr.add(t * len), len, k, act) };
             let cells = layout.chunk_cells(k);
+            let chunk = Lanes {
+                cells,
+                width: row_len,
+            };
             let (rows, mut done) = (gates.n_rows, 0);
             if let Some(reuse) = reuse {
                 let perceive = &gates.instrs[..reuse.update_from];
-                kernels::forward_instrs(perceive, rows, coefs, act, cells, level);
-                let block = (t * n_chunks + k) * reuse.outputs * CHUNK;
+                kernels::forward_instrs(perceive, rows, coefs, act, chunk, level);
+                let block = (t * n_chunks + k) * reuse.outputs * row_len;
                 // Only the lanes the kernels read: a quarter of the lizard's last chunk.
                 let lanes = kernels::lanes_used(cells);
                 for &(row, j) in &reuse.rows {
-                    let at = block + j as usize * CHUNK;
-                    let src = &act[row as usize * CHUNK..][..lanes];
+                    let at = block + j as usize * row_len;
+                    let src = &act[row as usize * row_len..][..lanes];
                     // SAFETY: block (t, k) is this task's alone, and nothing reads the
                     // buffer before `backward`.
                     unsafe { perception.stream_row(at, src) };
@@ -645,19 +664,19 @@ impl Workspace {
                 store_fence();
                 done = reuse.update_from;
             }
-            kernels::forward_instrs(&gates.instrs[done..], rows, coefs, act, cells, level);
+            kernels::forward_instrs(&gates.instrs[done..], rows, coefs, act, chunk, level);
             // SAFETY: chunk k of state t + 1 is this task's alone; chunk k of state t
             // was written by a finished task.
             let out = unsafe { states.slice_mut((t + 1) * len + k * chunk_len, chunk_len) };
             let old = unsafe { states.slice(t * len + k * chunk_len, chunk_len) };
             for (c, &row) in gates.out_rows.iter().enumerate() {
-                let new = &arena.act[row as usize * CHUNK..][..CHUNK];
-                let dst = &mut out[c * CHUNK..][..CHUNK];
+                let new = &arena.act[row as usize * row_len..][..row_len];
+                let dst = &mut out[c * row_len..][..row_len];
                 match mask {
                     None => dst.copy_from_slice(new),
                     Some(m) => {
-                        let old = &old[c * CHUNK..][..CHUNK];
-                        for i in 0..CHUNK {
+                        let old = &old[c * row_len..][..row_len];
+                        for i in 0..row_len {
                             dst[i] = old[i] * (1.0 - m[i]) + new[i] * m[i];
                         }
                     }
@@ -720,9 +739,10 @@ impl Workspace {
         let level = kernels::simd_level();
         let chunk_len = self.layout.chunk_state_len();
         let n_pad = self.layout.n_pad();
+        let row_len = self.layout.row_len;
         let n_coefs = program.n_coefs();
         // Floats of one chunk's patch-gradient rows, and of every chunk's.
-        let patch_len = 9 * program.channels * CHUNK;
+        let patch_len = 9 * program.channels * row_len;
         let gpatch_len = self.layout.n_chunks * patch_len;
         self.acc.iter_mut().for_each(|v| *v = 0.0);
         let Workspace {
@@ -740,7 +760,8 @@ impl Workspace {
         let n_chunks = layout.n_chunks;
         let reuse = program.kept.reuse.as_ref().filter(|_| *perception_kept);
         let state_len = layout.state_len();
-        let mask_of = |t: usize, k: usize| masked.then(|| &masks[t * n_pad + k * CHUNK..][..CHUNK]);
+        let mask_of =
+            |t: usize, k: usize| masked.then(|| &masks[t * n_pad + k * row_len..][..row_len]);
         let states = &states[..];
         let grad_state = grad_state.each_mut().map(|g| SharedRows::new(&mut g[..]));
         let gpatch = gpatch
@@ -780,41 +801,48 @@ impl Workspace {
                 &mut arena.act,
             );
             let cells = layout.chunk_cells(k);
+            let chunk = Lanes {
+                cells,
+                width: row_len,
+            };
             let kept = &program.kept;
             let (act, rows) = (&mut arena.act[..], kept.gates.n_rows);
             let mut done = 0;
             if let Some(reuse) = reuse {
                 // The rollout's outputs of this step and chunk; the backward replays the
                 // hidden perception rows per channel.
-                let len = reuse.outputs * CHUNK;
+                let len = reuse.outputs * row_len;
                 let block = &perception[(t * n_chunks + k) * len..][..len];
                 // The lanes the rollout streamed out (all but in a last, partial chunk).
                 let lanes = kernels::lanes_used(cells);
-                let dst = &mut act[reuse.first as usize * CHUNK..][..len];
-                if lanes == CHUNK {
+                let dst = &mut act[reuse.first as usize * row_len..][..len];
+                if lanes == row_len {
                     dst.copy_from_slice(block);
                 } else {
-                    for (d, b) in dst.chunks_exact_mut(CHUNK).zip(block.chunks_exact(CHUNK)) {
+                    for (d, b) in dst
+                        .chunks_exact_mut(row_len)
+                        .zip(block.chunks_exact(row_len))
+                    {
                         d[..lanes].copy_from_slice(&b[..lanes]);
                     }
                 }
                 done = reuse.update_from;
             }
             let update = &kept.gates.instrs[done..];
-            kernels::forward_instrs(update, rows, coefs, act, cells, level);
+            kernels::forward_instrs(update, rows, coefs, act, chunk, level);
             let back = &program.backward;
             for &row in &back.unwritten {
-                arena.grad[row as usize * CHUNK..][..CHUNK].fill(0.0);
+                arena.grad[row as usize * row_len..][..row_len].fill(0.0);
             }
-            seed_outputs(&back.out_rows, g, mask_of(t, k), &mut arena.grad);
+            seed_outputs(&back.out_rows, g, mask_of(t, k), (&mut arena.grad, row_len));
             let rows = (kept.gates.n_rows, back.n_rows);
             for (replay, part) in &kept.segments {
                 let replay = &kept.replay[replay.clone()];
                 let act = &mut arena.act[..];
-                kernels::forward_instrs(replay, rows.0, coefs, act, cells, level);
+                kernels::forward_instrs(replay, rows.0, coefs, act, chunk, level);
                 let arenas = (&arena.act[..], &mut arena.grad[..]);
                 let part = &kept.backward[part.clone()];
-                kernels::backward_instrs(part, rows, back_coefs, arenas, acc, cells, level);
+                kernels::backward_instrs(part, rows, back_coefs, arenas, acc, chunk, level);
             }
             layout.scatter_patch_gradient(k, &arena.grad, &gpatch[now]);
         };
@@ -844,18 +872,23 @@ fn binarize_row(row: &mut [f32]) {
         .for_each(|v| *v = if *v >= 0.5 { 1.0 } else { 0.0 });
 }
 
-/// Writes a chunk's gradient w.r.t. the next state (`g`, one `CHUNK` row per channel)
-/// into the gradient rows of the step's outputs, through the chunk's update mask when
+/// Writes a chunk's gradient w.r.t. the next state (`g`, one `row_len` row per channel)
+/// into the gradient rows (of `row_len` floats) of the step's outputs, through the chunk's update mask when
 /// the step is asynchronous (cells that did not fire pass no gradient back through
 /// the gates).
-fn seed_outputs(out_rows: &[u32], g: &[f32], mask: Option<&[f32]>, grad: &mut [f32]) {
+fn seed_outputs(
+    out_rows: &[u32],
+    g: &[f32],
+    mask: Option<&[f32]>,
+    (grad, row_len): (&mut [f32], usize),
+) {
     for (c, &row) in out_rows.iter().enumerate() {
-        let g = &g[c * CHUNK..][..CHUNK];
-        let dst = &mut grad[row as usize * CHUNK..][..CHUNK];
+        let g = &g[c * row_len..][..row_len];
+        let dst = &mut grad[row as usize * row_len..][..row_len];
         match mask {
             None => dst.copy_from_slice(g),
             Some(m) => {
-                for i in 0..CHUNK {
+                for i in 0..row_len {
                     dst[i] = g[i] * m[i];
                 }
             }
@@ -899,17 +932,18 @@ impl Layout {
         // and a sum that starts at +0 is never -0, so adding a zero of either sign (a
         // patch gradient's first gate stores it) leaves it as it is.
         const BLOCK: usize = kernels::LANES;
+        let row_len = self.row_len;
         let blocks = kernels::lanes_used(self.chunk_cells(k)) / BLOCK;
         for (row, patch) in g
-            .chunks_exact_mut(CHUNK)
-            .zip(gpatch.chunks_exact(9 * CHUNK))
+            .chunks_exact_mut(row_len)
+            .zip(gpatch.chunks_exact(9 * row_len))
         {
             // The whole row: zeroing only the lanes past the blocks compiled the loop
             // below differently and made the lizard's epoch 21% slower.
             row.fill(0.0);
             for (b, out) in row.chunks_exact_mut(BLOCK).take(blocks).enumerate() {
                 let mut sum = [0f32; BLOCK];
-                for entry in patch.chunks_exact(CHUNK) {
+                for entry in patch.chunks_exact(row_len) {
                     let entry = &entry[b * BLOCK..][..BLOCK];
                     for i in 0..BLOCK {
                         sum[i] += entry[i];
@@ -920,17 +954,17 @@ impl Layout {
         }
         if let Some(m) = mask {
             for (row, passed) in g
-                .chunks_exact_mut(CHUNK)
-                .zip(grad_state.chunks_exact(CHUNK))
+                .chunks_exact_mut(row_len)
+                .zip(grad_state.chunks_exact(row_len))
             {
-                for i in 0..CHUNK {
+                for i in 0..row_len {
                     row[i] += passed[i] * (1.0 - m[i]);
                 }
             }
         }
         // Padding cells past the grid have no gradient.
         let real = self.chunk_cells(k);
-        for row in g.chunks_exact_mut(CHUNK) {
+        for row in g.chunks_exact_mut(row_len) {
             row[real..].iter_mut().for_each(|v| *v = 0.0);
         }
     }
@@ -940,15 +974,16 @@ impl Layout {
     /// Copies chunk `k`'s patch gradients (`grad`'s first `9 · channels` rows) to the
     /// chunks whose cells receive them (`Scatter`).
     fn scatter_patch_gradient(&self, k: usize, grad: &[f32], out: &SharedRows) {
-        let chunk_gpatch = 9 * self.channels * CHUNK;
+        let row_len = self.row_len;
+        let chunk_gpatch = 9 * self.channels * row_len;
         for s in &self.scatter[k] {
-            let row = s.e as usize * CHUNK;
+            let row = s.e as usize * row_len;
             let src = &grad[row + s.src as usize..];
             let at = s.to as usize * chunk_gpatch + row + s.at as usize;
             // SAFETY: `(s.to, row of every channel, s.at..s.at + s.len)` has this chunk
             // as its only source, so no other task writes it, and its reader (chunk
             // `s.to`'s task of the step after, in `chunks.deps[k]`) waits for this task.
-            unsafe { out.write_rows(at, src, s.len as usize, self.channels) };
+            unsafe { out.write_rows(at, src, (s.len as usize, 9 * row_len), self.channels) };
         }
     }
 }
@@ -988,10 +1023,15 @@ impl<T> SharedRows<T> {
 
 impl SharedRows {
     /// `copy_rows` into this buffer from `at` on, of `len` floats of `rows` rows one
-    /// every `9 · CHUNK` floats (in both: a chunk's patch rows of one entry). Safety: no
+    /// every `stride` floats (in both: a chunk's patch rows of one entry). Safety: no
     /// other thread reads or writes those floats while the buffer is shared.
-    unsafe fn write_rows(&self, at: usize, src: &[f32], len: usize, rows: usize) {
-        let stride = 9 * CHUNK;
+    unsafe fn write_rows(
+        &self,
+        at: usize,
+        src: &[f32],
+        (len, stride): (usize, usize),
+        rows: usize,
+    ) {
         if rows == 0 {
             return;
         }
@@ -1047,6 +1087,10 @@ mod tests {
     use crate::model::Model;
     use crate::spec::Spec;
 
+    /// Chunk widths the layout tests run with: one SIMD block, the default, the
+    /// lizard's, and the widest.
+    const ROW_LENS: [usize; 4] = [16, 64, 80, 128];
+
     /// A rollout and its back-propagation give the same states and coefficient sums, bit
     /// for bit, with the whole arena kept, with the perception replayed per channel, and
     /// with the kept pass taking the rollout's perception outputs (`Reuse`): zero-padded
@@ -1055,13 +1099,20 @@ mod tests {
     /// ran before: states that depend on the schedule).
     #[test]
     fn replayed_and_reused_perception_change_no_bit() {
-        let spec = Spec::from_json(
-            r#"{"channels": 4, "periodic": false, "num_steps": 3, "loss_channels": [0],
-                "lr": 0.05, "perceive": {"n_kernels": 3, "layers": [9, 8, 4, 2],
-                "connections": ["first_kernel", "unique", "unique"]},
-                "update": {"layers": [28, 32, 16, 8, 4],
-                "connections": ["unique", "random", "unique", "unique"]}}"#,
-        )
+        for row_len in [32, 64, 80] {
+            replay_and_reuse_change_no_bit(row_len);
+        }
+    }
+
+    fn replay_and_reuse_change_no_bit(row_len: usize) {
+        let spec = Spec::from_json(&format!(
+            r#"{{"channels": 4, "periodic": false, "num_steps": 3, "loss_channels": [0],
+                "lr": 0.05, "perceive": {{"n_kernels": 3, "layers": [9, 8, 4, 2],
+                "connections": ["first_kernel", "unique", "unique"]}},
+                "update": {{"layers": [28, 32, 16, 8, 4],
+                "connections": ["unique", "random", "unique", "unique"]}},
+                "chunk_cells": {row_len}}}"#
+        ))
         .unwrap();
         let model = Model::new(spec, 5).unwrap();
         let compile = |replay| {
@@ -1103,10 +1154,10 @@ mod tests {
                 .backward(p, &coefs, &coefs, steps, masked, &grad_final)
                 .unwrap();
             let states: Vec<u32> = ws.states.iter().map(|v| v.to_bits()).collect();
-            let real = shape.cells() % CHUNK;
+            let real = shape.cells() % row_len;
             for state in ws.states.chunks_exact(ws.layout.state_len()) {
-                let last = &state[(ws.layout.n_chunks - 1) * 4 * CHUNK..][..4 * CHUNK];
-                let padding = last.chunks_exact(CHUNK).flat_map(|row| &row[real..]);
+                let last = &state[(ws.layout.n_chunks - 1) * 4 * row_len..][..4 * row_len];
+                let padding = last.chunks_exact(row_len).flat_map(|row| &row[real..]);
                 assert!(padding.into_iter().all(|&v| v.to_bits() == 0));
             }
             let sums: Vec<u64> = sums.iter().map(|v| v.to_bits()).collect();
@@ -1126,23 +1177,26 @@ mod tests {
     /// cell it appears in as entry `e`, and a padding cell nothing.
     #[test]
     fn scatter_reaches_every_neighbour_once() {
-        for periodic in [false, true] {
+        for (periodic, row_len) in [false, true]
+            .into_iter()
+            .flat_map(|p| ROW_LENS.map(|r| (p, r)))
+        {
             let shape = GridShape {
                 batch: 2,
                 height: 9,
                 width: 13,
             };
-            let layout = Layout::new(shape, 3, periodic);
-            let chunk_gpatch = 9 * CHUNK;
+            let layout = Layout::new(shape, 3, row_len, periodic);
+            let chunk_gpatch = 9 * row_len;
             // (destination chunk, entry, lane) -> (source chunk, source lane)
             let mut from = vec![None; layout.n_chunks * chunk_gpatch];
             for (m, list) in layout.scatter.iter().enumerate() {
                 for s in list {
                     for j in 0..s.len as usize {
-                        let at = s.to as usize * chunk_gpatch + s.e as usize * CHUNK;
+                        let at = s.to as usize * chunk_gpatch + s.e as usize * row_len;
                         let slot = &mut from[at + s.at as usize + j];
                         assert!(slot.is_none(), "written twice");
-                        *slot = Some(m * CHUNK + s.src as usize + j);
+                        *slot = Some(m * row_len + s.src as usize + j);
                     }
                 }
             }
@@ -1158,7 +1212,7 @@ mod tests {
                         let (r, c) = (r.rem_euclid(h), c.rem_euclid(w));
                         (periodic || inside).then_some(b * hw + (r * w + c) as usize)
                     });
-                    let got = from[(n / CHUNK) * chunk_gpatch + e * CHUNK + n % CHUNK];
+                    let got = from[(n / row_len) * chunk_gpatch + e * row_len + n % row_len];
                     assert_eq!(got, want.flatten(), "cell {n} entry {e}");
                 }
             }
@@ -1170,21 +1224,27 @@ mod tests {
     /// +0 past the grid's cells, over a partly filled last chunk.
     #[test]
     fn gather_sums_each_cells_entries_in_order() {
+        for row_len in ROW_LENS {
+            gather_sums_in_order(row_len);
+        }
+    }
+
+    fn gather_sums_in_order(row_len: usize) {
         let shape = GridShape {
             batch: 1,
             height: 7,
             width: 11,
         };
         let channels = 2;
-        let layout = Layout::new(shape, channels, true);
-        let patch_len = 9 * channels * CHUNK;
+        let layout = Layout::new(shape, channels, row_len, true);
+        let patch_len = 9 * channels * row_len;
         // Values of many magnitudes, so that another order of addition shows.
         let value = |i: usize| ((i * 2654435761) % 1000) as f32 * 10f32.powi((i % 7) as i32 - 3);
         let gpatch: Vec<f32> = (0..layout.n_chunks * patch_len)
             .map(|i| value(i) - 400.0)
             .collect();
-        let passed: Vec<f32> = (0..channels * CHUNK).map(|i| value(i + 7)).collect();
-        let mask: Vec<f32> = (0..CHUNK).map(|i| (i % 3 == 0) as u8 as f32).collect();
+        let passed: Vec<f32> = (0..channels * row_len).map(|i| value(i + 7)).collect();
+        let mask: Vec<f32> = (0..row_len).map(|i| (i % 3 == 0) as u8 as f32).collect();
         for k in 0..layout.n_chunks {
             for mask in [None, Some(&mask[..])] {
                 let next = Next::Gather {
@@ -1192,19 +1252,19 @@ mod tests {
                     grad_state: &passed,
                     mask,
                 };
-                let mut g = vec![f32::NAN; channels * CHUNK];
+                let mut g = vec![f32::NAN; channels * row_len];
                 layout.state_gradient(k, &next, &mut g);
-                for (c, lane) in (0..channels).flat_map(|c| (0..CHUNK).map(move |l| (c, l))) {
+                for (c, lane) in (0..channels).flat_map(|c| (0..row_len).map(move |l| (c, l))) {
                     let mut want = 0f32;
                     if lane < layout.chunk_cells(k) {
                         for e in 0..9 {
-                            want += gpatch[k * patch_len + (c * 9 + e) * CHUNK + lane];
+                            want += gpatch[k * patch_len + (c * 9 + e) * row_len + lane];
                         }
                         if let Some(m) = mask {
-                            want += passed[c * CHUNK + lane] * (1.0 - m[lane]);
+                            want += passed[c * row_len + lane] * (1.0 - m[lane]);
                         }
                     }
-                    let got = g[c * CHUNK + lane];
+                    let got = g[c * row_len + lane];
                     assert_eq!(
                         got.to_bits(),
                         want.to_bits(),
@@ -1257,14 +1317,16 @@ mod tests {
     /// the lanes past the last block holding cells, which the kernels do not read.
     #[test]
     fn fill_patch_writes_every_neighbour() {
-        for (periodic, width) in [(false, 13), (true, 13), (true, 20), (false, 70)] {
+        let grids = [(false, 13), (true, 13), (true, 20), (false, 70)];
+        for ((periodic, width), row_len) in grids.into_iter().flat_map(|g| ROW_LENS.map(|r| (g, r)))
+        {
             let shape = GridShape {
                 batch: 2,
                 height: 9,
                 width,
             };
             let channels = 3;
-            let layout = Layout::new(shape, channels, periodic);
+            let layout = Layout::new(shape, channels, row_len, periodic);
             let mut state = vec![0f32; layout.state_len()];
             for n in 0..shape.cells() {
                 for c in 0..channels {
@@ -1273,11 +1335,11 @@ mod tests {
             }
             let (h, w) = (shape.height as isize, width as isize);
             for k in 0..layout.n_chunks {
-                let mut act = vec![f32::NAN; 9 * channels * CHUNK];
+                let mut act = vec![f32::NAN; 9 * channels * row_len];
                 layout.fill_patch(&state, k, &mut act);
                 let lanes = kernels::lanes_used(layout.chunk_cells(k));
-                for lane in 0..CHUNK {
-                    let n = k * CHUNK + lane;
+                for lane in 0..row_len {
+                    let n = k * row_len + lane;
                     for (c, e) in (0..channels).flat_map(|c| (0..9).map(move |e| (c, e))) {
                         let (dr, dc) = (e as isize / 3 - 1, e as isize % 3 - 1);
                         let want = if n < shape.cells() {
@@ -1296,7 +1358,7 @@ mod tests {
                         } else {
                             0.0
                         };
-                        let got = act[(c * 9 + e) * CHUNK + lane];
+                        let got = act[(c * 9 + e) * row_len + lane];
                         if lane < lanes {
                             assert_eq!(got, want, "chunk {k} lane {lane} channel {c} entry {e}");
                         } else {
@@ -1312,7 +1374,8 @@ mod tests {
     /// addresses, jumps and zero cells a chunk holds.
     #[test]
     fn runs_expand_to_the_addresses() {
-        let (n_pad, zero) = (2 * CHUNK, 9999);
+        let (row_len, zero) = (64, 9999);
+        let n_pad = 2 * row_len;
         let addr: Vec<u32> = (0..9 * n_pad)
             .map(|i| match i {
                 _ if (i * 7) % 11 == 0 || (40..60).contains(&(i % n_pad)) => zero,
@@ -1320,8 +1383,8 @@ mod tests {
                 _ => 100 + i as u32,
             })
             .collect();
-        let plain = Runs::new(&addr, n_pad, zero, false);
-        let fixed = Runs::new(&addr, n_pad, zero, true);
+        let plain = Runs::new(&addr, (n_pad, row_len), zero, false);
+        let fixed = Runs::new(&addr, (n_pad, row_len), zero, true);
         assert!(plain.fixes.is_empty() && !fixed.fixes.is_empty());
         assert!(fixed.runs.len() < plain.runs.len());
         for runs in [plain, fixed] {
@@ -1338,7 +1401,7 @@ mod tests {
                     for &(lane, src) in runs.fixes(k, e) {
                         expanded[lane as usize] = if src == Run::ZERO { zero } else { src };
                     }
-                    assert_eq!(expanded, addr[e * n_pad + k * CHUNK..][..CHUNK]);
+                    assert_eq!(expanded, addr[e * n_pad + k * row_len..][..row_len]);
                 }
             }
         }

@@ -5,6 +5,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::*;
 use crate::error::Error;
+use crate::float::kernels::CHUNK;
 use crate::float::GridShape;
 use crate::gates::{self, N_OPS};
 use crate::model::{Decoding, Model};
@@ -53,6 +54,7 @@ pub(crate) fn spec(
         relax: Default::default(),
         binarize_states: false,
         binarize_every: 1,
+        chunk_cells: CHUNK,
     }
 }
 
