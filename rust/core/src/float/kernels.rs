@@ -1,7 +1,7 @@
 //! The two hot loops: run a step's gate program forward, and backward, over one
-//! chunk of cells (an arena row per activation, `Lanes::width` floats long). The same generic code is compiled for several instruction
-//! sets and the best one the CPU has is chosen once at run time, so a portable wheel
-//! still gets AVX2/AVX-512 with FMA.
+//! chunk of cells (an arena row per activation, `Lanes::width` floats long). The same
+//! generic code is compiled for several instruction sets and the best one the CPU has
+//! is chosen once at run time, so a portable wheel still gets AVX2/AVX-512 with FMA.
 
 // The kernels index several rows by one lane counter on purpose: it is what vectorises.
 #![allow(clippy::needless_range_loop)]
@@ -179,6 +179,7 @@ impl Reduce for EachTree {
 /// instruction's output row differs from its input rows and that every row index is
 /// below `n_rows`; callers check the arena holds `n_rows` rows of `width` floats, and
 /// that the `N` lanes read fit in a row.
+///
 /// `W`: the row width when it is known at compile time (one of the widths `on_lanes`
 /// lists: the address of a row is then a shift or a constant multiply; with the width
 /// read at run time the lizard's epoch measured 5-8% slower), or 0.

@@ -1,7 +1,7 @@
 //! A whole CA step as one flat list of gate instructions over a row arena.
 //!
-//! Every activation of one cell chunk lives in a row of `Program::row_len` floats: first the 9
-//! patch rows of every channel, then the hidden perception rows, then the perception
+//! Every activation of one cell chunk lives in a row of `Program::row_len` floats: first
+//! the 9 patch rows of every channel, then the hidden perception rows, then the perception
 //! outputs already in the update network's input order, then the update layers. A gate
 //! is `out = c0 + c1·a + c2·b + c3·a·b` over three rows, so perception (every kernel on
 //! every channel) and update run through the same two kernels with no gathers and no

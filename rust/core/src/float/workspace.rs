@@ -1,12 +1,13 @@
 //! Rollouts and back-propagation through time over a batch of grids.
 //!
 //! The state of every step lives in a chunk-major buffer: chunk `k` holds `C` rows of
-//! `row_len` cells (the model's cells per chunk), and one extra all-zero chunk at the end stands for the cells outside
-//! a zero-padded grid. A step runs every chunk through the gate program (perception +
-//! update) in a per-thread arena; a chunk starts its next step once its neighbours
-//! are done with this one (`wavefront`), not once every chunk is. Back-propagation
-//! recomputes each step's activations from the stored state instead of keeping them,
-//! so memory stays at a few states plus one arena per thread.
+//! `row_len` cells (the model's cells per chunk), and one extra all-zero chunk at the
+//! end stands for the cells outside a zero-padded grid. A step runs every chunk
+//! through the gate program (perception + update) in a per-thread arena; a chunk starts
+//! its next step once its neighbours are done with this one (`wavefront`), not once
+//! every chunk is. Back-propagation recomputes each step's activations from the stored
+//! state instead of keeping them, so memory stays at a few states plus one arena per
+//! thread.
 
 use std::sync::Mutex;
 use std::time::Instant;
@@ -168,6 +169,8 @@ impl Runs {
 
 impl Layout {
     fn new(shape: GridShape, channels: usize, row_len: usize, periodic: bool) -> Layout {
+        // Lanes are stored as u8 (`Run`, `Scatter`); `Spec::validate` checks the width.
+        assert!(row_len <= kernels::MAX_CHUNK && row_len.is_multiple_of(kernels::LANES));
         let n_cells = shape.cells();
         let n_chunks = n_cells.div_ceil(row_len);
         let n_pad = n_chunks * row_len;
@@ -873,9 +876,9 @@ fn binarize_row(row: &mut [f32]) {
 }
 
 /// Writes a chunk's gradient w.r.t. the next state (`g`, one `row_len` row per channel)
-/// into the gradient rows (of `row_len` floats) of the step's outputs, through the chunk's update mask when
-/// the step is asynchronous (cells that did not fire pass no gradient back through
-/// the gates).
+/// into the gradient rows (of `row_len` floats) of the step's outputs, through the
+/// chunk's update mask when the step is asynchronous (cells that did not fire pass no
+/// gradient back through the gates).
 fn seed_outputs(
     out_rows: &[u32],
     g: &[f32],
