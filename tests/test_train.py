@@ -408,7 +408,8 @@ def test_the_notebook_lizard_start_is_shipped_for_init(tmp_path: Path) -> None:
     shipped_path = preset.init_path()
     assert shipped_path is not None and shipped_path.is_file()
     shipped = logicars.Model.from_npz(shipped_path)
-    assert shipped.spec.to_dict() == preset.spec.to_dict()
+    # The same model; the chunk width is the run's, as its relaxation is (lizard.toml: 80).
+    assert shipped.spec.replace(chunk_cells=80).to_dict() == preset.spec.to_dict()
 
     r = train(path, epochs=1, out=tmp_path / "default", quiet=True)
     assert r.summary["init"] == str(shipped_path) and r.summary["relax"]["mode"] == "softmax"
@@ -751,8 +752,8 @@ def test_a_run_with_a_drift_budget_ends_with_its_lowest_circuit_when_it_scores_b
 # ---- long trainings -------------------------------------------------------------------
 
 
-# The default runs (seed 0), and seeds 1 and 2 of every preset (the lizard's seed 1
-# solves in its third attempt, after two stalled ones: 23,136 epochs; docs/results.md).
+# The default runs (seed 0), and seeds 1 and 2 of every preset (the lizard's seed 2
+# solves in its third attempt, after two stalled ones: 32,000 epochs; docs/results.md).
 DEFAULT_RUNS = [(name, None) for name in logicars.PRESETS] + [
     (name, seed) for name in logicars.PRESETS for seed in (1, 2)
 ]
