@@ -18,6 +18,8 @@ WIRINGS = ("first_kernel", "unique", "random")
 DEFAULT_LR = 0.05
 # The notebook's AdamW weight decay (decoupled), likewise a training option.
 DEFAULT_WEIGHT_DECAY = 0.01
+# Cells the engine computes together unless a spec says otherwise (the crate's `CHUNK`).
+DEFAULT_CHUNK_CELLS = 64
 
 # Training relaxations (rust/core/src/relax.rs, which validates them): the notebook's
 # softmax, Gumbel noise with a straight-through estimator, straight-through without noise,
@@ -121,7 +123,7 @@ class ModelSpec:
     # do not depend on it, but the coefficient gradients are summed chunk by chunk, so it
     # sets the last bits of training; a wide model on a small grid trains faster with
     # wider chunks (the lizard: 80, its 400 cells in 5 chunks; docs/performance.md).
-    chunk_cells: int = 64
+    chunk_cells: int = DEFAULT_CHUNK_CELLS
 
     @property
     def is_async(self) -> bool:
@@ -153,7 +155,7 @@ class ModelSpec:
         relax: Relaxation | None = None,
         binarize_states: bool = False,
         binarize_every: int = 1,
-        chunk_cells: int = 64,
+        chunk_cells: int = DEFAULT_CHUNK_CELLS,
     ) -> ModelSpec:
         """A spec wired as the reference notebook wires its models, from the widths alone.
 
@@ -212,7 +214,7 @@ class ModelSpec:
             del d["binarize_states"]
         if self.binarize_every == 1:
             del d["binarize_every"]
-        if self.chunk_cells == 64:
+        if self.chunk_cells == DEFAULT_CHUNK_CELLS:  # likewise
             del d["chunk_cells"]
         return d
 
@@ -260,7 +262,7 @@ class ModelSpec:
             relax=_relaxation(d),
             binarize_states=_bool(d, "binarize_states", False),
             binarize_every=_int(d, "binarize_every") if "binarize_every" in d else 1,
-            chunk_cells=_int(d, "chunk_cells") if "chunk_cells" in d else 64,
+            chunk_cells=_int(d, "chunk_cells") if "chunk_cells" in d else DEFAULT_CHUNK_CELLS,
         )
 
     @classmethod
