@@ -484,12 +484,15 @@ mod x86 {
     }
 }
 
-fn check_arena(n_rows: usize, lanes: Lanes, arena: &[f32]) {
+fn check_arena(n_rows: usize, width: usize, arena: &[f32]) {
     // Every row index of a gate list is below its n_rows (`program`).
     assert!(
-        arena.len() >= n_rows * lanes.width,
+        arena.len() >= n_rows * width,
         "arena smaller than the program needs"
     );
+}
+
+fn check_lanes(lanes: Lanes) {
     assert!(
         lanes.width <= MAX_CHUNK && lanes_used(lanes.cells) <= lanes.width,
         "a chunk's lanes must fit its row"
@@ -517,7 +520,7 @@ fn backward_portable<const W: usize, const N: usize>(
 }
 
 /// Calls `$kernel::<W, N>($args)` with `N` the chunk's cells rounded up to whole blocks
-/// (at most `MAX_CHUNK`, which `check_arena` asserts) and `W` its row width where that is
+/// (at most `MAX_CHUNK`, which `check_lanes` asserts) and `W` its row width where that is
 /// one the presets use (64, and the lizard's 80), else 0: the width read at run time.
 macro_rules! on_lanes {
     ($lanes:expr, $($kernel:ident)::+, $($args:expr),*) => {
@@ -561,7 +564,8 @@ pub fn forward_instrs(
     lanes: Lanes,
     level: SimdLevel,
 ) {
-    check_arena(n_rows, lanes, act);
+    check_lanes(lanes);
+    check_arena(n_rows, lanes.width, act);
     let _ftz = FlushDenormals::new();
     let w = lanes.width;
     match level {
@@ -603,8 +607,9 @@ pub fn backward_instrs(
     lanes: Lanes,
     level: SimdLevel,
 ) {
-    check_arena(act_rows, lanes, act);
-    check_arena(grad_rows, lanes, grad);
+    check_lanes(lanes);
+    check_arena(act_rows, lanes.width, act);
+    check_arena(grad_rows, lanes.width, grad);
     let _ftz = FlushDenormals::new();
     let w = lanes.width;
     match level {

@@ -268,6 +268,14 @@ impl Layout {
         self.chunks.cells[k]
     }
 
+    /// Chunk `k` as the kernels see it: its cells in rows of `row_len` floats.
+    fn lanes(&self, k: usize) -> Lanes {
+        Lanes {
+            cells: self.chunk_cells(k),
+            width: self.row_len,
+        }
+    }
+
     /// Address of (cell, channel) in a state buffer.
     pub fn addr(&self, n: usize, c: usize) -> usize {
         let row_len = self.row_len;
@@ -644,11 +652,7 @@ impl Workspace {
             // SAFETY: the chunks of state t that the fill reads (`chunks.deps[k]`, and the zero
             // chunk, never written) were written by finished tasks.
             unsafe { layout.fill_patch_from(states.ptr.add(t * len), len, k, act) };
-            let cells = layout.chunk_cells(k);
-            let chunk = Lanes {
-                cells,
-                width: row_len,
-            };
+            let (cells, chunk) = (layout.chunk_cells(k), layout.lanes(k));
             let (rows, mut done) = (gates.n_rows, 0);
             if let Some(reuse) = reuse {
                 let perceive = &gates.instrs[..reuse.update_from];
@@ -803,11 +807,7 @@ impl Workspace {
                 k,
                 &mut arena.act,
             );
-            let cells = layout.chunk_cells(k);
-            let chunk = Lanes {
-                cells,
-                width: row_len,
-            };
+            let (cells, chunk) = (layout.chunk_cells(k), layout.lanes(k));
             let kept = &program.kept;
             let (act, rows) = (&mut arena.act[..], kept.gates.n_rows);
             let mut done = 0;
