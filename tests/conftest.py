@@ -1,4 +1,5 @@
-"""Shared test helpers: where the reference fixtures live."""
+"""Shared test helpers: where the reference fixtures live (`tests/fixtures`, in the
+repository, so that the suite runs from a clean clone; see its README)."""
 
 from __future__ import annotations
 
@@ -8,15 +9,16 @@ import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-FIXTURES = SHARED / "fixtures"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+# The binary targets of the lizard and colored-G experiments, as the notebook derives them.
+TARGETS = FIXTURES / "targets"
 FIXTURE_NAMES = ["sync_small", "sync_periodic_c1", "async_small", "rgb_small", "checkerboard_full"]
 
 
 def load_fixture(name: str) -> dict[str, np.ndarray]:
-    """The arrays of `../shared/fixtures/<name>.npz`; fails (not skips) when missing."""
+    """The arrays of `tests/fixtures/<name>.npz`; fails (not skips) when missing."""
     path = FIXTURES / f"{name}.npz"
-    assert path.exists(), f"reference fixture {path} is missing: the suite needs ../shared/fixtures"
+    assert path.exists(), f"reference fixture {path} is missing"
     with np.load(path, allow_pickle=False) as z:
         return {k: z[k] for k in z.files}
 

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
+from conftest import FIXTURES
 
 import logicars
 from logicars import _core
 from logicars.errors import InvalidValueError, MemoryLimitError, ShapeError
 from logicars.spec import ModelSpec, PerceiveSpec, UpdateSpec
-
-FIXTURES = Path(__file__).parents[1].parent / "shared" / "fixtures"
 
 # Genuine two-input gates: AND, A&!B, !A&B, XOR, OR, NOR, XNOR, A|!B, !A|B, NAND.
 TWO_INPUT = [1, 2, 4, 6, 7, 8, 9, 11, 13, 14]
@@ -111,8 +108,6 @@ def test_simulate_equals_hard_rollout(case: tuple, masked: bool) -> None:
 )
 def test_fixture_hard_out(name: str) -> None:
     path = FIXTURES / f"{name}.npz"
-    if not path.is_file():
-        pytest.skip(f"{path} is missing")
     model = logicars.Model.from_npz(path)
     with np.load(path) as z:
         x, hard_out = z["x"], z["hard_out"]

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import TARGETS
 
 from logicars.datasets import gol_boards, gol_step
 from logicars.presets import PRESETS, get_preset, preset_for_kind
@@ -27,11 +28,9 @@ from logicars.tasks import (
     task_from_dict,
 )
 
-SHARED_DATA = Path(__file__).parents[1].parent / "shared" / "data"
-
 
 def _reference(name: str) -> np.ndarray:
-    path = SHARED_DATA / name
+    path = TARGETS / name
     assert path.is_file(), f"reference target {path} is missing"
     return np.load(path)
 
