@@ -85,7 +85,7 @@ def save_checkpoint(path: PathLike, model: Model, extra: dict[str, Any] | None =
         "format": FORMAT,
         "format_version": str(FORMAT_VERSION),
         "logicars_version": _version(),
-        "config": model.spec.to_json(),
+        "config": model.config_json(),  # with the model's lr where it has one
         "t": str(int(model.optimizer_state()["t"])),
         "mask_seed": str(int(m_seed)),
         "mask_draws": str(int(m_draws)),
@@ -157,6 +157,7 @@ class CheckpointContents:
     mask_seed: int
     mask_draws: int
     extra: dict[str, Any]
+    lr: float | None = None  # the model's own learning rate, where its config names one
 
 
 def read_checkpoint(path: PathLike) -> CheckpointContents:
@@ -199,9 +200,9 @@ def read_checkpoint(path: PathLike) -> CheckpointContents:
     if not isinstance(extra, dict):
         raise CheckpointError(f"{path}: invalid checkpoint metadata: 'extra' is not an object")
     t, m_seed, m_draws = (_u64(path, k, metadata[k]) for k in ("t", "mask_seed", "mask_draws"))
-    _move_legacy_lr(path, metadata, extra)
+    lr = _move_legacy_lr(path, metadata, extra)
 
-    return CheckpointContents(spec, tensors, t, m_seed, m_draws, extra)
+    return CheckpointContents(spec, tensors, t, m_seed, m_draws, extra, lr)
 
 
 def _open_regular(path: Path) -> BinaryIO:
@@ -332,9 +333,10 @@ def _spec_of(path: Path, metadata: dict[str, str]) -> ModelSpec:
         raise CheckpointError(f"{path}: invalid checkpoint metadata: {e}") from None
 
 
-def _move_legacy_lr(path: Path, metadata: dict[str, str], extra: dict[str, Any]) -> None:
+def _move_legacy_lr(path: Path, metadata: dict[str, str], extra: dict[str, Any]) -> float | None:
     """A checkpoint from before the learning rate was a training option kept it in its
-    model config: a training state (an `extra` with a `preset`) gets it where it is now."""
+    model config: a training state (an `extra` with a `preset`) gets it where it is now.
+    Returns it (the model's own `lr`; `Model.save` writes a reference file's there)."""
     config = _bounded_json(path, "config", metadata["config"])
     try:
         lr = legacy_lr(config)
@@ -343,6 +345,7 @@ def _move_legacy_lr(path: Path, metadata: dict[str, str], extra: dict[str, Any])
     preset = extra.get("preset")
     if lr is not None and isinstance(preset, dict):
         preset.setdefault("lr", lr)
+    return lr
 
 
 def _u64(path: Path, key: str, value: str) -> int:

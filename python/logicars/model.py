@@ -21,7 +21,7 @@ from .errors import (
     MemoryLimitError,
     ShapeError,
 )
-from .spec import DEFAULT_LR, DEFAULT_WEIGHT_DECAY, ModelSpec
+from .spec import DEFAULT_LR, DEFAULT_WEIGHT_DECAY, ModelSpec, legacy_lr
 
 if TYPE_CHECKING:
     from .export import Netlist
@@ -110,18 +110,27 @@ class Model:
 
     `Model(spec, seed=0)` draws a fresh wiring from `seed`, with every gate starting as
     a pass-through of its first input. Grids are float32 arrays `(B, H, W, C)` of 0/1.
+
+    `lr` is the model's training default: the learning rate `train_step` uses when it is
+    given none. It is None (meaning `DEFAULT_LR`, 0.05) for a new model; a model read
+    from a file whose config names a learning rate (`from_npz`: the reference notebook's
+    files; `load`: a checkpoint that `save` wrote from such a model, or one from before
+    the learning rate was a training option) keeps that file's, and `to_npz` and `save`
+    write it back.
     """
 
     def __init__(self, spec: SpecLike, seed: int = 0) -> None:
         self._spec = _as_spec(spec)
         seed = check_int("seed", seed, 0, MAX_SEED)
         self._engine = _core.Engine.create(self._spec.to_json(), seed)
+        self._lr: float | None = None
 
     @classmethod
     def _wrap(cls, engine: _core.Engine) -> Model:
         model = cls.__new__(cls)
         model._engine = engine
         model._spec = ModelSpec.from_json(engine.config_json())
+        model._lr = None
         return model
 
     @classmethod
@@ -187,6 +196,18 @@ class Model:
         self._engine.set_optimizer_state(m, v, int(state["t"]))
 
     @property
+    def lr(self) -> float | None:
+        """The learning rate `train_step` uses when given none (None: `DEFAULT_LR`)."""
+        return self._lr
+
+    @lr.setter
+    def lr(self, value: float | None) -> None:
+        if value is not None:
+            _core.check_lr(value)
+            value = float(value)
+        self._lr = value
+
+    @property
     def mask_state(self) -> tuple[int, int]:
         """(seed, draws) of the stream async masks are drawn from when none are given."""
         return self._engine.mask_state()
@@ -238,12 +259,16 @@ class Model:
         y: Any,
         masks: Any = None,
         *,
-        lr: float = DEFAULT_LR,
+        lr: float | None = None,
         weight_decay: float = DEFAULT_WEIGHT_DECAY,
     ) -> tuple[float, float]:
         """One clip + AdamW step with learning rate `lr` and decoupled weight decay
         `weight_decay` (training options, not part of the spec); returns (soft_loss,
-        hard_loss) measured at the logits before the update."""
+        hard_loss) measured at the logits before the update. Without `lr`, the model's
+        own (`Model.lr`: a reference file's, so its optimizer step is the notebook's),
+        else `DEFAULT_LR`."""
+        if lr is None:
+            lr = DEFAULT_LR if self._lr is None else self._lr
         xa = _as_unit_array("x", x)
         ya = _as_unit_array("y", y)
         masks = _as_masks(masks, xa, self._spec.num_steps)
@@ -396,7 +421,8 @@ class Model:
     # ---- files ------------------------------------------------------------------
     @classmethod
     def from_npz(cls, path: PathLike) -> Model:
-        """Loads parameters, wiring and config in the reference fixture format.
+        """Loads parameters, wiring and config in the reference fixture format. The
+        config's `lr`, where it has one, becomes the model's training default (`lr`).
 
         Raises `logicars.errors.CheckpointError` for a missing, damaged or foreign file.
         """
@@ -410,14 +436,18 @@ class Model:
                     raise CheckpointError(
                         f"{path}: no 'config' entry; not a logicars/fixture npz file"
                     )
-                spec = ModelSpec.from_json(str(z["config"]))
+                config = json.loads(str(z["config"]))
+                spec = ModelSpec.from_dict(config)
+                lr = legacy_lr(config)
                 n_p, n_u = len(spec.perceive.layers) - 1, len(spec.update.layers) - 1
                 pw = [z[f"perceive_wires_{i}"] for i in range(n_p)]
                 uw = [z[f"update_wires_{i}"] for i in range(n_u)]
                 params = {
                     k: z[k] for k in z.files if k.startswith(("perceive_logits_", "update_logits_"))
                 }
-            return cls.from_parts(spec, pw, uw, params)
+            model = cls.from_parts(spec, pw, uw, params)
+            model.lr = lr
+            return model
         except CheckpointError:
             raise
         except FileNotFoundError:
@@ -431,8 +461,9 @@ class Model:
             ) from None
 
     def to_npz(self, path: PathLike) -> None:
-        """Saves parameters, wiring and config in the reference fixture format."""
-        arrays: dict[str, np.ndarray] = {"config": np.array(json.dumps(self._spec.to_dict()))}
+        """Saves parameters, wiring and config in the reference fixture format (the
+        config with the model's `lr` where it has one, as the notebook's files do)."""
+        arrays: dict[str, np.ndarray] = {"config": np.array(self.config_json())}
         arrays.update(self.params())
         arrays.update(self.wires())
         from .files import save_atomic
@@ -440,6 +471,13 @@ class Model:
         target = os.fspath(path)
         target = target if target.endswith(".npz") else f"{target}.npz"  # as np.savez
         save_atomic(target, lambda f: np.savez(f, **arrays))
+
+    def config_json(self) -> str:
+        """The spec as JSON, with the model's `lr` where it has one (what the files of
+        `to_npz` and `save` hold)."""
+        if self._lr is None:
+            return self._spec.to_json()
+        return json.dumps({**self._spec.to_dict(), "lr": self._lr}, sort_keys=True)
 
     def save(self, path: PathLike, extra: dict[str, Any] | None = None) -> None:
         """Saves everything needed to resume training (see `logicars.checkpoint`), atomically."""
@@ -716,6 +754,7 @@ def load_checkpoint(path: PathLike) -> tuple[Model, dict[str, Any]]:
         )
         model.set_optimizer_state({**moments, "t": np.array(c.t, dtype=np.int64)})
         model.mask_state = (c.mask_seed, c.mask_draws)
+        model.lr = c.lr
     except MemoryLimitError as e:
         raise CheckpointMemoryError(f"{path}: {e}") from None
     except (ValueError, TypeError, OverflowError, KeyError) as e:
