@@ -3,6 +3,11 @@ over seeds, per preset, from the run directories of `python -m logicars sweep`.
 
     python scripts/relax_results.py SWEEP_DIR [SWEEP_DIR ...]
 
+To publish a sweep, record it instead (`python scripts/make_results.py --record DIR
+--name NAME`, `logicars.records`): docs/relaxations.md's tables are written from the
+committed records, and a test fails when the page and the records disagree. This script
+is for looking at new sweep directories.
+
 Every run directory below the given sweep directories (`*/summary.json`) is one point;
 points are grouped by preset, relaxation (`summary.json`'s `relax`, with its
 parameters, and "+ repair" for runs with the discrete repair on) and epoch budget. For

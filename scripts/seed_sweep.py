@@ -6,8 +6,9 @@ Every preset sweeps into its own directory `<root>/<preset>` (the same as
 `python -m logicars sweep <preset> --seeds <seeds> --out <root>/<preset>`), on the
 preset's defaults (epochs, restarts, repair), with the seeds docs/results.md reports
 unless `--seeds` is given; re-running skips the finished points and resumes the
-interrupted ones. `python scripts/make_results.py --sweeps <root>/*` turns them into the
-success-rate tables.
+interrupted ones. `python scripts/make_results.py --record <root>/<preset> --name NAME`
+turns each into its records (docs/data/sweeps/NAME.jsonl), from which the success-rate
+tables are written.
 """
 
 from __future__ import annotations

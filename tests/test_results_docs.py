@@ -1,0 +1,116 @@
+"""docs/results.md and the tables of docs/relaxations.md are what the committed records
+give (issue 42): `scripts/make_results.py` regenerates them byte for byte, and a record
+that changes changes the docs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from logicars.records import (
+    FORMAT_VERSION,
+    SEED_FIELDS,
+    read_records,
+    record_from_run,
+    records_from_sweep,
+    seed_record,
+    write_records,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+import make_results  # noqa: E402
+
+
+def test_results_md_is_what_the_records_give() -> None:
+    text, solving = make_results.render_results()
+    assert text == (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
+    assert len(solving) > 2  # the solving table, which the plot is drawn from
+
+
+def test_relaxations_md_tables_are_what_the_records_give() -> None:
+    text = (ROOT / "docs" / "relaxations.md").read_text(encoding="utf-8")
+    assert "<!-- records: " in text
+    assert make_results.render_relaxations(text) == text
+
+
+def test_a_changed_record_changes_the_docs(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(ROOT / "docs" / "data", data)
+    path = data / "sweeps" / "gol-softmax.jsonl"
+    rows = read_records(path)
+    rows[0]["active_gates"] += 1  # seed 0's per-seed row, and the table's median
+    write_records(path, rows)
+    before, _ = make_results.render_results()
+    after, _ = make_results.render_results(data)
+    assert after != before
+    assert (
+        f"| 0 | 2 | 5578 | 11 (14) | 0.00214 | 0 (1050) | 512/512 | {rows[0]['active_gates']} |"
+        in after
+    )
+
+
+def test_every_sweep_file_reads_and_names_its_source() -> None:
+    files = sorted((ROOT / "docs" / "data" / "sweeps").glob("*.jsonl"))
+    assert files
+    for path in files:
+        rows = read_records(path)
+        assert rows, path
+        for r in rows:
+            assert r["format"] == FORMAT_VERSION and r["sweep"] == path.stem
+            assert r["kind"] in ("seed", "aggregate") and r["source"]
+            if r["kind"] == "seed":
+                assert list(r)[: len(SEED_FIELDS)] == list(SEED_FIELDS)
+
+
+def test_the_template_cites_only_recorded_sweeps() -> None:
+    template = (ROOT / "docs" / "data" / "results.template.md").read_text()
+    names = set()
+    for m in make_results.DIRECTIVE.finditer(template):
+        args = m.group(2).split()
+        names |= set(args if m.group(1) == "solving-table" else args[:1])
+    for name in names:
+        assert (ROOT / "docs" / "data" / "sweeps" / f"{name}.jsonl").is_file(), name
+
+
+def test_seed_record_refuses_unknown_fields() -> None:
+    with pytest.raises(ValueError, match="wall"):
+        seed_record("x", wall=3)
+
+
+def test_a_sweep_of_runs_becomes_records(tmp_path: Path) -> None:
+    """`records_from_sweep` (what `make_results.py --record` and a sweep write) reads a
+    finished run's summary and metrics; the docs' tables are computed from such rows."""
+    import logicars
+
+    sweep = tmp_path / "sweep"
+    for seed in (0, 1):
+        logicars.train("gol", epochs=3, seed=seed, out=sweep / f"gol-{seed}", quiet=True)
+    rows = records_from_sweep("tiny", sweep, wide=False)
+    assert [r["seed"] for r in rows] == [0, 1]
+    summary = json.loads((sweep / "gol-0" / "summary.json").read_text())
+    r = rows[0]
+    assert r["source"] == "run" and r["preset"] == "gol" and r["training"] == "softmax"
+    assert r["epochs"] == summary["epochs"] == 3 and r["attempts"] == 1
+    assert r["seconds"] == summary["wall_seconds"]
+    assert r["checks"]["held_out"]["samples"] == 512
+    assert r["checks"]["validation"] is (summary["solved_epoch"] is not None)
+    assert r["build"]["logicars_version"] == logicars.__version__
+    assert r["lowest_hard_loss"] is not None and r["lowest_hard_epoch"] in (1, 2, 3)
+    # rendered as the docs render a sweep: a per-seed table and a solving-table row
+    data = tmp_path / "data"
+    (data / "sweeps").mkdir(parents=True)
+    write_records(data / "sweeps" / "tiny.jsonl", rows)
+    assert read_records(data / "sweeps" / "tiny.jsonl") == rows
+    lines = make_results.seed_table("tiny", data)
+    assert lines[0].startswith("Trained with softmax:") and len(lines) == 4 + 2
+    columns = make_results.SOLVING_COLUMNS
+    assert [columns[c](rows) for c in ("preset", "training", "seeds")] == ["`gol`", "softmax", "2"]
+    # the wider check was skipped, so its column cannot be computed: refused, not guessed
+    with pytest.raises(SystemExit, match="wide"):
+        make_results.solving_table(["tiny"], data)
+    assert record_from_run("tiny", sweep / "gol-1", wide=False)["seed"] == 1
