@@ -89,7 +89,21 @@ class Engine:
         lr: float,
         weight_decay: float,
     ) -> tuple[float, float]: ...
-    def check_training_memory(self, batch: int, height: int, width: int) -> None: ...
+    def train_step_at(
+        self,
+        x: npt.NDArray[np.float32],
+        y: npt.NDArray[np.float32],
+        masks: npt.NDArray[np.float32] | None = None,
+        *,
+        lr: float,
+        weight_decay: float,
+        steps: int,
+        loss_from: int,
+        keep_last: bool = False,
+    ) -> tuple[float, float, npt.NDArray[np.float32] | None]: ...
+    def check_training_memory(
+        self, batch: int, height: int, width: int, steps: int | None = None
+    ) -> None: ...
     def hard_ops(self) -> npt.NDArray[np.uint8]: ...
     def drift_search(
         self,

@@ -24,7 +24,9 @@ pub mod wiring;
 pub use error::{Error, Result};
 pub use float::GridShape;
 pub use memory::cap_mb as memory_cap_mb;
-pub use model::{param_layout, Decoding, DriftOutcome, DriftTask, Model, ParamInfo};
+pub use model::{
+    param_layout, Decoding, DriftOutcome, DriftTask, LossSteps, Model, ParamInfo, StepOutcome,
+};
 pub use relax::Relax;
 pub use spec::{PerceiveSpec, Spec, UpdateSpec};
 pub use wiring::{Wires, Wiring};

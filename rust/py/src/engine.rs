@@ -13,6 +13,9 @@ use crate::convert::{grid_of, grid_shape, param_tuples, slice, wires_from, wires
 use crate::errors::{to_py, ShapeError};
 use crate::signals::detach_interruptible;
 
+/// `Engine.train_step_at`'s result: the losses, and the last state when asked for.
+type StepResult<'py> = (f64, f64, Option<Bound<'py, PyArrayDyn<f32>>>);
+
 /// `Engine.drift_search`'s result.
 type DriftResult = (u64, u64, u64, Vec<(usize, u8, u8)>);
 
@@ -206,17 +209,65 @@ impl Engine {
             .map_err(to_py)
     }
 
+    /// `train_step` on a rollout of `steps` steps whose loss is the mean over the states
+    /// of steps `loss_from..=steps`; returns `(soft_loss, hard_loss, last)`, `last` the
+    /// hard circuit's last state `(B, H, W, C)` with `keep_last`, else None.
+    #[pyo3(signature = (x, y, masks=None, *, lr, weight_decay, steps, loss_from, keep_last=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn train_step_at<'py>(
+        &mut self,
+        py: Python<'py>,
+        x: PyReadonlyArrayDyn<'py, f32>,
+        y: PyReadonlyArrayDyn<'py, f32>,
+        masks: Option<PyReadonlyArrayDyn<'py, f32>>,
+        lr: f64,
+        weight_decay: f64,
+        steps: usize,
+        loss_from: usize,
+        keep_last: bool,
+    ) -> PyResult<StepResult<'py>> {
+        core::optim::check_lr(lr).map_err(to_py)?;
+        core::optim::check_weight_decay(weight_decay).map_err(to_py)?;
+        let (shape, xs, ys) = self.inputs(&x, &y)?;
+        let ms = masks.as_ref().map(|m| slice("masks", m)).transpose()?;
+        self.hard = None;
+        let model = &mut self.model;
+        let at = core::LossSteps {
+            steps,
+            from: loss_from,
+        };
+        let optimizer = (lr as f32, weight_decay as f32);
+        let out = py
+            .detach(|| model.train_step_at(xs, ys, shape, ms, optimizer, at, keep_last))
+            .map_err(to_py)?;
+        let c = self.model.spec().channels;
+        let dims = [shape.batch, shape.height, shape.width, c];
+        let last = (out.last_state)
+            .map(|v| PyArray1::from_vec(py, v).reshape(dims.to_vec()))
+            .transpose()?;
+        Ok((out.soft, out.hard, last))
+    }
+
     /// Refuses (`MemoryLimitError`) training on `batch` grids of `height` x `width`
-    /// whose buffers would pass the memory cap: `train` checks it before a run starts.
-    fn check_training_memory(&self, batch: usize, height: usize, width: usize) -> PyResult<()> {
+    /// over rollouts of `steps` steps (None: the spec's) whose buffers would pass the
+    /// memory cap: `train` checks it before a run starts.
+    #[pyo3(signature = (batch, height, width, steps=None))]
+    fn check_training_memory(
+        &self,
+        batch: usize,
+        height: usize,
+        width: usize,
+        steps: Option<usize>,
+    ) -> PyResult<()> {
         let spec = self.model.spec();
         let shape = GridShape {
             batch,
             height,
             width,
         };
+        let steps = steps.unwrap_or(spec.num_steps);
         self.model
-            .check_rollout_memory(shape, spec.num_steps, spec.is_async, false)
+            .check_rollout_memory(shape, steps, spec.is_async, false)
             .map_err(to_py)
     }
 

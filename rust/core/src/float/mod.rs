@@ -8,4 +8,4 @@ mod wavefront;
 mod workspace;
 
 pub use workspace::GridShape;
-pub(crate) use workspace::Workspace;
+pub(crate) use workspace::{LossGrad, Workspace};

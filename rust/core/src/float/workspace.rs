@@ -739,7 +739,7 @@ impl Workspace {
         back_coefs: &[[f32; 4]],
         steps: usize,
         masked: bool,
-        grad_final: &[f32],
+        loss_grad: LossGrad<'_>,
     ) -> Result<Vec<f64>> {
         let pool = threads::pool();
         self.ensure_arenas(pool.current_num_threads())?;
@@ -789,7 +789,7 @@ impl Workspace {
             let (g, after, acc) = unsafe {
                 let g = grad_state[now].slice_mut(k * chunk_len, chunk_len);
                 let after = if t + 1 == steps {
-                    Next::Final(&grad_final[k * chunk_len..][..chunk_len])
+                    Next::Final(loss_grad.chunk(t + 1, k, chunk_len, state_len))
                 } else {
                     Next::Gather {
                         gpatch: gpatch[before].slice(k * patch_len, patch_len),
@@ -800,6 +800,12 @@ impl Workspace {
                 (g, after, acc_rows.slice_mut(k * n_coefs, n_coefs))
             };
             layout.state_gradient(k, &after, g);
+            if t + 1 < steps && t + 1 >= loss_grad.from {
+                // A state the loss reads before the last: its own loss gradient joins
+                // the one that came back from the steps after it.
+                let own = loss_grad.chunk(t + 1, k, chunk_len, state_len);
+                g.iter_mut().zip(own).for_each(|(a, b)| *a += b);
+            }
             let mut guard = lock_arena(arenas);
             let arena = &mut *guard;
             layout.fill_patch(
@@ -896,6 +902,21 @@ fn seed_outputs(
                 }
             }
         }
+    }
+}
+
+/// The loss gradient w.r.t. every state the loss reads: states `from..=steps` of the
+/// rollout, one state buffer (`Layout::state_len` floats) each, in step order.
+#[derive(Clone, Copy)]
+pub(crate) struct LossGrad<'a> {
+    pub from: usize,
+    pub grads: &'a [f32],
+}
+
+impl LossGrad<'_> {
+    /// Chunk `k`'s rows of the gradient w.r.t. state `t` (`from <= t`).
+    fn chunk(&self, t: usize, k: usize, chunk_len: usize, state_len: usize) -> &[f32] {
+        &self.grads[(t - self.from) * state_len + k * chunk_len..][..chunk_len]
     }
 }
 
@@ -1154,7 +1175,17 @@ mod tests {
                 .map(|i| ((i * 13) % 7) as f32 - 3.0)
                 .collect();
             let sums = ws
-                .backward(p, &coefs, &coefs, steps, masked, &grad_final)
+                .backward(
+                    p,
+                    &coefs,
+                    &coefs,
+                    steps,
+                    masked,
+                    LossGrad {
+                        from: steps,
+                        grads: &grad_final,
+                    },
+                )
                 .unwrap();
             let states: Vec<u32> = ws.states.iter().map(|v| v.to_bits()).collect();
             let real = shape.cells() % row_len;

@@ -3,9 +3,9 @@
 
 use rayon::prelude::*;
 
-use super::{Decoding, Model};
+use super::{Decoding, LossSteps, Model};
 use crate::error::Result;
-use crate::float::GridShape;
+use crate::float::{GridShape, LossGrad};
 use crate::hard::{Circuit, HardEngine, Masks, SimOptions, Simulator};
 use crate::memory;
 use crate::relax::{self, Relaxed};
@@ -20,35 +20,43 @@ pub(super) struct Scratch {
     relaxed: Vec<Relaxed>,
     coefs: Vec<[f32; 4]>,
     back_coefs: Vec<[f32; 4]>,
-    /// The loss gradient w.r.t. the final state.
-    grad_final: Vec<f32>,
+    /// The loss gradient w.r.t. each state the loss reads (`LossGrad`).
+    grad_states: Vec<f32>,
     /// The last gradient, once the optimizer has used it.
     pub grad: Vec<f32>,
 }
 
 impl Model {
-    /// Loss of the final state against `y`, and optionally its gradient as a state buffer.
+    /// Loss of the states `at` reads against `y` (the mean over those states), and
+    /// optionally its gradient w.r.t. each of them, one state buffer each (`LossGrad`).
     fn loss(
         &self,
         y: &[f32],
         y_per_cell: usize,
-        steps: usize,
+        at: LossSteps,
         mut grad: Option<&mut Vec<f32>>,
     ) -> f64 {
         let ws = self.workspace.as_ref().expect("forward ran");
-        let state = ws.state(steps);
+        let state_len = ws.layout.state_len();
         if let Some(g) = grad.as_deref_mut() {
             g.clear();
-            g.resize(ws.layout.state_len(), 0.0);
+            g.resize(state_len * at.count(), 0.0);
         }
         let cells = ws.layout.shape.cells();
         let channels = &self.spec.loss_channels;
-        let value = |n: usize, i: usize| state[ws.layout.addr(n, channels[i])];
-        squared_error(&self.spec, y, y_per_cell, cells, value, |n, ch, diff| {
-            if let Some(g) = grad.as_deref_mut() {
-                g[ws.layout.addr(n, ch)] = 2.0 * diff;
-            }
-        })
+        // Exactly 1 for one loss state: the sum and the gradient are then the plain ones.
+        let weight = 1.0 / at.count() as f32;
+        let mut total = 0f64;
+        for (i, t) in (at.from..=at.steps).enumerate() {
+            let state = ws.state(t);
+            let value = |n: usize, c: usize| state[ws.layout.addr(n, channels[c])];
+            total += squared_error(&self.spec, y, y_per_cell, cells, value, |n, ch, diff| {
+                if let Some(g) = grad.as_deref_mut() {
+                    g[i * state_len + ws.layout.addr(n, ch)] = 2.0 * diff * weight;
+                }
+            });
+        }
+        total / at.count() as f64
     }
 
     /// Soft loss after `spec.num_steps` steps and its gradient w.r.t. every logit
@@ -60,12 +68,12 @@ impl Model {
         shape: GridShape,
         masks: Option<&[f32]>,
     ) -> Result<(f64, Vec<f32>)> {
-        let steps = self.spec.num_steps;
+        let at = LossSteps::last(self.spec.num_steps);
         let per_cell = self.check_target(y, shape)?;
         let drawn = masks.is_some() || self.spec.is_async;
-        self.check_rollout(x, shape, steps, drawn, false)?;
-        let masks = self.resolve_masks(masks, shape, steps)?;
-        self.soft_loss_and_grad(x, y, per_cell, shape, masks.as_deref())
+        self.check_rollout(x, shape, at.steps, drawn, false)?;
+        let masks = self.resolve_masks(masks, shape, at.steps)?;
+        self.soft_loss_and_grad(x, y, per_cell, shape, masks.as_deref(), at)
     }
 
     pub(super) fn soft_loss_and_grad(
@@ -75,8 +83,9 @@ impl Model {
         per_cell: usize,
         shape: GridShape,
         masks: Option<&[f32]>,
+        at: LossSteps,
     ) -> Result<(f64, Vec<f32>)> {
-        let steps = self.spec.num_steps;
+        let steps = at.steps;
         // One relaxation per gate (a softmax, with the step's noise) serves the forward,
         // the backward and the parameter gradient. Per-gate work, so running it on the
         // pool changes no result, only the wall time (50k f64 exps would otherwise be a
@@ -90,7 +99,7 @@ impl Model {
             relaxed,
             coefs,
             back_coefs,
-            grad_final,
+            grad_states,
             grad: last_grad,
         } = &mut scratch;
         pool.install(|| {
@@ -119,7 +128,7 @@ impl Model {
         }
         let binarize = self.spec.binarizes_step(step);
         self.forward(x, shape, steps, coefs, masks, (binarize, true), None)?;
-        let loss = self.loss(y, per_cell, steps, Some(grad_final));
+        let loss = self.loss(y, per_cell, at, Some(grad_states));
         let ws = self.workspace.as_mut().unwrap();
         let back = if straight_through {
             &*back_coefs
@@ -132,7 +141,10 @@ impl Model {
             back,
             steps,
             masks.is_some(),
-            grad_final,
+            LossGrad {
+                from: at.from,
+                grads: grad_states,
+            },
         )?;
         let mut grad = std::mem::take(last_grad);
         memory::try_resize(&mut grad, self.logits.len(), 0f32, "the gradient")?;
@@ -150,9 +162,11 @@ impl Model {
         Ok((loss, grad))
     }
 
-    /// Hard loss after `spec.num_steps` steps on the float engine (hard gates), for a
-    /// grid or masks that are not binary (see [`hard_bits`] and [`bit_sliced_hard_loss`]
-    /// for the usual case).
+    /// Hard loss of the states `at` reads on the float engine (hard gates), for a grid
+    /// or masks that are not binary, or masks over several loss states (see
+    /// [`hard_bits`] and [`bit_sliced_hard_loss`] for the usual case); with
+    /// `keep_final`, also the last state.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn float_hard_loss(
         &mut self,
         x: &[f32],
@@ -160,12 +174,22 @@ impl Model {
         per_cell: usize,
         shape: GridShape,
         masks: Option<&[f32]>,
-    ) -> Result<f64> {
-        let steps = self.spec.num_steps;
+        at: LossSteps,
+        keep_final: bool,
+    ) -> Result<HardLoss> {
         let coefs = self.coefficients(Decoding::Hard);
         let binarize = self.spec.binarize_states;
-        self.forward(x, shape, steps, &coefs, masks, (binarize, false), None)?;
-        Ok(self.loss(y, per_cell, steps, None))
+        self.forward(x, shape, at.steps, &coefs, masks, (binarize, false), None)?;
+        let loss = self.loss(y, per_cell, at, None);
+        let last = keep_final.then(|| {
+            let mut out = Vec::new();
+            self.workspace
+                .as_ref()
+                .unwrap()
+                .read_grid(at.steps, &mut out);
+            out
+        });
+        Ok((loss, last))
     }
 }
 
@@ -189,9 +213,15 @@ pub(super) fn hard_bits(x: &[f32], masks: Option<&[f32]>) -> Option<(Vec<u8>, Op
     }
 }
 
-/// Hard loss after `spec.num_steps` steps of `circuit` (the model's hard circuit) on
-/// the bit-sliced engine, 64 cells per word, from the bits of [`hard_bits`]. Needs no
-/// model, so it can run beside the soft pass.
+/// A hard loss, and the last state of its rollout when asked for (`B × H × W × C`).
+pub(super) type HardLoss = (f64, Option<Vec<f32>>);
+
+/// Hard loss of the states `at` reads, run by `circuit` (the model's hard circuit) on
+/// the bit-sliced engine, 64 cells per word, from the bits of [`hard_bits`]; with
+/// `keep_final`, also the last state. Given masks serve a single loss state (the
+/// caller takes the float path for more). Needs no model, so it can run beside the
+/// soft pass.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn bit_sliced_hard_loss(
     spec: &Spec,
     circuit: &Circuit,
@@ -199,28 +229,42 @@ pub(super) fn bit_sliced_hard_loss(
     y: &[f32],
     per_cell: usize,
     shape: GridShape,
-) -> Result<f64> {
-    let mut opts = SimOptions::new(spec.num_steps, spec.periodic);
-    if let Some(m) = mask_bits {
-        opts.masks = Masks::Given(m);
-    }
+    at: LossSteps,
+    keep_final: bool,
+) -> Result<HardLoss> {
     let engine = Some(HardEngine::Slots);
-    let mut sim = Simulator::new(circuit, shape, opts.periodic, engine, 0)?;
+    let mut sim = Simulator::new(circuit, shape, spec.periodic, engine, 0)?;
     sim.load(bits)?;
-    sim.advance(&opts)?;
-    // Only the loss channels leave the packed state (the lizard's: 1 of 128).
+    // Only the loss channels leave the packed state (1 of 128 in a wide model).
     let channels = &spec.loss_channels;
     let mut out = memory::try_vec(shape.cells() * channels.len(), 0u8, "the grids")?;
-    sim.read_channels_into(channels, &mut out);
-    let value = |n: usize, i: usize| out[n * channels.len() + i] as f32;
-    Ok(squared_error(
-        spec,
-        y,
-        per_cell,
-        shape.cells(),
-        value,
-        |_, _, _| {},
-    ))
+    let mut total = 0f64;
+    let mut done = 0;
+    for t in at.from..=at.steps {
+        let mut opts = SimOptions::new(t - done, spec.periodic);
+        if let Some(m) = mask_bits {
+            debug_assert_eq!(
+                at.count(),
+                1,
+                "masks over several loss states take the float path"
+            );
+            opts.masks = Masks::Given(m);
+        }
+        sim.advance(&opts)?;
+        done = t;
+        sim.read_channels_into(channels, &mut out);
+        let value = |n: usize, i: usize| out[n * channels.len() + i] as f32;
+        total += squared_error(spec, y, per_cell, shape.cells(), value, |_, _, _| {});
+    }
+    let last = if keep_final {
+        let all: Vec<usize> = (0..spec.channels).collect();
+        let mut grid = memory::try_vec(shape.cells() * spec.channels, 0u8, "the grids")?;
+        sim.read_channels_into(&all, &mut grid);
+        Some(grid.into_iter().map(f32::from).collect())
+    } else {
+        None
+    };
+    Ok((total / at.count() as f64, last))
 }
 
 /// `Σ (out − y)²` over cells and `spec`'s loss channels, `out(n, i)` giving the final

@@ -40,6 +40,49 @@ pub struct ParamInfo {
     pub offset: usize,
 }
 
+/// The rollout of a training step and the states its loss reads: `steps` steps, the
+/// loss the mean over every state from step `from` to the last. The usual step reads
+/// only the last state of `spec.num_steps` steps ([`LossSteps::last`]); a target that
+/// must hold once reached is trained with a longer rollout read from the step it is
+/// due on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LossSteps {
+    pub steps: usize,
+    pub from: usize,
+}
+
+impl LossSteps {
+    /// Only the last state of `steps` steps.
+    pub fn last(steps: usize) -> LossSteps {
+        LossSteps { steps, from: steps }
+    }
+
+    /// How many states the loss reads.
+    pub fn count(&self) -> usize {
+        self.steps + 1 - self.from
+    }
+
+    fn check(&self) -> Result<()> {
+        if self.from == 0 || self.from > self.steps {
+            return value_err!(
+                "the loss must read states 1..=steps; got from step {} of {} steps",
+                self.from,
+                self.steps
+            );
+        }
+        Ok(())
+    }
+}
+
+/// What a training step returns: the soft and hard losses at the logits before the
+/// update, and (when asked for) the hard circuit's last state of the rollout.
+#[derive(Debug, Clone)]
+pub struct StepOutcome {
+    pub soft: f64,
+    pub hard: f64,
+    pub last_state: Option<Vec<f32>>,
+}
+
 /// Hard or soft decoding of the gates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decoding {
@@ -397,27 +440,52 @@ impl Model {
         lr: f32,
         weight_decay: f32,
     ) -> Result<(f64, f64)> {
+        let at = LossSteps::last(self.spec.num_steps);
+        let out = self.train_step_at(x, y, shape, masks, (lr, weight_decay), at, false)?;
+        Ok((out.soft, out.hard))
+    }
+
+    /// [`Model::train_step`] on the rollout and loss states `at` (`masks`, when given,
+    /// cover its `at.steps` steps); with `keep_last`, the outcome also holds the hard
+    /// circuit's last state (what a sample pool keeps).
+    #[allow(clippy::too_many_arguments)]
+    pub fn train_step_at(
+        &mut self,
+        x: &[f32],
+        y: &[f32],
+        shape: GridShape,
+        masks: Option<&[f32]>,
+        (lr, weight_decay): (f32, f32),
+        at: LossSteps,
+        keep_last: bool,
+    ) -> Result<StepOutcome> {
         optim::check_lr(lr.into())?;
         optim::check_weight_decay(weight_decay.into())?;
-        let steps = self.spec.num_steps;
+        at.check()?;
         let per_cell = self.check_target(y, shape)?;
         let drawn = masks.is_some() || self.spec.is_async;
-        self.check_rollout(x, shape, steps, drawn, false)?;
-        let masks = self.resolve_masks(masks, shape, steps)?;
+        self.check_rollout(x, shape, at.steps, drawn, false)?;
+        let masks = self.resolve_masks(masks, shape, at.steps)?;
         // Run on a worker of the pool: its parallel loops (a dozen per epoch, two per
         // step in the hard loss) then start without waking the pool from outside each
         // time, which costs ~10 us per loop on a VM.
         let masks = masks.as_deref();
+        // The bit-sliced hard loss takes given masks for one loss state only.
+        let bits = loss::hard_bits(x, masks).filter(|(_, m)| m.is_none() || at.count() == 1);
         threads::pool().install(|| {
-            let (hard, soft) = match loss::hard_bits(x, masks) {
+            let (hard, soft) = match bits {
                 Some((bits, mask_bits)) => {
                     self.hard_circuit();
                     let (ops, circuit) = self.hard_circuit.take().expect("compiled above");
                     let spec = self.spec.clone();
                     let bits = (&bits[..], mask_bits.as_deref());
-                    let hard =
-                        || loss::bit_sliced_hard_loss(&spec, &circuit, bits, y, per_cell, shape);
-                    let soft = || self.soft_loss_and_grad(x, y, per_cell, shape, masks);
+                    let hard = || {
+                        let (spec, circuit) = (&spec, &circuit);
+                        loss::bit_sliced_hard_loss(
+                            spec, circuit, bits, y, per_cell, shape, at, keep_last,
+                        )
+                    };
+                    let soft = || self.soft_loss_and_grad(x, y, per_cell, shape, masks, at);
                     // Side by side: on 2 or more threads the soft pass starts on the
                     // others instead of waiting for the hard loss, and its wavefront
                     // takes this thread too once the hard loss is done. The same
@@ -428,18 +496,20 @@ impl Model {
                     both
                 }
                 None => {
-                    let hard = self.float_hard_loss(x, y, per_cell, shape, masks)?;
-                    (
-                        Ok(hard),
-                        self.soft_loss_and_grad(x, y, per_cell, shape, masks),
-                    )
+                    let hard = self.float_hard_loss(x, y, per_cell, shape, masks, at, keep_last)?;
+                    let soft = self.soft_loss_and_grad(x, y, per_cell, shape, masks, at);
+                    (Ok(hard), soft)
                 }
             };
-            let (hard, (soft, grad)) = (hard?, soft?);
+            let ((hard, last_state), (soft, grad)) = (hard?, soft?);
             self.optimizer
                 .step(&mut self.logits, &grad, lr, weight_decay);
             self.scratch.grad = grad;
-            Ok((soft, hard))
+            Ok(StepOutcome {
+                soft,
+                hard,
+                last_state,
+            })
         })
     }
 }

@@ -160,3 +160,103 @@ fn absurd_step_counts_are_refused_before_allocating() {
     }
     assert_eq!(m.mask_draws, 0);
 }
+
+fn sync_model_with_random_logits() -> Model {
+    let json = r#"{"channels": 2, "periodic": true, "num_steps": 2, "async": false,
+        "loss_channels": [0, 1],
+        "perceive": {"n_kernels": 2, "layers": [9, 8, 4],
+                     "connections": ["first_kernel", "unique"]},
+        "update": {"layers": [18, 12, 6, 4, 2],
+                   "connections": ["unique", "unique", "unique", "unique"]}}"#;
+    let mut m = Model::new(Spec::from_json(json).unwrap(), 3).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let logits: Vec<f32> = (0..m.logits().len())
+        .map(|_| rng.random::<f32>() * 4.0 - 2.0)
+        .collect();
+    m.set_logits(&logits).unwrap();
+    m
+}
+
+/// A loss over several states is the mean of each state's own loss, and so is its
+/// gradient: the loss gradient of every state before the last joins the one coming back
+/// from later steps.
+#[test]
+fn a_loss_over_several_states_is_the_mean_of_theirs() {
+    let mut m = sync_model_with_random_logits();
+    let x: Vec<f32> = (0..24).map(|i| (i % 5 < 2) as u8 as f32).collect();
+    let y: Vec<f32> = (0..24).map(|i| (i % 3 == 1) as u8 as f32).collect();
+    let at = LossSteps { steps: 3, from: 1 };
+    let (loss, grad) = m.soft_loss_and_grad(&x, &y, 2, SHAPE, None, at).unwrap();
+    let mut want_loss = 0.0;
+    let mut want_grad = vec![0f64; grad.len()];
+    for t in 1..=3 {
+        let (l, g) = m
+            .soft_loss_and_grad(&x, &y, 2, SHAPE, None, LossSteps::last(t))
+            .unwrap();
+        want_loss += l / 3.0;
+        for (w, v) in want_grad.iter_mut().zip(&g) {
+            *w += *v as f64 / 3.0;
+        }
+    }
+    assert!(
+        (loss - want_loss).abs() < 1e-9 * want_loss.max(1.0),
+        "{loss} vs {want_loss}"
+    );
+    let scale = want_grad.iter().fold(0f64, |a, v| a.max(v.abs()));
+    assert!(scale > 0.0);
+    for (i, (g, w)) in grad.iter().zip(&want_grad).enumerate() {
+        assert!(
+            (*g as f64 - w).abs() < 1e-5 * scale,
+            "logit {i}: {g} vs {w}"
+        );
+    }
+    // Reading the middle states matters: the last state's loss alone differs.
+    let (last, _) = m
+        .soft_loss_and_grad(&x, &y, 2, SHAPE, None, LossSteps::last(3))
+        .unwrap();
+    assert_ne!(last, loss);
+}
+
+/// The bit-sliced hard loss over several states, and the last state it keeps, are the
+/// float engine's (hard gates).
+#[test]
+fn the_bit_sliced_hard_loss_over_several_states_is_the_float_one() {
+    let mut m = sync_model_with_random_logits();
+    let shape = GridShape {
+        batch: 2,
+        height: 3,
+        width: 4,
+    };
+    let x: Vec<f32> = (0..48).map(|i| (i % 7 < 3) as u8 as f32).collect();
+    let y: Vec<f32> = (0..48).map(|i| (i % 3 == 1) as u8 as f32).collect();
+    for at in [LossSteps::last(3), LossSteps { steps: 6, from: 2 }] {
+        let bits = loss::hard_bits(&x, None).unwrap().0;
+        let circuit = m.compile_circuit();
+        let spec = m.spec.clone();
+        let sliced =
+            loss::bit_sliced_hard_loss(&spec, &circuit, (&bits, None), &y, 2, shape, at, true)
+                .unwrap();
+        let float = m.float_hard_loss(&x, &y, 2, shape, None, at, true).unwrap();
+        assert_eq!(sliced, float);
+        assert!(sliced.1.unwrap().iter().all(|&v| v == 0.0 || v == 1.0));
+    }
+}
+
+#[test]
+fn loss_states_outside_the_rollout_are_refused() {
+    let mut m = sync_model_with_random_logits();
+    let x = vec![0f32; 24];
+    let y = vec![0f32; 24];
+    for at in [
+        LossSteps { steps: 3, from: 0 },
+        LossSteps { steps: 3, from: 4 },
+    ] {
+        let step = m.train_step_at(&x, &y, SHAPE, None, (0.05, 0.0), at, false);
+        assert!(matches!(step, Err(Error::Value(_))), "{at:?}");
+    }
+    let at = LossSteps { steps: 3, from: 2 };
+    let out = m
+        .train_step_at(&x, &y, SHAPE, None, (0.05, 0.0), at, true)
+        .unwrap();
+    assert_eq!(out.last_state.unwrap().len(), 24);
+}
