@@ -88,7 +88,8 @@ def gol_run(tmp_path_factory: pytest.TempPathFactory) -> RunResult:
 def test_run_directory(gol_run: RunResult) -> None:
     d = gol_run.run_dir
     assert RUN_FILES <= {p.name for p in d.iterdir()}
-    assert not [p for p in d.iterdir() if p.name.startswith(".")]  # no temp files left
+    # no temp files left; the marker says the directory is a run (logicars.files)
+    assert [p.name for p in d.iterdir() if p.name.startswith(".")] == [".logicars-run"]
 
     summary = json.loads((d / "summary.json").read_text())
     assert SUMMARY_KEYS <= set(summary)

@@ -9,6 +9,13 @@ when its process dies however it dies: a lock file left by a killed run never bl
 The file holds the holder's PID and is removed when the lock is released; a writer
 that locked a file just removed under it sees that (the path no longer names its file)
 and tries again, so two writers never hold locks on two different files.
+
+The lock file is opened without following a symlink and must be a regular file with
+one link (`files.open_nofollow`): anyone who can write into a shared run directory could
+otherwise plant `.lock` as a link to a file of whoever trains there, which the PID would
+overwrite. Holding the lock also claims the directory: an existing directory that is not
+a run of this package (nor empty) is refused before anything is written into it
+(`files.refuse_foreign_dir`), and a claimed one is marked as a run.
 """
 
 from __future__ import annotations
@@ -17,7 +24,12 @@ import os
 from pathlib import Path
 from typing import IO
 
+from .files import RUN_MARKER, mark_dir, open_nofollow, refuse_foreign_dir
+
 LOCK_NAME = ".lock"
+# A run's own files: a directory holding its checkpoint is a run (one from before runs
+# were marked, too).
+_RUN_FILES = ("model.safetensors",)
 
 
 class RunLockedError(ValueError):
@@ -33,14 +45,18 @@ class RunLock:
 
     @classmethod
     def acquire(cls, run_dir: Path) -> RunLock:
-        """Locks `run_dir` (which must exist) or raises `RunLockedError` at once."""
+        """Locks `run_dir` (which must exist) or raises `RunLockedError` at once; a
+        directory that is not a run of this package (nor empty) or a lock file that is
+        not a plain file raises ValueError, before anything is written."""
+        refuse_foreign_dir(run_dir, "output directory", RUN_MARKER, _RUN_FILES)
         try:
             import fcntl
         except ImportError:  # pragma: no cover - not POSIX: no advisory locks
+            mark_dir(run_dir)
             return cls(None)
         path = run_dir / LOCK_NAME
         for _ in range(100):
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+            fd = open_nofollow(path, os.O_RDWR | os.O_CREAT)
             f = os.fdopen(fd, "r+")
             try:
                 fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -61,8 +77,9 @@ class RunLock:
             raise RunLockedError(
                 f"{run_dir}: could not lock {path}; another writer keeps taking it"
             )
+        mark_dir(run_dir)
         try:
-            f.truncate(0)
+            f.truncate(0)  # only ever our own lock file: open_nofollow checked it
             f.write(f"{os.getpid()}\n")
             f.flush()
         except OSError:
@@ -93,7 +110,7 @@ def _holder(f: IO[str]) -> str:
 def _names(path: Path, f: IO[str]) -> bool:
     """Whether `path` still names the open file `f` (not removed or replaced)."""
     try:
-        a, b = os.stat(path), os.fstat(f.fileno())
+        a, b = os.lstat(path), os.fstat(f.fileno())
     except OSError:
         return False
     return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
