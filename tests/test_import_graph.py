@@ -131,13 +131,17 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("_core", "files", "progress", "runlock", "tensorboard_log", "callbacks")),
     ("errors", ("errors",)),
     ("spec", ("spec",)),
-    ("tasks", ("tasks", "datasets")),
+    ("training settings", ("training.config",)),  # TrainConfig: a Preset holds one
+    ("tasks", ("tasks", "datasets", "recorded", "automata")),
     ("presets", ("presets",)),
     ("circuit presentation", ("export", "viewer", "plots", "render")),
     ("model", ("checkpoint", "model")),
     ("runs (io)", ("runstate", "runs", "runtime")),
-    ("checks", ("evaluate", "repair", "simulate")),
-    ("training and analysis", ("train", "sweep", "bench", "hard_bench", "analyze", "display")),
+    ("checks", ("evaluate", "repair", "simulate", "pretrained")),
+    (
+        "training and analysis",
+        ("training", "train", "sweep", "bench", "hard_bench", "analyze", "display"),
+    ),
     ("package", ("",)),  # logicars/__init__.py: the public names
     ("cli", ("cli", "__main__")),  # the cli package and every module in it
 ]

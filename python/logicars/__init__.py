@@ -14,11 +14,12 @@ from .callbacks import EpochContext, StopTraining
 from .display import Animation, LivePage, live, show
 from .model import Model, Simulator
 from .presets import PRESETS, Preset, get_preset, preset_for_kind
+from .pretrained import pretrained
 from .runtime import build_info, num_threads, set_num_threads
 from .runtime import version as _version
 from .spec import ModelSpec, PerceiveSpec, Relaxation, UpdateSpec
 from .sweep import sweep  # the function shadows the submodule attribute
-from .tasks import GrowTask, LifeTask, PatternTask, Task
+from .tasks import GrowTask, LifeTask, PatternTask, RecordedTask, Task
 from .train import RunResult, train  # the function shadows the submodule attribute
 
 __version__ = _version()
@@ -33,6 +34,7 @@ __all__ = [
     "Model",
     "ModelSpec",
     "PatternTask",
+    "RecordedTask",
     "PerceiveSpec",
     "Preset",
     "RunResult",
@@ -48,6 +50,7 @@ __all__ = [
     "live",
     "num_threads",
     "preset_for_kind",
+    "pretrained",
     "set_num_threads",
     "show",
     "sweep",
