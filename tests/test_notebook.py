@@ -27,6 +27,39 @@ def test_tutorial_is_valid_and_stored_without_outputs() -> None:
         )
 
 
+def _claimed_colored_g_epoch() -> int:
+    """The epoch at which the tutorial says colored-g's default run stops."""
+    import re
+
+    text = NOTEBOOK.read_text(encoding="utf-8").replace('\\n",\n    "', " ")
+    m = re.search(r"on the default seed 0 at epoch ([\d,]+)", text)
+    assert m, "the tutorial no longer says where colored-g stops"
+    return int(m.group(1).replace(",", ""))
+
+
+def test_tutorial_claims_are_the_default_runs() -> None:
+    """What the tutorial says of colored-g's run is the recorded default run's (issue 42:
+    it claimed half a minute for a run of 2,715 epochs)."""
+    from logicars.records import read_records
+
+    rows = read_records(REPO / "docs" / "data" / "sweeps" / "defaults.jsonl")
+    run = next(r for r in rows if r["preset"] == "colored-g" and r["seed"] == 0)
+    assert _claimed_colored_g_epoch() == run["epochs"]
+    assert "half a minute" not in NOTEBOOK.read_text(encoding="utf-8")
+
+
+def test_tutorial_runs_are_ignored_by_git() -> None:
+    """The tutorial writes its runs next to itself (examples/runs/, megabytes)."""
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None or not (REPO / ".git").exists():
+        pytest.skip("not a git checkout")
+    for path in ("examples/runs/checkerboard-1/model.safetensors", "runs/gol-1/metrics.csv"):
+        done = subprocess.run(["git", "check-ignore", "-q", path], cwd=REPO)
+        assert done.returncode == 0, f"{path} is not ignored"
+
+
 def _kernel_spec(where: Path) -> str:
     """A kernel spec of this interpreter in `where`, so that no other `python3` spec on
     the machine (a user's, the system's) runs the notebook."""
@@ -69,3 +102,5 @@ def test_tutorial_runs_in_a_fresh_kernel(tmp_path: Path, monkeypatch: pytest.Mon
     stderr = "".join(o["text"] for o in outputs if o.output_type == "stream" and o.name == "stderr")
     assert "%|" not in stderr, f"a text progress bar on stderr: {stderr}"
     assert len(list((work / "runs").iterdir())) == 4  # three runs and the sweep
+    grown = [json.loads(p.read_text()) for p in (work / "runs").glob("colored-g-*/summary.json")]
+    assert [s["epochs"] for s in grown] == [_claimed_colored_g_epoch()]  # what the text says

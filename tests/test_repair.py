@@ -174,8 +174,12 @@ def test_drift_is_deterministic_and_keeps_no_worse_circuit() -> None:
     runs = []
     for search_seed in (1, 1, 2):
         model = _random_model("colored-g", "truth-table")
+        before = evaluate(model, preset, seed=search_seed)["wrong_cells"]
         r = repair(model, preset, budget=60, seed=search_seed, method="drift")
+        assert r.wrong_before == before
+        # the circuit it leaves is the one it reports, and never worse than the start
         assert r.wrong_after == evaluate(model, preset, seed=search_seed)["wrong_cells"]
+        assert r.wrong_after <= r.wrong_before
         runs.append((r.wrong_after, r.changes))
     assert runs[0] == runs[1]
     assert runs[0][1] != runs[2][1]  # another seed draws other flips

@@ -368,3 +368,34 @@ def test_task_options_are_checked() -> None:
         GrowTask(np.eye(2), channels=2, height=3, width=2)
     with pytest.raises(NotImplementedError, match="must define start"):
         Task("bare", channels=1, height=2, width=2).sample(np.random.default_rng(0))
+
+
+def test_a_tasks_boundary_and_steps_win_over_the_specs_as_documented() -> None:
+    """`Task` says its `periodic`, `num_steps`, `fire_rate` and loss channels win over a
+    spec's (issue 42: it said they must match, yet a mismatch was taken silently): the
+    run's spec gets the task's, and the held-out check runs a model on the task's."""
+    import logicars
+    from logicars.evaluate import wrong_cells
+    from logicars.presets import preset_for_task
+    from logicars.tasks import Task
+
+    class Stripes(Task):
+        def start(self, rng: np.random.Generator, batch: int, h: int, w: int) -> np.ndarray:
+            return random_bits(rng, (batch, h, w, self.channels))
+
+        def target(self, x: np.ndarray) -> np.ndarray:
+            t = np.zeros(x.shape[:3] + (1,), np.float32)
+            t[:, :, ::2] = 1
+            return t
+
+    assert "win over a spec" in " ".join((Task.__doc__ or "").split())
+    task = Stripes("stripes", channels=1, height=6, width=6, num_steps=3, periodic=False)
+    spec = get_preset("gol").spec.replace(periodic=True, num_steps=1)
+    preset = preset_for_task(task, spec, epochs=10)
+    assert preset.spec.periodic is False and preset.spec.num_steps == 3
+    # a model whose own spec says periodic and 1 step is checked on the task's terms
+    model = logicars.Model(spec, seed=1)
+    x = task.start(np.random.default_rng(0), 2, 6, 6)
+    got = wrong_cells(model, task, x, task.target(x))
+    want = task.wrong(model.simulate(x, 3, periodic=False), task.target(x))
+    np.testing.assert_array_equal(got, want)
