@@ -252,8 +252,11 @@ def test_show_animates_simulate_and_rollout_results() -> None:
     gif = Image.open(io.BytesIO(anim.gif))
     assert gif.format == "GIF" and gif.size == (210, 252)  # scaled up 21 times to about 256 pixels
     html = anim._repr_html_()
-    assert 'class="logicars-animation"' in html and external_urls(html) == []
-    assert base64.b64decode(_DATA_URI.findall(html)[0][1]) == anim.gif
+    assert 'class="logicars-animation logicars-player"' in html and external_urls(html) == []
+    # The player's frames: one PNG per frame at one pixel per cell, board 1's channel 0.
+    assert len(anim.pngs) == 6
+    first = np.asarray(Image.open(io.BytesIO(anim.pngs[0])))
+    assert first.shape == (12, 10) and np.array_equal(first > 127, frames[0, 1, ..., 0] == 1)
     soft = model.rollout(x.astype(np.float32), steps=3, record=True)  # float frames
     assert show(soft[:, 0]).frames == 4
     rgb = show(frames[:, 0], channels=[0, 1, 2])
@@ -261,6 +264,88 @@ def test_show_animates_simulate_and_rollout_results() -> None:
         255 * int(v) for v in frames[0, 0, 0, 0, :3]
     )
     assert "RGB of channels 0, 1, 2" in rgb.caption
+
+
+def test_animation_saves_its_gif_or_its_player(tmp_path: Path) -> None:
+    anim = show(np.random.default_rng(0).integers(0, 2, size=(3, 4, 4), dtype=np.uint8))
+    anim.save(tmp_path / "a.gif")
+    assert (tmp_path / "a.gif").read_bytes() == anim.gif
+    anim.save(tmp_path / "a.html")
+    page = (tmp_path / "a.html").read_text()
+    assert page.startswith("<!doctype html>") and "logicars-player" in page
+    assert external_urls(page) == []
+
+
+def player_state(driver: Any, pid: str) -> tuple[int, str, str]:
+    return tuple(
+        driver.execute_script(
+            "const r = document.getElementById(arguments[0]);"
+            "return [Number(r.dataset.frame), r.dataset.playing,"
+            " r.querySelector('.lc-frame').textContent]",
+            pid,
+        )
+    )
+
+
+@pytest.mark.parametrize("side", [16, 256])
+def test_player_plays_pauses_steps_scrubs_and_keeps_its_controls_in_view(
+    browser: Any,  # noqa: F811 (the fixture)
+    tmp_path: Path,
+    side: int,
+) -> None:
+    import time
+
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    frames = np.random.default_rng(side).integers(0, 2, size=(12, side, side), dtype=np.uint8)
+    anim = show(frames)
+    anim.save(tmp_path / "player.html")
+    browser.get((tmp_path / "player.html").resolve().as_uri())
+    root = browser.find_element(By.CSS_SELECTOR, ".logicars-player")
+    pid = root.get_attribute("id")
+    assert player_state(browser, pid) == (0, "0", "1 / 12")
+    # Every control inside the window, above the grid, however large the grid is.
+    height = browser.execute_script("return window.innerHeight")
+    for selector in (".lc-prev", ".lc-play", ".lc-next", "input[type=range]", "select"):
+        rect = browser.execute_script(
+            "return arguments[0].getBoundingClientRect().bottom",
+            root.find_element(By.CSS_SELECTOR, selector),
+        )
+        assert 0 < rect <= height, selector
+    img = root.find_element(By.TAG_NAME, "img")
+    assert img.size["width"] <= 420 and img.size["width"] >= 16
+    root.find_element(By.CSS_SELECTOR, ".lc-next").click()
+    root.find_element(By.CSS_SELECTOR, ".lc-next").click()
+    assert player_state(browser, pid)[0] == 2
+    root.find_element(By.CSS_SELECTOR, ".lc-prev").click()
+    assert player_state(browser, pid)[0] == 1
+    # The frame shown is the frame's PNG.
+    src = img.get_attribute("src")
+    assert base64.b64decode(src.split(",", 1)[1]) == anim.pngs[1]
+    # Scrub: the slider's input event shows that frame.
+    browser.execute_script(
+        "const s = arguments[0]; s.value = 7; s.dispatchEvent(new Event('input'))",
+        root.find_element(By.CSS_SELECTOR, "input[type=range]"),
+    )
+    assert player_state(browser, pid) == (7, "0", "8 / 12")
+    # Play at 60 frames a second: it reaches the last frame and stops there.
+    Select(root.find_element(By.TAG_NAME, "select")).select_by_value("60")
+    root.find_element(By.CSS_SELECTOR, ".lc-play").click()
+    assert player_state(browser, pid)[1] == "1"
+    deadline = time.monotonic() + 5
+    while player_state(browser, pid)[1] == "1" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert player_state(browser, pid) == (11, "0", "12 / 12")
+    # Play again from the end starts over; pause holds the frame.
+    Select(root.find_element(By.TAG_NAME, "select")).select_by_value("2")
+    root.find_element(By.CSS_SELECTOR, ".lc-play").click()
+    time.sleep(0.7)
+    root.find_element(By.CSS_SELECTOR, ".lc-play").click()
+    held = player_state(browser, pid)
+    assert held[1] == "0" and 0 <= held[0] <= 3
+    time.sleep(0.6)
+    assert player_state(browser, pid) == held
 
 
 def test_show_samples_long_sequences_evenly() -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import os
 from collections.abc import Sequence
+from html import escape as _esc
 from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
@@ -97,27 +98,144 @@ def live(source: Any, preset: Preset | str | None = None, height: int = LIVE_HEI
 
 
 class Animation:
-    """Grids over time as an animated GIF that Jupyter shows inline (made by `show`)."""
+    """Grids over time as a small player that Jupyter shows inline: play, pause, step,
+    scrub and speed (made by `show`); `gif` is the same frames as an animated GIF."""
 
-    def __init__(self, gif: bytes, frames: int, height: int, width: int, caption: str) -> None:
+    def __init__(
+        self,
+        gif: bytes,
+        frames: int,
+        height: int,
+        width: int,
+        caption: str,
+        pngs: Sequence[bytes] = (),
+    ) -> None:
         self.gif = gif
         self.frames = frames
         self.height = height
         self.width = width
         self.caption = caption
+        self.pngs = list(pngs)
 
     def save(self, path: PathLike) -> None:
-        """Writes the GIF file."""
+        """Writes the animation: the player as a page for a `.html` path, else the GIF."""
         from .files import write_atomic
 
-        write_atomic(path, self.gif)
+        if os.fspath(path).lower().endswith((".html", ".htm")):
+            page = f"<!doctype html><meta charset=utf-8><title>{_esc(self.caption)}</title>"
+            write_atomic(path, (page + self.player_html()).encode("utf-8"))
+        else:
+            write_atomic(path, self.gif)
+
+    def player_html(self) -> str:
+        """The player: the frames as inline PNGs drawn pixel-sharp, with its controls above
+        them (so they stay in view at any grid size) and a script that needs nothing
+        outside the output (`player_html` in this module)."""
+        return player_html(self.pngs, self.height, self.width, self.caption)
 
     def _repr_html_(self) -> str:
-        img = _img("image/gif", self.gif, "animation", grid=True)
-        return f'<div class="logicars-animation" style="{_BOX}">{_figure(img, self.caption)}</div>'
+        if not self.pngs:  # an Animation built from a GIF alone
+            img = _img("image/gif", self.gif, "animation", grid=True)
+            return (
+                f'<div class="logicars-animation" style="{_BOX}">{_figure(img, self.caption)}</div>'
+            )
+        return self.player_html()
 
     def __repr__(self) -> str:
         return f"Animation({self.caption})"
+
+
+# Frames per second the player offers; the default is the GIF's pace for ~40 frames.
+SPEEDS = (1, 2, 5, 10, 20, 30, 60)
+DEFAULT_FPS = 10
+# The largest side, in CSS pixels, a grid is drawn at (small grids are scaled up to it).
+PLAYER_SIZE = 384
+
+_PLAYER_SCRIPT = """
+(function () {
+  var root = document.getElementById(%(id)s);
+  if (!root || root.dataset.ready) return;
+  root.dataset.ready = "1";
+  var frames = JSON.parse(root.querySelector("script[type='application/json']").textContent);
+  var img = root.querySelector("img"), slider = root.querySelector("input[type=range]");
+  var play = root.querySelector(".lc-play"), label = root.querySelector(".lc-frame");
+  var speed = root.querySelector("select"), timer = null, t = 0;
+  function show(i) {
+    t = Math.max(0, Math.min(frames.length - 1, i));
+    img.src = "data:image/png;base64," + frames[t];
+    slider.value = t;
+    label.textContent = (t + 1) + " / " + frames.length;
+    root.dataset.frame = t;
+  }
+  function stop() {
+    if (timer !== null) clearInterval(timer);
+    timer = null; play.textContent = "\u25b6 play"; root.dataset.playing = "0";
+  }
+  function start() {
+    stop();
+    if (t >= frames.length - 1) show(0);
+    timer = setInterval(function () {
+      if (t >= frames.length - 1) { stop(); return; }
+      show(t + 1);
+    }, 1000 / Number(speed.value));
+    play.textContent = "\u23f8 pause"; root.dataset.playing = "1";
+  }
+  play.onclick = function () { if (timer === null) start(); else stop(); };
+  root.querySelector(".lc-prev").onclick = function () { stop(); show(t - 1); };
+  root.querySelector(".lc-next").onclick = function () { stop(); show(t + 1); };
+  slider.oninput = function () { stop(); show(Number(slider.value)); };
+  speed.onchange = function () { if (timer !== null) start(); };
+  show(0);
+})();
+"""
+
+
+def player_html(pngs: Sequence[bytes], height: int, width: int, caption: str) -> str:
+    """A self-contained HTML player of frames given as PNG files (`show`): play/pause,
+    step back and forward, a slider to scrub, a speed menu (frames per second) and the
+    frame's number; the root element's `data-frame` and `data-playing` say where it is."""
+    import base64
+    import json
+    import uuid
+
+    if not pngs:
+        raise ValueError("a player needs at least one frame")
+    pid = f"logicars-player-{uuid.uuid4().hex[:12]}"
+    scale = max(1.0, PLAYER_SIZE / max(height, width))
+    css_w, css_h = round(width * scale), round(height * scale)
+    data = json.dumps([base64.b64encode(p).decode("ascii") for p in pngs])
+    options = "".join(
+        f'<option value="{fps}"{" selected" if fps == DEFAULT_FPS else ""}>{fps} fps</option>'
+        for fps in SPEEDS
+    )
+    button = "font-size:13px;padding:1px 8px;margin-right:4px;cursor:pointer"
+    controls = (
+        '<div class="lc-controls" style="display:flex;flex-wrap:wrap;align-items:center;'
+        'gap:4px;margin-bottom:4px">'
+        f'<button type="button" class="lc-prev" title="previous frame" style="{button}">'
+        "\u25c0</button>"
+        f'<button type="button" class="lc-play" style="{button}">\u25b6 play</button>'
+        f'<button type="button" class="lc-next" title="next frame" style="{button}">'
+        "\u25b6|</button>"
+        f'<input type="range" min="0" max="{len(pngs) - 1}" value="0" step="1" '
+        'aria-label="frame" style="flex:1 1 160px;min-width:120px;max-width:400px">'
+        f'<span class="lc-frame" style="min-width:70px">1 / {len(pngs)}</span>'
+        f'<select aria-label="speed">{options}</select></div>'
+    )
+    image = (
+        f'<img alt="frame" width="{css_w}" height="{css_h}" style="image-rendering:pixelated;'
+        f'max-width:100%;height:auto;display:block;border:1px solid #8884">'
+    )
+    script = _PLAYER_SCRIPT % {"id": json.dumps(pid)}
+    return (
+        f'<div class="logicars-animation logicars-player" id="{pid}" data-frame="0" '
+        f'data-playing="0" style="{_BOX};max-width:{max(css_w, 420)}px">'
+        f"{controls}{image}"
+        f'<div style="font-size:12px;opacity:0.75">{_esc(caption)}</div>'
+        # JSON in a script element: `</` cannot occur in base64, so the data cannot end it.
+        f'<script type="application/json">{data}</script>'
+        f"<script>{script}</script></div>"
+    )
 
 
 def show(
@@ -164,9 +282,22 @@ def show(
     if total > max_frames:
         arr = arr[np.unique(np.linspace(0, total - 1, max_frames).round().astype(int))]
     buf = io.BytesIO()
-    write_frames_gif(arr.astype(np.float32), chosen, buf)
+    pixels = write_frames_gif(arr.astype(np.float32), chosen, buf)
     h, w = arr.shape[1], arr.shape[2]
     what = "RGB of channels " + _join(chosen) if len(chosen) == 3 else f"channel {chosen[0]}"
     sampled = f" (sampled from {total})" if len(arr) < total else ""
     caption = f"{len(arr)} frames{sampled}, {h}×{w}, {what}"
-    return Animation(buf.getvalue(), len(arr), h, w, caption)
+    return Animation(buf.getvalue(), len(arr), h, w, caption, _pngs(pixels))
+
+
+def _pngs(pixels: np.ndarray) -> list[bytes]:
+    """Each frame `(H, W)` or `(H, W, 3)` uint8 as a PNG file at one pixel per cell (the
+    player scales it up sharply)."""
+    from PIL import Image
+
+    out = []
+    for frame in pixels:
+        f = io.BytesIO()
+        Image.fromarray(np.ascontiguousarray(frame)).save(f, format="PNG", optimize=False)
+        out.append(f.getvalue())
+    return out
