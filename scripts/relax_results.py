@@ -1,5 +1,5 @@
-"""The table of docs/relaxations.md: success rate of each training relaxation
-over seeds, per preset, from the run directories of `python -m logicars sweep`.
+"""Success rate of each training relaxation over seeds, per preset, from the run
+directories of `python -m logicars sweep` (the form of docs/relaxations.md's table).
 
     python scripts/relax_results.py SWEEP_DIR [SWEEP_DIR ...]
 
@@ -16,9 +16,9 @@ held-out input (`hard_eval`), and of those the runs that solved within the prese
 (the paper's) epochs where the budget was larger, the median and 90th percentile of the
 epoch and training seconds at which the run's hard circuit first passed the validation check
 (`solved_epoch`, `solved_seconds`: runs stop there), the median final gap between the
-hard and the soft loss, and the median active gates. The section replaces what stands
-between the markers in docs/relaxations.md, and a bar plot of the success rates goes to
-docs/img/results/relax-success.png.
+hard and the soft loss, and the median active gates. The table is printed, and a bar
+plot of the success rates goes to runs/relax-success.png; docs/relaxations.md is not
+touched (its tables come from the records).
 """
 
 from __future__ import annotations
@@ -30,9 +30,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "docs" / "relaxations.md"
-PLOT = ROOT / "docs" / "img" / "results" / "relax-success.png"
-START, END = "<!-- relaxations:start -->", "<!-- relaxations:end -->"
+PLOT = ROOT / "runs" / "relax-success.png"
 
 
 # The engine's defaults: a run written with them explicit (a resumed one reads its spec
@@ -134,21 +132,8 @@ def main() -> None:
         sys.exit(__doc__)
     grouped = groups(dirs)
     plot(grouped)
-    section = [
-        START,
-        *table(grouped),
-        "",
-        "![success rate by relaxation](img/results/relax-success.png)",
-        END,
-    ]
-    text = RESULTS.read_text()
-    if START in text:
-        head, rest = text.split(START, 1)
-        text = head + "\n".join(section) + rest.split(END, 1)[1]
-    else:
-        text += "\n" + "\n".join(section) + "\n"
-    RESULTS.write_text(text)
-    print("\n".join(section))
+    print("\n".join(table(grouped)))
+    print(f"plot: {PLOT}")
 
 
 if __name__ == "__main__":
