@@ -18,7 +18,12 @@ _GIF_FRAMES = 100
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", metavar="RUN_OR_MODEL", help="run directory, .safetensors or .npz")
+    p.add_argument(
+        "model",
+        metavar="RUN_OR_MODEL",
+        help="run directory, .safetensors or .npz, or a preset's name for the circuit shipped "
+        "with the package (e.g. gol)",
+    )
     p.add_argument(
         "--size",
         type=int_at_least(1),
@@ -58,9 +63,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..plots import write_frames_gif
-    from ..runs import load_run
+    from ..pretrained import open_run
 
-    run = load_run(args.model)
+    run = open_run(args.model)
     model, preset, spec = run.model, run.preset, run.model.spec
     x = None
     if args.start is not None and args.start not in START_KINDS:

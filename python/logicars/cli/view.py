@@ -11,7 +11,12 @@ HELP = "write a trained circuit's interactive page and open it in the browser"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", metavar="RUN_OR_MODEL", help="run directory, .safetensors or .npz")
+    p.add_argument(
+        "model",
+        metavar="RUN_OR_MODEL",
+        help="run directory, .safetensors or .npz, or a preset's name for the circuit shipped "
+        "with the package (e.g. lizard)",
+    )
     p.add_argument(
         "--out",
         metavar="FILE",
@@ -26,9 +31,9 @@ def run(args: argparse.Namespace) -> int:
     import webbrowser
 
     from ..export import default_output
-    from ..runs import load_run
+    from ..pretrained import open_run
 
-    run = load_run(args.model)
+    run = open_run(args.model)
     out = Path(args.out) if args.out else default_output(args.model, "html")
     from ..files import write_atomic
 
