@@ -7,7 +7,7 @@ import pytest
 
 import logicars
 from logicars.datasets import checkerboard_target, gol_boards, gol_step
-from logicars.evaluate import evaluate
+from logicars.evaluate import evaluate, validate
 
 
 def _wrong(out: np.ndarray, target: np.ndarray) -> tuple[int, int]:
@@ -24,12 +24,10 @@ def test_gol_counts_all_512_boards() -> None:
     boards = gol_boards()
     solved, wrong = _wrong(model.rollout(boards, hard=True), gol_step(boards))
     assert 0 < solved < 512  # a random circuit: some boards right, some wrong
-    assert evaluate(model, preset) == {
-        "samples": 512,
-        "solved": solved,
-        "wrong_cells": wrong,
-        "cells": 512 * 9,
-    }
+    result = evaluate(model, preset)
+    assert (result.check, result.samples, result.solved) == ("exhaustive", 512, solved)
+    assert (result.wrong_cells, result.cells) == (wrong, 512 * 9)
+    assert not result.passed
 
 
 def test_custom_rule_counts_all_512_boards() -> None:
@@ -45,7 +43,8 @@ def test_checkerboard_fresh_starts_in_any_phase() -> None:
     model = logicars.Model(preset.spec, seed=0)
     model.set_params({k: np.random.default_rng(2).normal(size=v.shape).astype(np.float32)
                       for k, v in model.params().items()})  # fmt: skip
-    result = evaluate(model, preset, samples=3, seed=5)
+    # The training-time check of seed 5 draws from the stream [5, 2] (`logicars.draws`).
+    result = validate(model, preset, samples=3, seed=5)
     rng = np.random.default_rng([5, 2])
     x = np.concatenate([rng.integers(0, 2, size=(2, 16, 16, 8)) for _ in range(2)])  # batch 2
     out = model.rollout(x.astype(np.float32), hard=True)[..., 0]
@@ -54,12 +53,12 @@ def test_checkerboard_fresh_starts_in_any_phase() -> None:
     phases = [big[r : r + 16, c : c + 16] for r in range(4) for c in range(4)]
     wrong = np.array([[np.sum(o != p) for p in phases] for o in out]).min(axis=1)
     fixed = [int(np.sum(o != phases[0])) for o in out]
-    assert result == {
-        "samples": 4,
-        "solved": int(np.sum(wrong == 0)),
-        "wrong_cells": int(wrong.sum()),
-        "cells": 4 * 256,
-    }
+    assert (result.check, result.samples, result.solved) == (
+        "fresh starts",
+        4,
+        int(np.sum(wrong == 0)),
+    )
+    assert (result.wrong_cells, result.cells) == (int(wrong.sum()), 4 * 256)
     assert int(wrong.sum()) < sum(fixed)  # some output is closer to another phase
 
 
@@ -67,7 +66,8 @@ def test_growth_preset_uses_its_start_grid() -> None:
     preset = logicars.get_preset("colored-g")
     model = logicars.Model(preset.spec, seed=0)
     result = evaluate(model, preset, samples=7)
-    assert (result["samples"], result["cells"]) == (1, 16 * 16 * 3)  # one start grid
+    assert (result.check, result.samples, result.cells) == ("grown", 1, 16 * 16 * 3)
+    assert result.growth is not None and result.growth.damages == 7
     # A fresh model passes its zero start through: every lit target pixel is wrong.
     x, y = preset.task().sample(np.random.default_rng(0))
     out = model.rollout(x, hard=True)
@@ -83,3 +83,11 @@ def test_bad_arguments() -> None:
         evaluate(model, preset)
     with pytest.raises(ValueError, match="samples"):
         evaluate(model, logicars.get_preset("gol"), samples=0)
+
+
+def test_checkerboard_evaluation_counts_1024_fresh_starts() -> None:
+    preset = logicars.get_preset("checkerboard-async")
+    model = logicars.Model(preset.spec, seed=0)
+    result = evaluate(model, preset)
+    assert (result.check, result.samples) == ("fresh starts", 1024)
+    assert result.to_dict()["passed"] is False

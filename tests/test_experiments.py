@@ -55,8 +55,9 @@ def images(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 # (kind or image key, extra train options, held-out inputs, loss channels, grid)
 CASES = {
     "life": ("life:B36/S23", [], 512, [0], (3, 3)),
-    "pattern": ("tile", ["--size", "8"], 16, [0], (8, 8)),
-    "pattern-async": ("tile", ["--async", "--size", "6"], 16, [0], (6, 6)),
+    # A pattern's held-out check runs evaluate's 1024 fresh starts (HELDOUT_SAMPLES).
+    "pattern": ("tile", ["--size", "8"], 1024, [0], (8, 8)),
+    "pattern-async": ("tile", ["--async", "--size", "6"], 1024, [0], (6, 6)),
     "grow-colour": ("colour", [], 1, [0, 1, 2], (7, 6)),
     "grow-grey": ("grey", ["--size", "5"], 1, [0], (5, 5)),
 }
@@ -147,7 +148,7 @@ def test_custom_task_trains_from_python(tmp_path: Path) -> None:
     run = logicars.train(task=task, spec=spec, epochs=2, out=tmp_path / "r", quiet=True)
     assert run.summary["preset"] == "stripes" and run.summary["task"] == "custom"
     assert run.model.spec.num_steps == 6 and run.summary["grid"] == [8, 8]
-    assert run.summary["hard_eval"]["samples"] == 16  # 8 draws of the batch of 2
+    assert run.summary["hard_eval"]["samples"] == 1024  # 512 draws of the batch of 2
     x, y = task.sample(np.random.default_rng(0))
     assert x.shape == (2, 8, 8, 8) and y[0, 0, :, 0].tolist() == [0, 0, 1, 1, 0, 0, 1, 1]
     # A custom task is not rebuilt from the run: resume takes it again.
@@ -171,7 +172,7 @@ def test_kind_task_from_python_is_rebuilt_from_its_run(tmp_path: Path) -> None:
     again = loaded.preset.task()
     assert isinstance(again, logicars.PatternTask) and again.to_dict() == task.to_dict()
     more = logicars.train(epochs=3, resume=run.run_dir, quiet=True)
-    assert more.summary["hard_eval"] == logicars.evaluate.evaluate(more.model, task)
+    assert more.summary["hard_eval"] == logicars.evaluate.evaluate(more.model, task).to_dict()
 
 
 def _fingerprint(run: logicars.RunResult) -> tuple[str, list[tuple[float, float]]]:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import logicars
-from logicars.evaluate import evaluate, heldout_inputs, wrong_cells
+from logicars.evaluate import heldout_inputs, validate, wrong_cells
 from logicars.repair import RepairResult, repair, repair_on
 
 
@@ -92,11 +92,11 @@ def test_repair_undoes_a_planted_wrong_gate(relax: str) -> None:
 def test_repair_only_lowers_the_wrong_cells_and_is_deterministic() -> None:
     preset = logicars.get_preset("gol")
     a, b = _random_model(), _random_model()
-    before = evaluate(a, preset)["wrong_cells"]
+    before = validate(a, preset, 64, 1).wrong_cells
     ra = repair(a, preset, budget=40)
     rb = repair(b, preset, budget=40)
     assert ra.wrong_before == before
-    assert ra.wrong_after == evaluate(a, preset)["wrong_cells"] <= before
+    assert ra.wrong_after == validate(a, preset, 64, 1).wrong_cells <= before
     assert ra.evaluations == 40  # a random circuit is not fixed within 40 runs
     assert (ra.wrong_after, ra.changes) == (rb.wrong_after, rb.changes)
     for k, v in a.params().items():
@@ -174,11 +174,11 @@ def test_drift_is_deterministic_and_keeps_no_worse_circuit() -> None:
     runs = []
     for search_seed in (1, 1, 2):
         model = _random_model("colored-g", "truth-table")
-        before = evaluate(model, preset, seed=search_seed)["wrong_cells"]
+        before = validate(model, preset, 64, search_seed).wrong_cells
         r = repair(model, preset, budget=60, seed=search_seed, method="drift")
         assert r.wrong_before == before
         # the circuit it leaves is the one it reports, and never worse than the start
-        assert r.wrong_after == evaluate(model, preset, seed=search_seed)["wrong_cells"]
+        assert r.wrong_after == validate(model, preset, 64, search_seed).wrong_cells
         assert r.wrong_after <= r.wrong_before
         runs.append((r.wrong_after, r.changes))
     assert runs[0] == runs[1]

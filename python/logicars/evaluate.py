@@ -2,46 +2,184 @@
 
 The training loss is measured on one batch per epoch; `evaluate` asks the question a user
 has after training: does the discrete circuit solve the task? The task
-(`Preset.task()`, see `logicars.tasks`) says which inputs and how they are scored:
+(`Preset.task()`, see `logicars.tasks`) says which inputs and how they are scored, and each
+check is named by what it checks:
 
-- a Life-like rule (`gol`, `life:RULE`): all 512 boards; a board counts as solved when
-  its next state is exact;
-- a pattern (`checkerboard`, `checkerboard-async`, `pattern:...`): `samples` fresh random
-  starts (async ones with fresh update masks); a sample counts as solved when channel 0
-  is the pattern, in any phase, after the task's steps;
-- a grown image (`lizard`, `colored-g`, `grow:...`): the task's own start grid; solved
-  when the loss channels equal the target image exactly.
+- *exhaustive* (a Life-like rule on 3x3 boards, `gol`, `life:RULE`): all 512 boards; a
+  board counts as solved when its next state is exact. These are also the training set:
+  the check is complete, not held out.
+- *fresh starts* (a pattern, `checkerboard`, `checkerboard-async`, `pattern:...`, and
+  rules on larger grids): `samples` random starts (async ones with fresh update masks)
+  that no training batch or training-time check drew; a sample counts as solved when the
+  loss channels are the pattern, in any phase, after the task's steps.
+- *grown*, *persists*, *regrows* (a grown image, `lizard`, `colored-g`, `grow:...`): the
+  task's one start grid (also training's), then what training never looked at: the
+  target held through `PERSIST_HORIZON` x T, and regrown after fresh damage
+  (`logicars.growth`).
+
+The checks made during training (`validate`: validation, confirmation, repair, search)
+draw from other streams than `evaluate` (`logicars.draws`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from . import draws
+from .growth import (
+    PERSIST_HORIZON,
+    REGROW_DAMAGES,
+    REPORT_HORIZON,
+    GrowthChecks,
+    growth_checks,
+)
 from .model import Model, check_int
 from .presets import Preset
-from .tasks import Task
+from .tasks import GrowTask, LifeTask, Task
+
+# Fresh starts of `evaluate`'s check of a pattern: with 1024, a circuit that fails one
+# start in 200 shows it in all but ~1% of evaluations.
+HELDOUT_SAMPLES = 1024
+# A regenerating circuit passes when it regrows at least this share of the damages.
+REGROW_PASS = 0.8
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What a check found. `check` names it (module docstring); `samples` inputs were run,
+    `solved` of them gave exactly the target; `wrong_cells` of `cells` loss-channel cells
+    were wrong over all. A growth task adds `growth` (persists, regrows); `passed` says
+    whether the circuit does all that its task asks."""
+
+    check: str
+    samples: int
+    solved: int
+    wrong_cells: int
+    cells: int
+    growth: GrowthChecks | None = None
+    # What the task asks of a grown image (`GrowTask.growth`): only "grown" counts for the
+    # paper's growing, "persists" too for a persisting circuit, "regrows" for a
+    # regenerating one.
+    growth_mode: str = "grow"
+
+    @property
+    def passed(self) -> bool:
+        if self.solved != self.samples:
+            return False
+        g = self.growth
+        if g is None or self.growth_mode == "grow":
+            return True
+        if not g.persists:
+            return False
+        return self.growth_mode != "regrow" or g.regrow_share >= REGROW_PASS
+
+    def checks(self) -> dict[str, dict[str, Any]]:
+        """Each named check: `samples` run, `solved` of them, whether it `passed`, and
+        whether the task `required` it for `passed` (a growing-only circuit is reported
+        on persisting and regrowing too, without needing them)."""
+        main = {
+            "samples": self.samples,
+            "solved": self.solved,
+            "wrong_cells": self.wrong_cells,
+            "passed": self.solved == self.samples,
+            "required": True,
+        }
+        g = self.growth
+        if g is None:
+            return {self.check: main}
+        out = {"grown": main}
+        persists = {
+            "samples": 1,
+            "solved": int(g.persists),
+            "passed": g.persists,
+            "required": self.growth_mode != "grow",
+            "holds_until": g.holds_until,
+            "horizon": len(g.wrong_by_step) - 1,
+        }
+        out[f"persists to {PERSIST_HORIZON}T"] = persists
+        if g.damages:
+            out["regrows"] = {
+                "samples": g.damages,
+                "solved": g.regrown,
+                "passed": g.regrow_share >= REGROW_PASS,
+                "required": self.growth_mode == "regrow",
+            }
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record `summary.json` keeps (`hard_eval`)."""
+        d: dict[str, Any] = {
+            "check": self.check,
+            "samples": self.samples,
+            "solved": self.solved,
+            "wrong_cells": self.wrong_cells,
+            "cells": self.cells,
+            "passed": self.passed,
+            "checks": self.checks(),
+        }
+        if self.growth is not None:
+            d["growth_mode"] = self.growth_mode
+            d["wrong_by_step"] = self.growth.wrong_by_step
+        return d
+
+    def __getitem__(self, key: str) -> Any:
+        # The dict `evaluate` returned before it was typed (`check["solved"]`).
+        return self.to_dict()[key]
 
 
 def evaluate(
-    model: Model, preset: Preset | Task, samples: int = 16, seed: int = 0
-) -> dict[str, Any]:
+    model: Model, preset: Preset | Task, samples: int | None = None, seed: int = 0
+) -> Evaluation:
     """Runs the hard circuit (bit-sliced, exact) on held-out inputs of the task of
-    `preset` (a `Preset` or a `Task`).
+    `preset` (a `Preset` or a `Task`): `samples` fresh starts of a pattern (default
+    `HELDOUT_SAMPLES`), fresh damages of a grown image (default `REGROW_DAMAGES`), drawn
+    from `seed`'s evaluation streams, which no training-time check draws from."""
+    task = _task(preset)
+    default = REGROW_DAMAGES if isinstance(task, GrowTask) else HELDOUT_SAMPLES
+    samples = default if samples is None else check_int("samples", samples, 1)
+    return _run_checks(model, task, samples, draws.evaluation_seed(seed), report=True)
 
-    Returns `{"samples", "solved", "wrong_cells", "cells"}`: how many inputs were run, how
-    many gave exactly the target, and the wrong cells (on the loss channels) over all.
-    """
-    x, target = heldout_inputs(model, preset, samples, seed)
-    wrong = wrong_cells(model, preset, x, target, seed)
+
+def validate(model: Model, preset: Preset | Task, samples: int, seed: int) -> Evaluation:
+    """The check made during training (validation, confirmation): `evaluate`'s scoring on
+    `samples` inputs (damages of a grown image) of the training-time stream `seed`, as far
+    as the task's `passed` needs it (a grown image's persistence to `PERSIST_HORIZON` T,
+    its damages only when it must regrow)."""
+    task = _task(preset)
+    samples = check_int("samples", samples, 1)
+    return _run_checks(model, task, samples, draws.check_seed(seed), report=False)
+
+
+def _run_checks(model: Model, task: Task, samples: int, seed: int, report: bool) -> Evaluation:
+    x, target = _inputs(model, task, samples, seed)
+    wrong = wrong_cells(model, task, x, target, seed)
     per_sample = wrong.reshape(len(x), -1).any(axis=1)
-    return {
-        "samples": len(x),
-        "solved": int(np.count_nonzero(~per_sample)),
-        "wrong_cells": int(np.count_nonzero(wrong)),
-        "cells": int(wrong.size),
-    }
+    growth = None
+    mode = "grow"
+    if isinstance(task, GrowTask):
+        mode = task.growth
+        if report or mode != "grow":
+            # A grown image's `samples` are the damages of its regrows check.
+            damages = samples if report or mode == "regrow" else 0
+            horizon = REPORT_HORIZON if report else PERSIST_HORIZON
+            growth = growth_checks(model, task, draws.damage_rng(seed), damages, horizon)
+        name = "grown"
+    elif isinstance(task, LifeTask) and not task.random_starts:
+        name = "exhaustive"
+    else:
+        name = "fresh starts"
+    return Evaluation(
+        check=name,
+        samples=len(x),
+        solved=int(np.count_nonzero(~per_sample)),
+        wrong_cells=int(np.count_nonzero(wrong)),
+        cells=int(wrong.size),
+        growth=growth,
+        growth_mode=mode,
+    )
 
 
 def _task(preset: Preset | Task) -> Task:
@@ -51,10 +189,13 @@ def _task(preset: Preset | Task) -> Task:
 def heldout_inputs(
     model: Model, preset: Preset | Task, samples: int = 16, seed: int = 0
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The inputs `evaluate` runs and their targets on the loss channels, as booleans:
-    `(x (N, H, W, C), target (N, H, W, len(loss_channels)) bool)` (`Task.holdout`)."""
-    samples = check_int("samples", samples, 1)
-    task = _task(preset)
+    """The inputs a training-time check of `seed` runs (`validate`, `repair`) and their
+    targets on the loss channels, as booleans: `(x (N, H, W, C), target (N, H, W,
+    len(loss_channels)) bool)` (`Task.holdout`)."""
+    return _inputs(model, _task(preset), check_int("samples", samples, 1), draws.check_seed(seed))
+
+
+def _inputs(model: Model, task: Task, samples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     if model.spec.channels != task.channels:
         raise ValueError(
             f"model has {model.spec.channels} channels, task {task.name!r} needs {task.channels}"

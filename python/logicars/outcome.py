@@ -31,7 +31,11 @@ def _passed(check: Mapping[str, Any]) -> bool:
 
 
 def solved(summary: Mapping[str, Any]) -> bool:
-    """Whether the run's final circuit passes every check its summary records."""
+    """Whether the run's final circuit passes every check its summary records (that its
+    task requires: `evaluate`'s `passed`, where the summary has it)."""
+    ev = summary.get("hard_eval") or {}
+    if isinstance(ev, Mapping) and "passed" in ev:
+        return bool(ev["passed"])
     checks = _checks(summary)
     return bool(checks) and all(_passed(c) for _, c in checks)
 

@@ -468,16 +468,32 @@ class PatternTask(Task):
         }
 
 
+# What a growth task asks of its circuit (`GrowTask.growth`): the paper's growing only
+# (the target at step T), persisting (and holding it, trained on a sample pool of its own
+# later states), or regenerating (and regrowing it after damage).
+GROWTH_MODES = ("grow", "persist", "regrow")
+
+
 class GrowTask(Task):
     """Grow a fixed image on the loss channels from one start: the centre cell's
     channels set (`seed_cell`, the lizard's) or all zeros (the coloured G's). The target
-    exists on the image's grid only."""
+    exists on the image's grid only. `growth` (`GROWTH_MODES`) says whether the circuit
+    must also hold the target once grown, and regrow it after damage
+    (`logicars.growth`)."""
 
     kind = "grow"
 
     def __init__(
-        self, image: np.ndarray, name: str = "grow", seed_cell: bool = True, **geometry: Any
+        self,
+        image: np.ndarray,
+        name: str = "grow",
+        seed_cell: bool = True,
+        growth: str = "grow",
+        **geometry: Any,
     ) -> None:
+        if growth not in GROWTH_MODES:
+            raise ValueError(f"growth must be one of {', '.join(GROWTH_MODES)}, got {growth!r}")
+        self.growth = growth
         image = np.asarray(image, dtype=np.float32)
         if image.ndim == 2:
             image = image[..., None]
@@ -525,6 +541,7 @@ class GrowTask(Task):
             "name": self.name,
             "image": self.image.astype(int).tolist(),
             "seed_cell": self.seed_cell,
+            "growth": self.growth,
             **self._geometry(),
         }
 
@@ -584,11 +601,16 @@ def _existing(path: str) -> str:
     return path
 
 
-def make_task(kind: str, pixels: np.ndarray | None = None, **geometry: Any) -> Task:
+def make_task(
+    kind: str, pixels: np.ndarray | None = None, growth: str = "grow", **geometry: Any
+) -> Task:
     """The task of a kind string (`life:B3/S23`, `pattern:checkerboard`, `grow:lizard`,
     `grow:PATH.png`, ...) on the given geometry (`Task`'s keywords); `pixels` are the
-    kind's tile or image when already loaded (`kind_data`), e.g. from a run's record."""
+    kind's tile or image when already loaded (`kind_data`), e.g. from a run's record;
+    `growth` a grown image's mode (`GROWTH_MODES`)."""
     name, arg = split_kind(kind)
+    if growth != "grow" and name != "grow":
+        raise ValueError(f"growth={growth!r} is an option of grow: tasks, not of {kind!r}")
     if name == "life":
         return LifeTask(arg, **geometry)
     if name == "data":
@@ -598,7 +620,9 @@ def make_task(kind: str, pixels: np.ndarray | None = None, **geometry: Any) -> T
     if name == "pattern":
         return PatternTask(np.asarray(pixels), name=kind, **geometry)
     # The coloured G starts from zeros as the notebook's; every other image from a seed.
-    return GrowTask(np.asarray(pixels), name=kind, seed_cell=arg != COLORED_G, **geometry)
+    return GrowTask(
+        np.asarray(pixels), name=kind, seed_cell=arg != COLORED_G, growth=growth, **geometry
+    )
 
 
 def task_from_dict(record: dict[str, Any]) -> Task | None:
@@ -628,6 +652,8 @@ def task_from_dict(record: dict[str, Any]) -> Task | None:
             np.array(record["image"]),
             name=str(record["name"]),
             seed_cell=bool(record["seed_cell"]),
+            # Runs from before the growth modes grew only.
+            growth=str(record.get("growth", "grow")),
             **geometry,
         )
     return None

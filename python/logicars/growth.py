@@ -1,0 +1,225 @@
+"""Growth that holds and heals: the checks of a grown pattern, the random damage they and
+training use, and the sample pool of persistent training.
+
+A growth task (`GrowTask`) starts every run from one grid, so its circuit is scored on
+what it does after the trained step, where training never looked:
+
+- *grown*: the loss channels equal the target at the task's step T;
+- *persists*: they equal it at every step from T to `PERSIST_HORIZON` x T; how long the
+  pattern holds is reported up to `REPORT_HORIZON` x T;
+- *regrows*: the grown pattern, damaged by a disc erased in every channel
+  (`damage_discs`), is the target again T steps later; the share of fresh damages for
+  which it is.
+
+Damage discs and pool draws come from `numpy` streams keyed by purpose
+(`logicars.draws`), so training's draws and the checks' never coincide.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from . import draws
+
+# The checks' horizons, in multiples of the task's steps T.
+PERSIST_HORIZON = 4
+REPORT_HORIZON = 10
+# A damage disc's radius as a share of the grid's shorter side (4 cells on the lizard's
+# 20x20 grid, 3.2 on the G's 16x16): about a sixth of the lizard's cells.
+DAMAGE_RADIUS = 0.2
+# Fresh damages of the regrows check in `evaluate`.
+REGROW_DAMAGES = 100
+
+
+def damage_discs(
+    rng: np.random.Generator, target: np.ndarray, count: int, radius: float = DAMAGE_RADIUS
+) -> np.ndarray:
+    """`count` damage masks `(count, H, W)` uint8 (1 = erased): discs of `radius` times the
+    grid's shorter side, each centred on a cell the target `(H, W, L)` sets (anywhere when
+    it sets none), so that every disc cuts the pattern."""
+    target = np.asarray(target) > 0.5
+    h, w = target.shape[:2]
+    live = np.argwhere(target.reshape(h, w, -1).any(axis=-1))
+    if len(live) == 0:
+        live = np.argwhere(np.ones((h, w), dtype=bool))
+    centres = live[rng.integers(0, len(live), size=count)]
+    # A sub-cell offset, so that discs are not all symmetric about a cell centre.
+    centres = centres + rng.uniform(-0.5, 0.5, size=(count, 2))
+    r = radius * min(h, w)
+    rows, cols = np.mgrid[:h, :w]
+    dist2 = (rows[None] - centres[:, 0, None, None]) ** 2 + (
+        cols[None] - centres[:, 1, None, None]
+    ) ** 2
+    return (dist2 <= r * r).astype(np.uint8)
+
+
+@dataclass(frozen=True)
+class GrowthChecks:
+    """What a growth circuit does from its start grid (module docstring).
+
+    `wrong_by_step[t]`: wrong loss-channel cells at step t, for t = 0..`REPORT_HORIZON` T.
+    `holds_until`: the last step through which the pattern has held since T (T - 1 when it
+    is wrong at T; `REPORT_HORIZON` T when it holds to the end). `regrown` of `damages`:
+    damaged grown patterns that were the target again T steps later.
+    """
+
+    steps: int
+    grown: bool
+    persists: bool
+    holds_until: int
+    regrown: int
+    damages: int
+    wrong_by_step: list[int]
+
+    @property
+    def regrow_share(self) -> float:
+        return self.regrown / self.damages if self.damages else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def wrong_by_step(model: Any, task: Any, horizon: int) -> list[int]:
+    """Wrong loss-channel cells of the hard circuit run from the task's start grid, at every
+    step 0..`horizon`."""
+    x = task.start(np.random.default_rng(0), 1, task.height, task.width).astype(np.uint8)
+    grids = model.simulate(x, horizon, record=True, periodic=task.periodic)
+    target = task.target(x)
+    return [int(np.count_nonzero(task.wrong(g, target))) for g in grids]
+
+
+def regrown(model: Any, task: Any, masks: np.ndarray) -> np.ndarray:
+    """For each damage mask `(N, H, W)`: whether the pattern grown from the start grid, erased
+    there after step T, is the target T steps later; bool `(N,)`."""
+    steps = task.num_steps
+    x = task.start(np.random.default_rng(0), len(masks), task.height, task.width)
+    out = model.simulate(
+        x.astype(np.uint8),
+        2 * steps,
+        damage=masks,
+        damage_steps=(steps - 1, steps),
+        periodic=task.periodic,
+    )
+    wrong = task.wrong(out, task.target(x))
+    return ~wrong.reshape(len(masks), -1).any(axis=1)
+
+
+def growth_checks(
+    model: Any,
+    task: Any,
+    damage_rng: np.random.Generator,
+    damages: int,
+    horizon: int = REPORT_HORIZON,
+) -> GrowthChecks:
+    """The grown, persists and regrows checks of a growth task's hard circuit, run to
+    `horizon` x T, with `damages` damage discs drawn from `damage_rng`."""
+    steps = task.num_steps
+    wrong = wrong_by_step(model, task, max(horizon, PERSIST_HORIZON) * steps)
+    holds_until = steps - 1
+    while holds_until + 1 < len(wrong) and wrong[holds_until + 1] == 0:
+        holds_until += 1
+    restored = 0
+    if damages:
+        masks = damage_discs(damage_rng, task.image, damages)
+        restored = int(np.count_nonzero(regrown(model, task, masks)))
+    return GrowthChecks(
+        steps=steps,
+        grown=wrong[steps] == 0,
+        persists=holds_until >= PERSIST_HORIZON * steps,
+        holds_until=holds_until,
+        regrown=restored,
+        damages=damages,
+        wrong_by_step=wrong,
+    )
+
+
+# Persistent and regenerating training (`GrowthBatches`): the pool of earlier end states,
+# the batch drawn from it each epoch, and the damaged samples in each batch (regrow).
+POOL_SIZE = 64
+POOL_BATCH = 4
+DAMAGED_PER_BATCH = 1
+
+
+class GrowthBatches:
+    """The training batches of a growth task (`GrowTask.growth`).
+
+    Growing only: the start grid, the loss at step T (the paper's). Persisting and
+    regenerating: the Growing-NCA recipe adapted to circuits. A pool of `pool_size` grids,
+    seeded with the start grid, holds the hard circuit's last states of earlier batches;
+    each epoch draws `batch` of them, puts the start grid in place of the one furthest
+    from the target, and (regrow) erases a damage disc in the `damaged` closest ones. The
+    rollout runs 2T steps with the loss on every state from T on, so the target must be
+    reached by T and held through 2T, also from the pool's grown (and damaged) states.
+    Draws are keyed by seed and epoch (`draws.training_rng`); the pool is part of the
+    checkpoint (`state`, `load_state`).
+    """
+
+    def __init__(
+        self,
+        task: Any,
+        seed: int,
+        pool_size: int = POOL_SIZE,
+        batch: int = POOL_BATCH,
+        damaged: int = DAMAGED_PER_BATCH,
+    ) -> None:
+        self.task = task
+        self.seed = int(seed)
+        self.start, self.target_y = task.sample(np.random.default_rng(0), 1)
+        steps = task.num_steps
+        self.drawn: np.ndarray | None = None
+        self.pool: np.ndarray | None = None
+        if task.growth == "grow":
+            self.steps, self.loss_from, self.batch, self.damaged = steps, steps, task.batch, 0
+            return
+        self.steps, self.loss_from = 2 * steps, steps
+        self.batch = batch
+        self.damaged = damaged if task.growth == "regrow" else 0
+        if not 0 <= self.damaged < batch <= pool_size:
+            raise ValueError(
+                f"a growth pool needs 0 <= damaged ({self.damaged}) < batch ({batch}) "
+                f"<= pool size ({pool_size})"
+            )
+        self.pool = np.repeat(self.start.astype(np.uint8), pool_size, axis=0)
+
+    def sample(self, epoch: int) -> tuple[np.ndarray, np.ndarray]:
+        """The batch `(x, y)` of `epoch`: float32 `(B, H, W, C)`."""
+        y = np.repeat(self.target_y, self.batch, axis=0)
+        if self.pool is None:
+            return np.repeat(self.start, self.batch, axis=0), y
+        rng = draws.training_rng(self.seed, epoch)
+        picked = rng.choice(len(self.pool), self.batch, replace=False)
+        grids = self.pool[picked]
+        loss_channels = self.task.loss_channels
+        wrong = (grids[..., loss_channels] != y[..., loss_channels]).reshape(self.batch, -1)
+        # Furthest from the target first: it makes way for the start grid.
+        order = np.argsort(-wrong.sum(axis=1), kind="stable")
+        self.drawn = picked[order]
+        x = grids[order].astype(np.float32)
+        x[0] = self.start[0]
+        if self.damaged:
+            masks = damage_discs(rng, self.task.image, self.damaged)
+            x[self.batch - self.damaged :] *= 1 - masks[..., None]
+        return x, y
+
+    def keep(self, last: np.ndarray | None) -> None:
+        """Puts the hard circuit's last states of the batch `sample` drew back in the pool."""
+        if self.pool is None or self.drawn is None or last is None:
+            return
+        self.pool[self.drawn] = last > 0.5
+        self.drawn = None
+
+    def state(self) -> dict[str, np.ndarray]:
+        """What a checkpoint keeps: the pool's grids as bits."""
+        return {} if self.pool is None else {"growth_pool": np.packbits(self.pool, axis=-1)}
+
+    def load_state(self, state: dict[str, np.ndarray]) -> None:
+        if self.pool is None:
+            return
+        channels = self.pool.shape[-1]
+        pool = np.unpackbits(state["growth_pool"], axis=-1, count=channels)
+        if pool.shape != self.pool.shape:
+            raise ValueError(f"the checkpoint's pool is {pool.shape}, the task's {self.pool.shape}")
+        self.pool = pool

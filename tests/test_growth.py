@@ -1,0 +1,193 @@
+"""`logicars.growth`: damage discs, the grown/persists/regrows checks, the sample pool of
+persistent training, and the rule that `evaluate` never draws what training-time checks
+draw (`logicars.draws`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import logicars
+from logicars import draws
+from logicars.evaluate import evaluate, heldout_inputs, validate
+from logicars.growth import (
+    DAMAGE_RADIUS,
+    PERSIST_HORIZON,
+    REPORT_HORIZON,
+    GrowthBatches,
+    damage_discs,
+    growth_checks,
+)
+from logicars.repair import repair
+from logicars.tasks import GrowTask, Task
+
+HEART = np.array(
+    [
+        [0, 1, 1, 0, 1, 1, 0, 0],
+        [1, 1, 1, 1, 1, 1, 1, 0],
+        [1, 1, 1, 1, 1, 1, 1, 0],
+        [0, 1, 1, 1, 1, 1, 0, 0],
+        [0, 0, 1, 1, 1, 0, 0, 0],
+        [0, 0, 0, 1, 0, 0, 0, 0],
+        [0, 0, 0, 0, 0, 0, 0, 0],
+        [0, 0, 0, 0, 0, 0, 0, 0],
+    ],
+    dtype=np.float32,
+)
+
+
+def _task(growth: str = "grow", steps: int = 3) -> GrowTask:
+    return GrowTask(HEART, name="heart", growth=growth, channels=4, num_steps=steps)
+
+
+def test_damage_discs_cut_the_pattern() -> None:
+    masks = damage_discs(np.random.default_rng(0), HEART[..., None], 50)
+    assert masks.shape == (50, 8, 8) and masks.dtype == np.uint8
+    r = DAMAGE_RADIUS * 8
+    assert np.all(masks.sum(axis=(1, 2)) <= np.pi * (r + 1) ** 2)
+    assert np.all((masks * HEART).sum(axis=(1, 2)) > 0)  # every disc erases target cells
+    again = damage_discs(np.random.default_rng(0), HEART[..., None], 50)
+    assert np.array_equal(masks, again)
+    assert not np.array_equal(masks, damage_discs(np.random.default_rng(1), HEART[..., None], 50))
+
+
+class _FakeCircuit:
+    """A hard circuit that writes the target from step `reach` on until step `breaks`, and
+    regrows a damage only when it erased at most `heals` cells."""
+
+    def __init__(self, task: GrowTask, reach: int, breaks: int, heals: int) -> None:
+        self.task, self.reach, self.breaks, self.heals = task, reach, breaks, heals
+
+    def simulate(self, x: np.ndarray, steps: int, **kw: Any) -> np.ndarray:
+        b = len(x)
+        target = np.zeros((b, 8, 8, 4), np.uint8)
+        target[..., 0] = HEART
+        grids = np.stack(
+            [target if self.reach <= t < self.breaks else 1 - target for t in range(steps + 1)]
+        )
+        damage = kw.get("damage")
+        if damage is not None:
+            unhealed = damage.reshape(b, -1).sum(axis=1) > self.heals
+            grids[-1][unhealed, ..., 0] = 0
+        return grids if kw.get("record") else grids[-1]
+
+
+def test_growth_checks_read_what_the_circuit_does() -> None:
+    task = _task(steps=3)
+    rng = np.random.default_rng(4)
+    fake = _FakeCircuit(task, reach=3, breaks=9, heals=0)
+    checks = growth_checks(fake, task, rng, 10)
+    assert checks.grown and not checks.persists
+    assert checks.holds_until == 8
+    assert len(checks.wrong_by_step) == REPORT_HORIZON * 3 + 1
+    assert (checks.regrown, checks.damages) == (0, 10)
+    forever = _FakeCircuit(task, reach=2, breaks=10**6, heals=10**6)
+    checks = growth_checks(forever, task, rng, 10)
+    assert checks.persists and checks.holds_until == REPORT_HORIZON * 3
+    assert checks.regrow_share == 1.0
+    late = _FakeCircuit(task, reach=4, breaks=10**6, heals=10**6)
+    checks = growth_checks(late, task, rng, 0)
+    assert not checks.grown and not checks.persists and checks.holds_until == 2
+    assert PERSIST_HORIZON * 3 < REPORT_HORIZON * 3
+
+
+def test_grow_batches_are_the_start_grid() -> None:
+    task = _task("grow")
+    batches = GrowthBatches(task, seed=0)
+    x, y = batches.sample(1)
+    assert (batches.steps, batches.loss_from) == (3, 3)
+    assert np.array_equal(x, task.sample(np.random.default_rng(0))[0])
+    assert y[..., 0].sum() == HEART.sum()
+    assert batches.state() == {}
+
+
+@pytest.mark.parametrize("growth", ["persist", "regrow"])
+def test_pool_batches(growth: str) -> None:
+    task = _task(growth)
+    batches = GrowthBatches(task, seed=3, pool_size=8, batch=4, damaged=1)
+    assert (batches.steps, batches.loss_from) == (6, 3)
+    x, y = batches.sample(1)
+    assert x.shape == (4, 8, 8, 4) and y.shape == (4, 8, 8, 4)
+    start = task.sample(np.random.default_rng(0))[0][0]
+    assert np.array_equal(x[0], start)
+    # The pool's grids come back as the circuit left them.
+    grown = np.zeros((4, 8, 8, 4), np.float32)
+    grown[..., 0] = HEART
+    batches.keep(grown)
+    assert batches.pool is not None
+    assert sum(np.array_equal(g, grown[0]) for g in batches.pool) == 4
+    x, _ = batches.sample(2)
+    lit = x[..., 0].reshape(4, -1).sum(axis=1)
+    # The grid furthest from the target (a start) is replaced by the start; regrow erases
+    # a disc of the last one.
+    assert np.array_equal(x[0], start)
+    if growth == "regrow":
+        assert lit[-1] < HEART.sum()
+    # Same seed and epoch, same draws: what a resumed run draws.
+    again = GrowthBatches(task, seed=3, pool_size=8, batch=4, damaged=1)
+    again.load_state(batches.state())
+    assert np.array_equal(again.sample(5)[0], batches.sample(5)[0])
+
+
+def test_a_pool_larger_than_its_batch_is_required() -> None:
+    with pytest.raises(ValueError, match="growth pool"):
+        GrowthBatches(_task("persist"), seed=0, pool_size=2, batch=4)
+    with pytest.raises(ValueError, match="growth must be one of"):
+        _task("heal")
+
+
+# ---- evaluate never draws what the training-time checks draw ----------------------------
+
+
+def _recorded_seeds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    seeds: list[int] = []
+    holdout = Task.holdout
+
+    def spy(self: Task, samples: int = 16, seed: int = 0) -> Any:
+        seeds.append(seed)
+        return holdout(self, samples, seed)
+
+    monkeypatch.setattr(Task, "holdout", spy)
+    damage = draws.damage_rng
+
+    def damage_spy(seed: int) -> np.random.Generator:
+        seeds.append(seed)
+        return damage(seed)
+
+    monkeypatch.setattr(draws, "damage_rng", damage_spy)
+    return seeds
+
+
+def test_training_time_checks_and_evaluate_use_disjoint_streams(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seeds = _recorded_seeds(monkeypatch)
+    preset = logicars.get_preset("checkerboard-async")
+    model = logicars.Model(preset.spec, seed=0)
+    for seed in (0, 1, 2):
+        validate(model, preset, 64, seed)
+        repair(model, preset, budget=1, seed=seed)
+    grow = logicars.get_preset("lizard")
+    validate(logicars.Model(grow.spec, seed=0), grow, 4, 1)
+    training = list(seeds)
+    seeds.clear()
+    evaluate(model, preset, samples=64, seed=1)
+    evaluate(logicars.Model(grow.spec, seed=0), grow, samples=4, seed=1)
+    evaluated = list(seeds)
+    assert training and evaluated
+    assert max(training) < draws.EVALUATION_BASE <= min(evaluated)
+    # And so the grids themselves differ: no start of evaluate's is a validation start.
+    checked = {g.tobytes() for s in (0, 1, 2) for g in heldout_inputs(model, preset, 64, s)[0]}
+    x, _ = preset.task().holdout(64, draws.evaluation_seed(0))
+    assert not checked & {g.tobytes() for g in x.astype(np.float32)}
+
+
+def test_a_training_time_check_cannot_take_an_evaluation_seed() -> None:
+    preset = logicars.get_preset("checkerboard")
+    model = logicars.Model(preset.spec, seed=0)
+    with pytest.raises(ValueError, match="check's seed"):
+        validate(model, preset, 4, draws.EVALUATION_BASE)
+    with pytest.raises(ValueError, match="check's seed"):
+        heldout_inputs(model, preset, 4, draws.EVALUATION_BASE + 1)
