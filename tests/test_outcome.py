@@ -60,3 +60,24 @@ def test_named_checks_all_count() -> None:
     checks["persists"] = {"samples": 1, "solved": 1}
     assert solved(s)
     assert not solved(_summary(hard_eval={}))  # nothing checked is not a solve
+
+
+def test_evaluates_record_reads_as_the_line() -> None:
+    """A summary's `hard_eval` as `Evaluation.to_dict` writes it: its `passed` decides,
+    and a check the task does not require is named as such."""
+    ev = {
+        "check": "grown",
+        "samples": 1,
+        "solved": 1,
+        "wrong_cells": 0,
+        "cells": 400,
+        "passed": True,
+        "checks": {
+            "grown": {"samples": 1, "solved": 1, "wrong_cells": 0, "passed": True},
+            "persists to 4T": {"samples": 1, "solved": 0, "passed": False, "required": False},
+        },
+    }
+    s = _summary(preset="lizard", hard_eval=ev)
+    line = outcome_line(s)
+    assert solved(s) and line.startswith("SOLVED lizard: grown 1/1 (0 wrong cells); persists")
+    assert "persists to 4T 0/1 (reported, not required)" in line

@@ -44,6 +44,8 @@ def _describe(name: str, check: Mapping[str, Any]) -> str:
     text = f"{name} {check.get('solved', '?')}/{check.get('samples', '?')}"
     if check.get("wrong_cells") is not None:
         text += f" ({check['wrong_cells']} wrong cells)"
+    if check.get("required") is False:
+        text += " (reported, not required)"
     return text
 
 
