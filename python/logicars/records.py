@@ -27,8 +27,10 @@ order. A line with `"kind": "seed"` is one run (one seed) of the sweep:
   `lowest_hard_loss`, `lowest_hard_epoch`: the lowest hard loss and its first epoch.
 - `repairs`, `repair_changes`: repair searches run, and the gates (ops) they changed.
 - `checks`: `held_out` (`{"solved", "samples"}`, the summary's held-out check),
-  `validation` (whether the run stopped on a passed validation check), `wide`
-  (`{"solved", "samples"}` on `WIDE_SAMPLES` more inputs, seed `WIDE_SEED`).
+  `named` (`evaluate`'s named checks as the summary records them, where it does:
+  `{name: {"samples", "solved", "passed", "required", ...}}`), `validation` (whether the
+  run stopped on a passed validation check), `wide` (`{"solved", "samples"}` on
+  `WIDE_SAMPLES` more inputs, seed `WIDE_SEED`).
 - `active_gates`: gates of the hard circuit that are not a pass-through.
 - `build`: logicars version, SIMD level, threads, CPU where known.
 - `source`: `"run"` (written from the run directory), or where a transcribed value comes
@@ -214,6 +216,8 @@ def record_from_run(
         repair_changes=changes,
         checks={
             "held_out": {"solved": ev.get("solved"), "samples": ev.get("samples")},
+            # evaluate's named checks (exhaustive, fresh starts, grown, persists, regrows)
+            "named": ev.get("checks"),
             "validation": s.get("solved_epoch") is not None,
             "wide": wide_check(d, s["preset"]) if wide else None,
         },
