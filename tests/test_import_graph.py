@@ -128,7 +128,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 #   call them; the page reads a preset's task for its start states;
 # - the checkpoint format sits with the model (`Model.save`/`Model.load`).
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("base", ("_core", "files", "progress", "runlock", "tensorboard_log", "callbacks")),
+    ("base", ("_core", "files", "markup", "progress", "runlock", "tensorboard_log", "callbacks")),
     ("errors", ("errors",)),
     ("spec", ("spec",)),
     ("training settings", ("training.config",)),  # TrainConfig: a Preset holds one
@@ -140,7 +140,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("checks", ("evaluate", "repair", "simulate", "pretrained")),
     (
         "training and analysis",
-        ("training", "train", "sweep", "bench", "hard_bench", "analyze", "display"),
+        ("training", "train", "sweep", "bench", "hard_bench", "analyze", "display", "loggers"),
     ),
     ("package", ("",)),  # logicars/__init__.py: the public names
     ("cli", ("cli", "__main__")),  # the cli package and every module in it

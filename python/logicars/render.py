@@ -3,16 +3,20 @@
 `logicars.display` builds its views from. Everything is inline: images are base64
 `data:` URIs and the live page sits in a sandboxed iframe's `srcdoc`, so the output
 shows offline and stays in a saved notebook. Imports nothing of the classes it renders,
-so they can import it."""
+so they can import it.
+
+Everything that enters HTML goes through one helper, `markup.escape_html`. A run
+directory's `summary.json` may come from anyone: each field is shown only if it has the
+type `train` writes (`_field`), escaped."""
 
 from __future__ import annotations
 
 import base64
-import html
 import io
 import itertools
+import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
@@ -22,6 +26,7 @@ if TYPE_CHECKING:
     from .runstate import EpochMetrics
     from .sweep import SweepReport
 
+from .markup import escape_html
 from .spec import DEFAULT_WEIGHT_DECAY
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -89,6 +94,20 @@ def model_html(model: Model) -> str:
 # ---- runs ---------------------------------------------------------------------------
 
 
+def _field(summary: Mapping[str, Any], key: str, kind: str) -> Any:
+    """`summary[key]` if it has the type `train` writes (`"int"`: an integer >= 0,
+    `"num"`: a finite number, `"bool"`, `"str"`), else None: a hostile or damaged
+    `summary.json` shows less, never breaks the view."""
+    v = summary.get(key)
+    if kind == "int":
+        return v if type(v) is int and v >= 0 else None
+    if kind == "num":
+        return v if type(v) in (int, float) and math.isfinite(v) else None
+    if kind == "bool":
+        return v if type(v) is bool else None
+    return v if isinstance(v, str) else None
+
+
 def run_html(
     model: Model,
     directory: PathLike,
@@ -105,34 +124,37 @@ def run_html(
     from .plots import plot_losses
 
     directory = Path(directory)
-    summary = summary or {}
-    name = str(summary.get("preset") or "model")
+    summary = summary if isinstance(summary, Mapping) else {}
+    name = _field(summary, "preset", "str") or "model"
     last = metrics[-1] if metrics else None
     rows: list[tuple[str, str]] = [("directory", f"<code>{_esc(directory)}</code>")]
-    if "seed" in summary:
-        start = summary.get("init")
-        rows.append(
-            ("seed", _esc(summary["seed"]) + (f", started from {_esc(start)}" if start else ""))
-        )
+    seed = _field(summary, "seed", "int")
+    if seed is not None:
+        start = _field(summary, "init", "str")
+        rows.append(("seed", _esc(seed) + (f", started from {_esc(start)}" if start else "")))
     if last is not None:
         epochs = f"{last.epoch:,}"
-        if summary.get("target_epochs"):
-            epochs += f" of {summary['target_epochs']:,}"
-        solved_at = summary.get("solved_epoch")
-        if summary.get("early_stopped") and solved_at == last.epoch:
+        target = _field(summary, "target_epochs", "int")
+        if target:
+            epochs += f" of {target:,}"
+        solved_at = _field(summary, "solved_epoch", "int")
+        early_stop = _field(summary, "early_stop", "int")
+        if _field(summary, "early_stopped", "bool") and solved_at == last.epoch:
             epochs += " (stopped: the hard circuit passed the validation check)"
-        elif summary.get("early_stopped"):
-            epochs += f" (stopped early: hard loss 0 for {summary['early_stop']} epochs)"
-        elif summary.get("interrupted"):
+        elif _field(summary, "early_stopped", "bool"):
+            streak = f" for {early_stop:,} epochs" if early_stop is not None else ""
+            epochs += f" (stopped early: hard loss 0{streak})"
+        elif _field(summary, "interrupted", "bool"):
             epochs += " (interrupted; resume to train further)"
         rows.append(("epochs", f"{epochs} in {last.elapsed_s:.1f} s"))
-        restarts = summary.get("restarts") or []
-        if restarts:
-            kept = summary.get("kept_attempt")
-            after = (
-                "a fresh wiring after epoch" if len(restarts) == 1 else "fresh wirings after epochs"
-            )
-            text = f"{len(restarts) + 1}: {after} " + ", ".join(f"{r['epoch']:,}" for r in restarts)
+        restarts = summary.get("restarts")
+        if not isinstance(restarts, list):
+            restarts = []
+        at = [r["epoch"] for r in restarts if isinstance(r, dict) and _field(r, "epoch", "int")]
+        if at and len(at) == len(restarts):
+            kept = _field(summary, "kept_attempt", "int")
+            after = "a fresh wiring after epoch" if len(at) == 1 else "fresh wirings after epochs"
+            text = f"{len(at) + 1}: {after} " + ", ".join(f"{e:,}" for e in at)
             if kept is not None:
                 text += f"; the final circuit is attempt {kept + 1}'s"
             rows.append(("attempts", text))
@@ -149,31 +171,33 @@ def run_html(
             )
         )
         if solved_at is not None:
+            seconds = _field(summary, "solved_seconds", "num")
             rows.append(
                 (
                     "solved",
-                    f"the hard circuit passed the validation check at epoch {solved_at:,} "
-                    f"({summary['solved_seconds']:.1f} s)",
+                    f"the hard circuit passed the validation check at epoch {solved_at:,}"
+                    + (f" ({seconds:.1f} s)" if seconds is not None else ""),
                 )
             )
     spec = model.spec
     # The learning rate is the run's (summary.json), not the model's.
-    lr = summary.get("lr")
+    lr = _field(summary, "lr", "num")
     rate = ""
-    if isinstance(lr, (int, float)):
-        start, end = summary.get("lr_decay_from"), summary.get("lr_end")
-        falls = isinstance(start, int) and isinstance(end, (int, float))
+    if lr is not None:
+        start, end = _field(summary, "lr_decay_from", "int"), _field(summary, "lr_end", "num")
+        falls = start is not None and end is not None
         rate = (
             f"learning rate {lr:g}"
             + (f" (after epoch {start:,} falling to {end:g})" if falls else "")
             + ", "
         )
-    decay = summary.get("weight_decay")
-    if isinstance(decay, (int, float)) and decay != DEFAULT_WEIGHT_DECAY:
+    decay = _field(summary, "weight_decay", "num")
+    if decay is not None and decay != DEFAULT_WEIGHT_DECAY:
         rate += f"weight decay {decay:g}, "
     rows.append(("training", f"{rate}relaxation {spec.relax.label()}"))
     ev = summary.get("hard_eval")
-    if isinstance(ev, dict):
+    keys = ("solved", "samples", "wrong_cells", "cells")
+    if isinstance(ev, dict) and all(_field(ev, k, "int") is not None for k in keys):
         solved = ev["solved"] == ev["samples"]
         rows.append(
             (
@@ -188,11 +212,9 @@ def run_html(
         png = io.BytesIO()
         plot_losses(list(metrics), png, title=name)
         figures.append(_figure(_img("image/png", png.getvalue(), "loss curve", 440), "losses"))
-    gif = directory / "rollout.gif"
-    if gif.is_file():
-        figures.append(
-            _figure(_img("image/gif", gif.read_bytes(), "rollout", grid=True), "hard rollout")
-        )
+    gif = _run_file(directory / "rollout.gif")
+    if gif is not None:
+        figures.append(_figure(_img("image/gif", gif, "rollout", grid=True), "hard rollout"))
     return (
         f'<div class="logicars-run" style="{_BOX}">'
         f"<b>logicars run: {_esc(name)}</b>{_table(rows)}"
@@ -205,11 +227,26 @@ def run_html(
     )
 
 
+# The largest picture a view inlines from a run or sweep directory.
+_MAX_PICTURE_BYTES = 64 << 20
+
+
+def _run_file(path: Path) -> bytes | None:
+    """A picture of a run or sweep directory, if it is a regular file of bounded size
+    (not a FIFO, a device or a symlink planted by whoever shared the directory)."""
+    from .files import read_bytes
+
+    try:
+        return read_bytes(path, "picture", _MAX_PICTURE_BYTES, follow=False)
+    except (OSError, ValueError):
+        return None
+
+
 def _iframe(page: str, height: int) -> str:
     # srcdoc keeps the page in the output (no file, no server); the sandbox lets its
     # scripts run but keeps it apart from the notebook.
     return (
-        f'<iframe srcdoc="{html.escape(page, quote=True)}" sandbox="allow-scripts" '
+        f'<iframe srcdoc="{escape_html(page)}" sandbox="allow-scripts" '
         f'title="live circuit" style="width:100%;height:{height}px;border:1px solid #8884">'
         "</iframe>"
     )
@@ -237,10 +274,10 @@ def sweep_html(
         elif until_solved_reached:
             did += " (until_solved reached: no further points launched)"
         rows.append(("this call", _esc(did)))
-    plot = report.out / "sweep.png"
+    plot = _run_file(report.out / "sweep.png")
     figure = ""
-    if plot.is_file():
-        figure = _figure(_img("image/png", plot.read_bytes(), "sweep plot", 560), "per cell")
+    if plot is not None:
+        figure = _figure(_img("image/png", plot, "sweep plot", 560), "per cell")
     return (
         f'<div class="logicars-sweep" style="{_BOX}"><b>logicars sweep</b>{_table(rows)}'
         f"{_markdown_table(report.table)}{figure}</div>"
@@ -267,8 +304,7 @@ def _markdown_table(text: str) -> str:
 # ---- HTML pieces --------------------------------------------------------------------
 
 
-def _esc(value: object) -> str:
-    return html.escape(str(value))
+_esc = escape_html
 
 
 def _table(rows: list[tuple[str, str]]) -> str:

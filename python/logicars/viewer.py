@@ -12,12 +12,12 @@ The page's scripting API is `window.logicars` (documented in the page and in the
 
 from __future__ import annotations
 
-import html
-import json
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
+
+from .markup import escape_html, fill_template, script_json
 
 if TYPE_CHECKING:
     from .export import Netlist
@@ -158,11 +158,6 @@ def page_config(model: Model, preset: Preset | None = None) -> dict[str, Any]:
     }
 
 
-def _script_json(value: Any) -> str:
-    """JSON that is safe inside a <script> element (no `</script>`)."""
-    return json.dumps(value, separators=(",", ":")).replace("</", "<\\/")
-
-
 def page_html(model: Model, preset: PresetLike = None) -> str:
     """The self-contained interactive page of `model`'s pruned circuit.
 
@@ -179,8 +174,12 @@ def page_html(model: Model, preset: PresetLike = None) -> str:
     kernels, spills = kernel_source(model.netlist())
     config["spills"] = spills
     template = (resources.files("logicars") / "viewer.html").read_text(encoding="utf-8")
-    return (
-        template.replace("__TITLE__", html.escape(str(config["title"])))
-        .replace("/*__CONFIG__*/null", _script_json(config))
-        .replace("/*__KERNELS__*/", kernels)
+    # One pass: a title or description holding a placeholder's text stays text.
+    return fill_template(
+        template,
+        {
+            "__TITLE__": escape_html(config["title"]),
+            "/*__CONFIG__*/null": script_json(config),
+            "/*__KERNELS__*/": kernels,
+        },
     )
