@@ -50,7 +50,7 @@ def test_unknown_preset_lists_valid_ones(
         (["--lr", "nan"], ["--lr", "must be a finite number > 0"]),
         (["--lr", "fast"], ["--lr", "expected a number"]),
         (["--seed", "-2"], ["--seed", "must be >= 0"]),
-        (["--threads", "-1"], ["--threads", "must be >= 0"]),
+        (["--threads", "-1"], ["--threads", "must be between 0 and 1024"]),
         (["--threads", "5000"], ["threads must be between 0 and 1024"]),
         (["--early-stop", "0"], ["--early-stop", "must be >= 1"]),
         (["--bogus"], ["unrecognized arguments: --bogus"]),
@@ -210,7 +210,7 @@ def test_cli_weight_decay_and_lr_reach_the_run(tmp_path: Path) -> None:
 def test_cli_repair_writes_a_repaired_model_of_the_run(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, method: str
 ) -> None:
-    from logicars.evaluate import evaluate
+    from logicars.evaluate import validate
     from logicars.runs import load_run
 
     run = tmp_path / "r"
@@ -225,7 +225,7 @@ def test_cli_repair_writes_a_repaired_model_of_the_run(
     assert after <= before and 1 <= runs <= 150
     repaired = load_run(run / "repaired.safetensors")
     assert repaired.preset is not None and repaired.preset.name == "gol"
-    assert evaluate(repaired.model, repaired.preset, samples=8, seed=1)["wrong_cells"] == after
+    assert validate(repaired.model, repaired.preset, 8, 1).wrong_cells == after
     assert f"wrote {run / 'repaired.safetensors'}" in out
 
     code, _, err = run_cli(capsys, "repair", str(run), "--out", str(run / "model.safetensors"))

@@ -21,6 +21,7 @@ from .spec import ModelSpec, PerceiveSpec, Relaxation, UpdateSpec
 from .sweep import sweep  # the function shadows the submodule attribute
 from .tasks import GrowTask, LifeTask, PatternTask, RecordedTask, Task
 from .train import RunResult, train  # the function shadows the submodule attribute
+from .training.config import TrainConfig
 
 __version__ = _version()
 
@@ -42,6 +43,7 @@ __all__ = [
     "Simulator",
     "StopTraining",
     "Task",
+    "TrainConfig",
     "UpdateSpec",
     "analyze",
     "build_info",

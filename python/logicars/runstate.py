@@ -14,10 +14,18 @@ import numpy as np
 
 from .checkpoint import memory_cap_bytes
 from .errors import CheckpointError
-from .model import MAX_SEED
-from .presets import Preset, check_optimizer_number
-from .spec import DEFAULT_WEIGHT_DECAY, ModelSpec
+from .presets import Preset
+from .spec import MAX_SEED, ModelSpec
 from .tasks import task_from_dict
+from .training.config import (
+    MAX_COUNT,
+    Recorded,
+    Resume,
+    TrainConfig,
+    recorded_settings,
+    setting,
+    setting_default,
+)
 
 # A run directory's checkpoint, and the `kind` of the training state in its `extra`.
 CHECKPOINT_NAME = "model.safetensors"
@@ -79,6 +87,51 @@ class RunState:
     lowest: dict[str, Any] | None = None
     kept_lowest: int | None = None
 
+    @classmethod
+    def start(cls, preset: Preset, init: str | None) -> RunState:
+        """A new run of `preset` (its config's settings), from `init` if not None."""
+        config = preset.config
+        return cls(
+            preset=preset,
+            seed=config.seed,
+            target_epochs=config.epochs,
+            rng=np.random.default_rng(config.seed),
+            metrics=[],
+            init=init,
+            **{name: getattr(config, name) for name in recorded_settings(Recorded.STATE)},
+        )
+
+    def resume_with(self, given: dict[str, Any], per_call: dict[str, Any]) -> None:
+        """The settings given to the resumed run (`given`: checked values), applied by
+        their `Resume` rule, and the `Resume.PER_CALL` settings it records (`per_call`:
+        the call's values, given or not). ValueError for a setting the run keeps."""
+        preset_changes = {}
+        for name, value in given.items():
+            rule = setting(name).resume
+            if rule is Resume.NEW_RUN:
+                raise ValueError(new_run_only_message(name))
+            recorded = self.seed if name == "seed" else getattr(self.preset.config, name)
+            if rule is Resume.FIXED and value != recorded:
+                raise ValueError(
+                    f"{name} {value} differs from the resumed run's {name} {recorded}; "
+                    f"a resumed run keeps its {name}"
+                )
+            if rule is not Resume.CHANGES:
+                continue
+            if name == "epochs":  # the preset keeps its own budget; the run's is the target
+                self.target_epochs = value
+            else:
+                preset_changes[name] = value
+        for name, value in per_call.items():
+            if setting(name).recorded is Recorded.STATE:
+                preset_changes[name] = value
+        # The state's own copies of the settings it records follow the preset's.
+        for name, value in preset_changes.items():
+            if setting(name).recorded is Recorded.STATE:
+                setattr(self, name, value)
+        if preset_changes:
+            self.preset = dataclasses.replace(self.preset, **preset_changes)
+
     @property
     def epoch(self) -> int:
         return self.metrics[-1].epoch if self.metrics else 0
@@ -98,38 +151,24 @@ class RunState:
             "kind": TRAIN_STATE_KIND,
             "preset": {
                 "name": p.name,
-                "batch": p.batch,
-                "height": p.height,
-                "width": p.width,
-                "epochs": p.epochs,
                 "description": p.description,
-                "seed": p.seed,
-                "lr": p.lr,
-                "weight_decay": p.weight_decay,
-                "lr_decay_from": p.lr_decay_from,
-                "lr_end": p.lr_end,
-                "stall_epochs": p.stall_epochs,
-                "stall_loss": p.stall_loss,
+                **{name: getattr(p.config, name) for name in recorded_settings(Recorded.PRESET)},
                 # The task with any tile or image's pixels: resume, simulate and analyze
                 # need neither the preset table nor the file it came from.
                 "task": p.task_record(),
             },
+            **{name: getattr(self, name) for name in recorded_settings(Recorded.STATE)},
             "seed": self.seed,
             "target_epochs": self.target_epochs,
-            "early_stop": self.early_stop,
             "epoch": self.epoch,
             "rng_state": self.rng.bit_generator.state,
             "metrics": [list(r) for r in self.metrics],
             "zero_streak": self.zero_streak,
             "first_epoch_hard_zero": self.first_zero,
             "init": self.init,
-            "stop_on_solve": self.stop_on_solve,
             "solved_epoch": self.solved_epoch,
             "solved_seconds": self.solved_seconds,
-            "repair": self.repair,
             "repairs": self.repairs,
-            "drift_budget": self.drift_budget,
-            "restart_every": self.restart_every,
             "restarts": self.restarts,
             "stalls": self.stalls,
             "best_attempt": self.best_attempt,
@@ -147,31 +186,16 @@ class RunState:
                 f"{where} holds a model but no training state; it cannot be resumed"
             )
         try:
-            _check_state_fields(extra, spec)
             p = extra["preset"]
-            preset = Preset(
-                name=str(p["name"]),
-                spec=spec,
-                batch=int(p["batch"]),
-                height=int(p["height"]),
-                width=int(p["width"]),
-                epochs=int(p["epochs"]),
-                description=str(p["description"]),
-                seed=int(p.get("seed", extra["seed"])),
-                lr=_checked_optimizer_number("lr", p["lr"]),
-                # A checkpoint from before the option trained with the notebook's.
-                weight_decay=_checked_optimizer_number(
-                    "weight_decay", p.get("weight_decay", DEFAULT_WEIGHT_DECAY)
-                ),
-                # A checkpoint from before the decay trained without one.
-                lr_decay_from=p.get("lr_decay_from"),
-                lr_end=None
-                if p.get("lr_end") is None
-                else _checked_optimizer_number("lr_end", p["lr_end"]),
-                # A checkpoint from before the stall check has none.
-                stall_epochs=p.get("stall_epochs"),
-                stall_loss=None if p.get("stall_loss") is None else float(p["stall_loss"]),
-            )
+            if not isinstance(p, dict):
+                raise TypeError("preset is not an object")
+            # A checkpoint from before a setting existed trained with `Setting.before`;
+            # one from before the preset recorded its seed, with the run's.
+            run_settings = _recorded(extra, Recorded.STATE)
+            preset_settings = _recorded(p, Recorded.PRESET, "preset.", seed=extra["seed"])
+            config = TrainConfig(**preset_settings, **run_settings)
+            _check_state_fields(extra, spec, config)
+            preset = Preset(str(p["name"]), spec, config=config, description=str(p["description"]))
             preset = with_recorded_task(preset, p.get("task"))
             state = extra["rng_state"]
             if state.get("bit_generator") != "PCG64":
@@ -184,11 +208,9 @@ class RunState:
             ]
             if len(metrics) != int(extra["epoch"]):
                 raise ValueError(f"{len(metrics)} metrics rows for {extra['epoch']} epochs")
-            early = extra["early_stop"]
             first = extra["first_epoch_hard_zero"]
             solved = extra.get("solved_epoch")
             solved_s = extra.get("solved_seconds")
-            every = extra.get("restart_every")
             best = extra.get("best_attempt")
             kept = extra.get("kept_attempt")
             lowest = extra.get("lowest")
@@ -197,19 +219,14 @@ class RunState:
                 preset=preset,
                 seed=int(extra["seed"]),
                 target_epochs=int(extra["target_epochs"]),
-                early_stop=None if early is None else int(early),
                 rng=rng,
                 metrics=metrics,
                 zero_streak=int(extra["zero_streak"]),
                 first_zero=None if first is None else int(first),
                 init=None if extra.get("init") is None else str(extra["init"]),
-                stop_on_solve=bool(extra.get("stop_on_solve", False)),
                 solved_epoch=None if solved is None else int(solved),
                 solved_seconds=None if solved_s is None else float(solved_s),
-                repair=bool(extra.get("repair", False)),
                 repairs=[dict(r) for r in extra.get("repairs", [])],
-                drift_budget=int(extra.get("drift_budget", 0)),
-                restart_every=None if every is None else int(every),
                 restarts=[
                     {"epoch": int(r["epoch"]), "seed": int(r["seed"])}
                     for r in extra.get("restarts", [])
@@ -232,6 +249,7 @@ class RunState:
                 if lowest is None
                 else {"epoch": int(lowest["epoch"]), "hard_loss": float(lowest["hard_loss"])},
                 kept_lowest=None if kept_lowest is None else int(kept_lowest),
+                **run_settings,
             )
         except (KeyError, TypeError, ValueError, OverflowError) as e:
             raise CheckpointError(
@@ -239,13 +257,41 @@ class RunState:
             ) from None
 
 
-def _checked_optimizer_number(key: str, value: Any) -> float:
-    """A recorded learning rate or weight decay: a number (JSON), in the training step's
-    range."""
-    if type(value) not in (int, float):
-        raise TypeError(f"preset.{key} must be a number, got {str(value)[:40]}")
-    check_optimizer_number(key, float(value))
-    return float(value)
+def _recorded(
+    record: dict[str, Any], where: Recorded, prefix: str = "", **before: Any
+) -> dict[str, Any]:
+    """The settings a checkpoint records in `where`, each checked by its declaration
+    (`TrainConfig`): a file with a recomputed checksum can hold anything. A setting the
+    record lacks is what the run trained with before it existed (`Setting.before`, or
+    `before`); one without a default must be there."""
+    values = {}
+    for name in recorded_settings(where):
+        declared = setting(name)
+        if name in record:
+            value = record[name]
+        elif setting_default(name) is dataclasses.MISSING:
+            raise KeyError(f"{prefix}{name}")
+        else:
+            value = before.get(name, declared.before)
+        optional = value is None and (setting_default(name) is None or declared.none_is_value)
+        values[name] = value if optional else declared.check.check(prefix + name, value)
+    return values
+
+
+# The settings of the relaxation, which a resumed run keeps with its spec.
+_RELAXATION = ("relax", "tau", "noise", "warmup", "hard_fraction")
+
+
+def new_run_only_message(name: str) -> str:
+    """Why a resumed run refuses the `Resume.NEW_RUN` setting `name`."""
+    if name == "init":
+        return "init starts a new run; a resumed run continues from its checkpoint"
+    if name in _RELAXATION:
+        return (
+            f"a resumed run keeps its relaxation; {', '.join(_RELAXATION[:-1])} and "
+            f"{_RELAXATION[-1]} start new runs"
+        )
+    return f"a resumed run keeps its {name}; it starts new runs"
 
 
 def with_recorded_task(preset: Preset, record: dict[str, Any] | None) -> Preset:
@@ -268,11 +314,11 @@ def with_recorded_task(preset: Preset, record: dict[str, Any] | None) -> Preset:
 
 
 # Bounds of a training state's counts: far above any real run, low enough that nothing
-# derived from them overflows.
-_MAX_EPOCHS = 2**40
+# derived from them overflows (the settings' own cap).
+_MAX_EPOCHS = MAX_COUNT
 
 
-def _check_state_fields(extra: dict[str, Any], spec: ModelSpec) -> None:
+def _check_state_fields(extra: dict[str, Any], spec: ModelSpec, config: TrainConfig) -> None:
     """Types and ranges of the training state's numbers before any is used: a file with a
     recomputed checksum can hold anything (a list for `rng_state`, 1e308 for `batch`)."""
 
@@ -288,27 +334,17 @@ def _check_state_fields(extra: dict[str, Any], spec: ModelSpec) -> None:
         if type(v) not in (int, float) or not 0 <= v < math.inf:
             raise ValueError(f"{name} must be a number >= 0, got {str(v)[:40]}")
 
-    p = extra["preset"]
-    if not isinstance(p, dict):
-        raise TypeError("preset is not an object")
-    for key in ("batch", "height", "width"):
-        count(f"preset.{key}", p[key], 1, 2**31)
-    count("preset.epochs", p["epochs"], 1, _MAX_EPOCHS)
-    count("preset.seed", p.get("seed", 0), 0, MAX_SEED)
-    count("preset.lr_decay_from", p.get("lr_decay_from"), 0, _MAX_EPOCHS, optional=True)
-    count("preset.stall_epochs", p.get("stall_epochs"), 1, _MAX_EPOCHS, optional=True)
-    loss("preset.stall_loss", p.get("stall_loss"), optional=True)
     # A batch of inputs and targets must fit the memory cap (the dataset draws them).
-    grid_bytes = 2 * 4 * p["batch"] * p["height"] * p["width"] * spec.channels
+    c = config
+    grid_bytes = 2 * 4 * c.batch * c.height * c.width * spec.channels
     if grid_bytes > memory_cap_bytes():
         raise ValueError(
-            f"a batch of {p['batch']} grids of {p['height']}x{p['width']} needs "
+            f"a batch of {c.batch} grids of {c.height}x{c.width} needs "
             f"{grid_bytes >> 20} MB, over the memory limit of {memory_cap_bytes() >> 20} MB"
         )
     count("seed", extra["seed"], 0, MAX_SEED)
     count("target_epochs", extra["target_epochs"], 1, _MAX_EPOCHS)
     count("epoch", extra["epoch"], 0, _MAX_EPOCHS)
-    count("early_stop", extra["early_stop"], 1, _MAX_EPOCHS, optional=True)
     count("zero_streak", extra["zero_streak"], 0, _MAX_EPOCHS)
     for key in ("first_epoch_hard_zero", "solved_epoch", "kept_attempt", "kept_lowest"):
         count(key, extra.get(key), 0, _MAX_EPOCHS, optional=True)
@@ -318,8 +354,6 @@ def _check_state_fields(extra: dict[str, Any], spec: ModelSpec) -> None:
             raise TypeError(f"lowest must be an object, got {str(lowest)[:40]}")
         count("lowest.epoch", lowest.get("epoch"), 1, extra["epoch"])
         loss("lowest.hard_loss", lowest.get("hard_loss"))
-    count("restart_every", extra.get("restart_every"), 1, _MAX_EPOCHS, optional=True)
-    count("drift_budget", extra.get("drift_budget", 0), 0, _MAX_EPOCHS)
     count("stalls", extra.get("stalls", 0), 0, len(extra.get("restarts", [])))
     repairs = extra.get("repairs", [])
     if not isinstance(repairs, list) or not all(isinstance(r, dict) for r in repairs):

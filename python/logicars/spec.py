@@ -20,6 +20,9 @@ DEFAULT_LR = 0.05
 DEFAULT_WEIGHT_DECAY = 0.01
 # Cells the engine computes together unless a spec says otherwise (the crate's `CHUNK`).
 DEFAULT_CHUNK_CELLS = 64
+# The engine's limits on a seed (a u64) and on its worker threads (rust/core/src/threads.rs).
+MAX_SEED = 2**64 - 1
+MAX_THREADS = 1024
 
 # Training relaxations (rust/core/src/relax.rs, which validates them): the notebook's
 # softmax, Gumbel noise with a straight-through estimator, straight-through without noise,

@@ -57,6 +57,7 @@ from typing import Any, Union
 import numpy as np
 
 from .files import read_toml, save_atomic, write_atomic
+from .training.config import Resume, TrainConfig, resume_settings
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -73,24 +74,14 @@ RESERVED = {
     "spec": "a sweep trains presets and task kinds, which bring their own spec",
     "callbacks": "callbacks are Python callables of this process, and points train in "
     "others; call train(callbacks=...) to use them",
+    "config": "a point's options are JSON: sweep the settings themselves (lr=..., ...)",
 }
 # What makes a value a list of values to sweep (a string or a number is one value).
 _SWEPT_TYPES = (list, tuple, range)
 _LOCK_WAIT_S = 10.0  # how long a point waits for another process to release it
 # Options that `train` takes only for a new run (a resumed run keeps its start and
-# relaxation, and refuses them).
-NEW_RUN_ONLY = frozenset(
-    {
-        "init",
-        "relax",
-        "tau",
-        "noise",
-        "warmup",
-        "hard_fraction",
-        "binarize_states",
-        "binarize_every",
-    }
-)
+# relaxation, and refuses them): `TrainConfig`'s `Resume.NEW_RUN` settings.
+NEW_RUN_ONLY = resume_settings(Resume.NEW_RUN)
 
 
 class PointConflictError(ValueError):
@@ -102,10 +93,16 @@ class PointConflictError(ValueError):
 
 
 def train_options() -> dict[str, inspect.Parameter]:
-    """The keyword options of `logicars.train`: what a sweep can vary."""
+    """The keyword options of `logicars.train`, its own and every `TrainConfig` setting:
+    what a sweep can vary."""
     from .train import train
 
-    return dict(inspect.signature(train).parameters)
+    own = [p for p in inspect.signature(train).parameters.values() if p.kind is not p.VAR_KEYWORD]
+    kind = inspect.Parameter.KEYWORD_ONLY
+    settings = [
+        inspect.Parameter(f.name, kind, annotation=f.type) for f in dataclasses.fields(TrainConfig)
+    ]
+    return {p.name: p for p in [own[0], *settings, *own[1:]]}  # the preset first
 
 
 def _check_option(key: str) -> inspect.Parameter:

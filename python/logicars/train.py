@@ -44,24 +44,17 @@ import numpy as np
 from . import _core
 from .callbacks import Callback, EpochContext, check_callbacks, run_callbacks
 from .checkpoint import save_checkpoint
-from .errors import CheckpointError, InvalidValueError
-from .evaluate import evaluate
+from .errors import CheckpointError
+from .evaluate import evaluate, validate
 from .export import active_gates
 from .files import write_atomic
-from .model import MAX_SEED, MAX_THREADS, Model, check_int, load_checkpoint
+from .model import Model, check_int, load_checkpoint
 from .plots import (  # noqa: F401 (write_frames_gif: importable from here too)
     plot_losses,
     write_frames_gif,
     write_rollout_gif,
 )
-from .presets import (
-    TRAIN_OPTIONS,
-    Preset,
-    check_optimizer_number,
-    preset_for_task,
-    read_experiment,
-    resolve_preset,
-)
+from .presets import Preset, preset_for_task, read_experiment, resolve_preset
 from .repair import repair as repair_circuit
 from .runlock import RunLock
 from .runstate import (  # noqa: F401 (EpochMetrics, TRAIN_STATE_KIND: importable from here too)
@@ -69,10 +62,21 @@ from .runstate import (  # noqa: F401 (EpochMetrics, TRAIN_STATE_KIND: importabl
     TRAIN_STATE_KIND,
     EpochMetrics,
     RunState,
+    new_run_only_message,
 )
-from .spec import ModelSpec, Relaxation, resolve_relaxation
+from .spec import ModelSpec
 from .tasks import Task
 from .tensorboard_log import TensorBoardLog, require_writer
+from .training.config import (  # noqa: F401 (DEFAULT_CHECKPOINT_EVERY: importable from here too)
+    DEFAULT_CHECKPOINT_EVERY,
+    SETTING_NAMES,
+    Resume,
+    TrainConfig,
+    given_settings,
+    resume_settings,
+    setting,
+    setting_default,
+)
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -80,19 +84,6 @@ PathLike = Union[str, "os.PathLike[str]"]
 BEST_ATTEMPT_NAME = "best-attempt.safetensors"
 # The parameters of the current attempt's lowest training hard loss (see `_Lowest`).
 LOWEST_NAME = "lowest.safetensors"
-DEFAULT_CHECKPOINT_EVERY = 50
-
-
-class _FileOrDefault:
-    """The default of `train`'s `checkpoint_every`: an experiment file's value, else
-    `DEFAULT_CHECKPOINT_EVERY`. A sentinel because None is a value (only at the end)
-    that replaces the file's."""
-
-    def __repr__(self) -> str:
-        return f"{DEFAULT_CHECKPOINT_EVERY} (or the experiment file's)"
-
-
-_CHECKPOINT_EVERY_DEFAULT = _FileOrDefault()
 
 
 @dataclasses.dataclass
@@ -135,30 +126,7 @@ class RunResult:
         )
 
 
-# ---- argument checks ------------------------------------------------------------------
-
-
-def _as_number(name: str, value: Any) -> float:
-    """`value` as a float; TypeError for anything but a real number (bool included)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a number, got {value!r}")
-    return float(value)
-
-
-def _as_optimizer_number(name: str, value: Any) -> float:
-    """`lr` or `weight_decay` as a float, checked by the engine's rule for a training
-    step's."""
-    number = _as_number(name, value)
-    check_optimizer_number(name, number)
-    return number
-
-
-def _as_stall_loss(value: Any) -> float:
-    """`stall_loss` as a float: a hard loss, finite and >= 0."""
-    loss = _as_number("stall_loss", value)
-    if not 0 <= loss < math.inf:
-        raise InvalidValueError(f"stall_loss must be a finite number >= 0, got {value}")
-    return loss
+# ---- arguments ----------------------------------------------------------------------
 
 
 def _is_experiment_file(preset: object) -> bool:
@@ -166,22 +134,6 @@ def _is_experiment_file(preset: object) -> bool:
     return isinstance(preset, os.PathLike) or (
         isinstance(preset, str) and preset.lower().endswith(".toml")
     )
-
-
-def _experiment_file(
-    path: PathLike, size: int | None, asynchronous: bool
-) -> tuple[Preset, dict[str, Any]]:
-    """The preset an experiment file describes and the other options of `train` it sets
-    (`logicars.presets.read_experiment`)."""
-    if size is not None or asynchronous:
-        raise ValueError(
-            "size (--size) and asynchronous (--async) go into the experiment file "
-            "(size = N, async = true)"
-        )
-    experiment = read_experiment(path)
-    unknown = set(experiment.options) - set(TRAIN_OPTIONS)
-    assert not unknown, f"read_experiment returned options train does not merge: {unknown}"
-    return experiment.preset, experiment.options
 
 
 def _resolve_preset(
@@ -434,39 +386,18 @@ class _StopOnInterrupt:
 
 def train(
     preset: str | os.PathLike[str] | Preset | Task | None = None,
+    config: TrainConfig | None = None,
     *,
-    epochs: int | None = None,
-    seed: int | None = None,
-    lr: float | None = None,
-    weight_decay: float | None = None,
-    lr_decay_from: int | None = None,
-    lr_end: float | None = None,
     out: PathLike | None = None,
-    threads: int | None = None,
     resume: PathLike | None = None,
     quiet: bool = False,
-    early_stop: int | None = None,
-    stop_on_solve: bool | None = None,
-    checkpoint_every: int | None | _FileOrDefault = _CHECKPOINT_EVERY_DEFAULT,
-    init: PathLike | None = None,
-    relax: str | Relaxation | None = None,
-    tau: float | None = None,
-    noise: float | None = None,
-    warmup: int | None = None,
-    hard_fraction: float | None = None,
-    binarize_states: bool | None = None,
-    binarize_every: int | None = None,
-    repair: bool | None = None,
-    drift_budget: int | None = None,
-    restart_every: int | None = None,
-    stall_epochs: int | None = None,
-    stall_loss: float | None = None,
     size: int | None = None,
     asynchronous: bool = False,
     task: Task | None = None,
     spec: ModelSpec | None = None,
     callbacks: Sequence[Callback] | None = None,
     tensorboard: bool | PathLike | None = None,
+    **settings: Any,
 ) -> RunResult:
     """Trains `preset` and writes a run directory.
 
@@ -475,165 +406,79 @@ def train(
     `asynchronous` choose a grow or pattern task's grid and update mode), a `Preset`, or
     a `logicars.Task` (also as `task=`) trained with `spec` (a `ModelSpec` whose
     channels are the task's) for `epochs`, or an experiment file (a path, or a string
-    ending in `.toml`; `logicars.presets.read_experiment`): its task, model and
-    training options, of which every keyword given here replaces the file's, as the
-    command line's options do (`size` and `asynchronous` belong in the file). It may be
-    None when resuming: the run's own preset is used (a run of a custom `Task` subclass
-    needs the task again).
+    ending in `.toml`; `logicars.presets.read_experiment`; `size` and `asynchronous`
+    belong in the file). It may be None when resuming: the run's own preset is used (a
+    run of a custom `Task` subclass needs the task again).
 
-    - `epochs`: total epochs of the run (default: the preset's); on resume, the total to
-      reach, counting the epochs already done.
-    - `seed`: fixes wiring, data and async masks (default: the preset's `seed`, see
-      `logicars.presets`; a resumed run keeps its own seed).
-    - `lr`: overrides the preset's learning rate; `weight_decay` its AdamW weight decay
-      (decoupled; default 0.01, the notebook's). Both may change on resume.
-    - `lr_decay_from`, `lr_end`: a late learning-rate decay, given together: after epoch
-      `lr_decay_from` the rate falls along a half cosine from `lr` to `lr_end` at the
-      run's last epoch (`Preset.lr_at`; default: the preset's, none for most). Both may
-      change on resume; the decay follows the resumed run's epoch budget.
-    - `relax`: the training relaxation (a mode of `logicars.spec.RELAX_MODES`, or a
-      `Relaxation`; default: the preset's), `tau` its backward temperature, `noise`
-      its Gumbel noise scale, `warmup` its softmax epochs before the straight-through
-      forward (or the truth-table's relaxed epochs before its hard gates) and
-      `hard_fraction` the truth-table's share of gates forwarded hard in each epoch (for
-      the modes that take them; see `logicars.spec.Relaxation`).
-      `relax="softmax"` is the reference notebook's. A resumed run keeps its relaxation.
-    - `binarize_states`: round the state to 0 or 1 between the training rollout's steps,
-      straight-through (the last state stays relaxed for the loss); default: the
-      preset's. The relaxed circuit then cannot carry information from step to step in
-      fractional values, which is what left the coloured G's hard circuits wrong
-      (docs/results.md). A resumed run keeps it.
-    - `binarize_every`: with `binarize_states`, round only in the training rollout of
-      every this many optimizer steps (those whose step count before the update is a
-      multiple of it) and run the others relaxed (the lizard learns from its relaxed
-      steps what rounding alone does not let it learn); default: the preset's (1: every
-      step). A resumed run keeps it.
+    The run's settings are the preset's `TrainConfig` (`preset.config`), or `config`,
+    with every keyword of `settings` replacing one field: `train("gol", epochs=500,
+    lr=0.03)`. `TrainConfig` documents each setting, its check and what a resume does
+    with it; a setting given as None is not given (except `checkpoint_every=None`:
+    checkpoints only at the end). In short:
+
+    - `epochs`, `seed`, `lr`, `weight_decay`, `lr_decay_from`/`lr_end` (a late cosine
+      decay, given together; `Preset.lr_at`), `threads` (results do not depend on it).
+      `seed` fixes wiring, data and async masks.
+    - The training rule: `relax` (a mode of `logicars.spec.RELAX_MODES` or a
+      `Relaxation`), `tau`, `noise`, `warmup`, `hard_fraction`, `binarize_states`,
+      `binarize_every`; they change the run's spec, and a resumed run keeps them.
+    - `init`: start from the wiring and logits in this npz (fixture format,
+      `Model.from_npz`) instead of a fresh `Model(spec, seed)`; its config must be the
+      preset's. Default: the preset's own start (`Preset.init`) unless `seed` is given.
+    - Stopping: `early_stop` (hard loss 0 for this many epochs), `stop_on_solve` (the
+      hard circuit passes the validation check: `logicars.evaluate` on its own draw of
+      inputs, run after every epoch whose batch it got exactly right; default True).
+    - `repair`: repair a circuit that gets a batch right but fails the check
+      (`logicars.repair`, at most every `REPAIR_EVERY` epochs and once at the end);
+      `drift_budget`: then a drift search of that many candidates on the final circuit
+      of an unsolved run, from its lowest-loss parameters when those score better
+      (`summary["kept_lowest"]`); an interrupted search goes on when resumed.
+    - `restart_every`, and `stall_epochs` with `stall_loss`: replace an attempt that is
+      unsolved after so many epochs (or stalled above the loss) by a fresh wiring
+      (`restart_seed(seed, attempt)`; a stalled one adds its epochs, at most
+      `MAX_STALLS` times). A run whose attempts all fail keeps the best one
+      (`summary["kept_attempt"]`).
+    - `checkpoint_every`: epochs between checkpoints (None: only at the end).
+
+    Resuming (`resume`: a run directory or its checkpoint) continues a run with its
+    recorded settings; only keywords change them (`epochs` is then the total to reach),
+    and settings that start new runs (the training rule, `init`) or fix the run (`seed`)
+    are refused if they differ. `threads`, `checkpoint_every` and `stop_on_solve` are
+    each call's own (the given preset's or config's, else the default).
+
     - `out`: run directory (default `runs/<preset>-<timestamp>`; on resume, the resumed
       directory).
-    - `threads`: engine worker threads for this run (0: one per core); results do not
-      depend on it.
-    - `resume`: a run directory (or its checkpoint file) to continue.
-    - `early_stop`: stop once the hard loss has been 0 for this many consecutive epochs.
-    - `stop_on_solve`: stop once the hard circuit passes the validation check (the
-      held-out check of `logicars.evaluate` on its own draw of inputs, run after every
-      epoch whose training batch the hard circuit got exactly right), so the run ends
-      with a circuit that works; False trains every epoch, as the reference notebook.
-      Default (None): True, unless an experiment file says otherwise. On resume it
-      replaces the run's setting.
-    - `repair`: when the hard circuit gets a batch right but fails the validation check,
-      search for gate changes that make it pass (`logicars.repair`; at most every
-      `REPAIR_EVERY` epochs, and once more at the end of an unsolved run). Default: on
-      for a new run; a resumed run keeps its setting unless given.
-    - `drift_budget`: with `repair`, a run that ends its epochs unsolved then searches its
-      hard circuit's gates for at most this many candidates, a drift search
-      (`logicars.repair(..., method="drift")` on the validation inputs, recorded in
-      `repairs` with `"method": "drift"`); 0: none. Default: the preset's
-      (`Preset.drift_budget`); a resumed run keeps its setting unless given, and a run
-      whose search was interrupted, or is given a larger budget, goes on with it where it
-      stopped (the same search as one run straight through). Such a run also keeps the
-      parameters of its lowest training hard loss (`lowest.safetensors`) and ends an
-      unsolved attempt with them when they score better on the validation check than its
-      last (`summary["kept_lowest"]`: their epoch); its final repair and search start
-      from there.
-    - `restart_every`: replace an attempt that has not passed the validation check after
-      this many epochs (its end-of-attempt repair included) by a fresh wiring drawn from
-      `restart_seed(seed, attempt)`, while `epochs` last. Default: the preset's
-      (`Preset.restart_every`); a resumed run keeps its setting unless given. A run whose
-      attempts all end unsolved keeps the one closest to passing the validation check
-      (fewest inputs, then cells wrong; `summary["kept_attempt"]` when not the last).
-    - `stall_epochs`, `stall_loss`, given together: an attempt whose lowest hard loss
-      after `stall_epochs` of its epochs is still above `stall_loss` has stalled, and is
-      replaced by a fresh wiring (`restart_seed(seed, attempt)`) that trains `epochs`
-      epochs of its own: the run's epochs grow by `stall_epochs`, at most `MAX_STALLS`
-      times. A run ending unsolved keeps its best attempt, as with `restart_every`.
-      Default: the preset's (`Preset.stall_epochs`); both may change on resume.
-    - `checkpoint_every`: epochs between checkpoints (None: only at the end; default:
-      an experiment file's, else `DEFAULT_CHECKPOINT_EVERY`).
-    - `init`: start from the wiring and logits in this npz (fixture format, see
-      `Model.from_npz`; e.g. the reference notebook's own initialisation) instead of a
-      fresh `Model(spec, seed)`; its config must be the preset's. `seed` then fixes the
-      data and async masks only. Not with `resume`. Default: the preset's own start
-      (`Preset.init`, an experiment file's `init`) unless `seed` is given, else a fresh
-      model.
     - `callbacks`: callables `callback(row, context)` called after every epoch, in order,
-      with the epoch's `EpochMetrics` row (as appended to metrics.csv) and a
-      `logicars.EpochContext` (run directory, the model, preset, attempt, the epoch this
-      call started after, target epochs, solved epoch). A callback returns None/False to
-      go on, or True (or raises `logicars.StopTraining`) to end the run after this epoch
-      as an early stop: final checkpoint, `summary["early_stopped"]` and
-      `summary["stopped_by_callback"]` (its name), plots. Callbacks that only read do
-      not change the run (the model's async mask stream is restored after them). Any
-      other exception from a callback propagates out of `train` after this epoch's
-      checkpoint is written (no summary or plots), so `resume` continues from there.
-      They are not stored: a resumed run is given them again. Local to this process:
-      `logicars.sweep` does not take them.
-    - `tensorboard`: True writes the metrics rows (`soft_loss`, `hard_loss`,
-      `elapsed_s` at step = epoch) as TensorBoard event files into the run directory
-      (`tensorboard --logdir runs` shows every run), a directory writes them there,
-      None/False (default) writes none. Needs the optional extra
-      (`pip install 'logicars[tensorboard]'`, tensorboardX); ImportError before any
-      training without it. A resumed run given `tensorboard` again continues the same
-      log: its event file starts with TensorBoard's purge marker at its first epoch, so
-      epochs a killed run logged after its checkpoint appear once.
+      with the epoch's `EpochMetrics` row and a `logicars.EpochContext`; returning True
+      (or raising `logicars.StopTraining`) ends the run after this epoch as an early
+      stop (`summary["stopped_by_callback"]`). Any other exception propagates after this
+      epoch's checkpoint is written. Not stored: a resumed run is given them again.
+    - `tensorboard`: True writes the metrics rows as TensorBoard event files into the
+      run directory, a directory writes them there (needs tensorboardX).
 
-    metrics.csv is appended and flushed after every epoch (a crash loses at most the
-    epoch it interrupts); a resumed run first rebuilds it from the checkpoint's rows
-    (epochs logged after the checkpoint are trained again), so the file of a resumed run
-    is the file of an uninterrupted one (the `elapsed_s` column aside). A metrics.csv
-    that is not a regular file is refused with ValueError before any training.
+    metrics.csv is appended and flushed after every epoch; a resumed run first rebuilds
+    it from the checkpoint's rows, so the file of a resumed run is the file of an
+    uninterrupted one (the `elapsed_s` column aside).
 
     Ctrl-C, SIGTERM and SIGHUP stop after the current epoch, save and return normally
     (`RunResult.interrupted`, `RunResult.stopped_by`). Another process writing the same
     run directory is refused with `logicars.runlock.RunLockedError`. Bad arguments raise
     `ValueError`/`TypeError` before any training starts.
     """
+    unknown = sorted(set(settings) - set(SETTING_NAMES))
+    if unknown:
+        raise TypeError(f"train() got an unexpected keyword argument {unknown[0]!r}")
+    if config is not None and not isinstance(config, TrainConfig):
+        raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
+    given = _checked_settings(settings)
     if _is_experiment_file(preset):
         assert preset is not None and not isinstance(preset, (Preset, Task))
-        preset, file_options = _experiment_file(preset, size, bool(asynchronous))
-    else:
-        file_options = {}
-    # The file's options, where this call gives none (each given one replaces the file's).
-    relax = file_options.get("relax") if relax is None else relax
-    tau = file_options.get("tau") if tau is None else tau
-    noise = file_options.get("noise") if noise is None else noise
-    warmup = file_options.get("warmup") if warmup is None else warmup
-    hard_fraction = file_options.get("hard_fraction") if hard_fraction is None else hard_fraction
-    early_stop = file_options.get("early_stop") if early_stop is None else early_stop
-    repair = file_options.get("repair") if repair is None else repair
-    threads = file_options.get("threads") if threads is None else threads
-    if stop_on_solve is None:
-        stop_on_solve = file_options.get("stop_on_solve", True)
-    if isinstance(checkpoint_every, _FileOrDefault):
-        checkpoint_every = file_options.get("checkpoint_every", DEFAULT_CHECKPOINT_EVERY)
-
-    # Everything the user can get wrong is checked before any work starts.
-    if epochs is not None:
-        epochs = check_int("epochs", epochs, 1)
-    if seed is not None:
-        seed = check_int("seed", seed, 0, MAX_SEED)
-    # The preset's numbers given, checked: they replace the preset's (or the resumed
-    # run's).
-    overrides: dict[str, Any] = {
-        k: _as_optimizer_number(k, v)
-        for k, v in (("lr", lr), ("weight_decay", weight_decay), ("lr_end", lr_end))
-        if v is not None
-    }
-    if lr_decay_from is not None:
-        overrides["lr_decay_from"] = check_int("lr_decay_from", lr_decay_from, 0)
-    if stall_epochs is not None:
-        overrides["stall_epochs"] = check_int("stall_epochs", stall_epochs, 1)
-    if stall_loss is not None:
-        overrides["stall_loss"] = _as_stall_loss(stall_loss)
-    if threads is not None:
-        threads = check_int("threads", threads, 0, MAX_THREADS)
-    if early_stop is not None:
-        early_stop = check_int("early_stop", early_stop, 1)
-    if checkpoint_every is not None:
-        checkpoint_every = check_int("checkpoint_every", checkpoint_every, 1)
-    if restart_every is not None:
-        restart_every = check_int("restart_every", restart_every, 1)
-    if drift_budget is not None:
-        drift_budget = check_int("drift_budget", drift_budget, 0)
+        if size is not None or asynchronous:
+            raise ValueError(
+                "size (--size) and asynchronous (--async) go into the experiment file "
+                "(size = N, async = true)"
+            )
+        preset = read_experiment(preset).preset
     if task is not None:
         if preset is not None:
             raise ValueError("pass a preset or task=, not both")
@@ -644,74 +489,36 @@ def train(
     tensorboard_dir = _check_tensorboard(tensorboard)
     if preset is None and resume is None:
         raise ValueError("a preset is required unless resuming a run")
-    relax_options = {"tau": tau, "noise": noise, "warmup": warmup, "hard_fraction": hard_fraction}
-    new_relax = relax is not None or any(v is not None for v in relax_options.values())
-    if resume is not None and new_relax:
-        raise ValueError(
-            "a resumed run keeps its relaxation; relax, tau, noise, warmup and hard_fraction "
-            "start new runs"
-        )
-    if binarize_states is not None:
-        if not isinstance(binarize_states, bool):
-            raise TypeError(f"binarize_states must be True or False, got {binarize_states!r}")
-        if resume is not None:
-            raise ValueError("a resumed run keeps its binarize_states; it starts new runs")
-    if binarize_every is not None:
-        binarize_every = check_int("binarize_every", binarize_every, 1)
-        if resume is not None:
-            raise ValueError("a resumed run keeps its binarize_every; it starts new runs")
-    if init is not None and resume is not None:
-        raise ValueError("init starts a new run; a resumed run continues from its checkpoint")
-    given = (
+    if resume is not None:
+        for name in sorted(set(given) & resume_settings(Resume.NEW_RUN)):
+            raise ValueError(new_run_only_message(name))
+    epochs = given.get("epochs", None if config is None else config.epochs)
+    chosen = (
         None if preset is None else _resolve_preset(preset, spec, epochs, size, bool(asynchronous))
     )
+    if chosen is not None and config is not None:
+        chosen = dataclasses.replace(chosen, config=config)
+    # The call's own settings where not given: the preset's (or config's), else defaults.
+    per_call = {
+        name: given.get(name, setting_default(name) if chosen is None else getattr(chosen, name))
+        for name in resume_settings(Resume.PER_CALL)
+    }
 
     if resume is not None:
         ckpt = _checkpoint_path(resume)
         model, extra = load_checkpoint(ckpt)
         state = RunState.from_extra(extra, model.spec, ckpt)
-        if given is not None and (
-            state.preset.name != given.name
-            or (isinstance(preset, (Preset, Task)) and not _same_preset(given, state.preset))
+        if chosen is not None and (
+            state.preset.name != chosen.name
+            or (isinstance(preset, (Preset, Task)) and not _same_preset(chosen, state.preset))
         ):
-            raise ValueError(f"{ckpt} is a run of preset {state.preset.name!r}, not {given.name!r}")
-        if given is not None and given.custom_task is not None:
-            state.preset = dataclasses.replace(state.preset, custom_task=given.custom_task)
-        if seed is not None and seed != state.seed:
             raise ValueError(
-                f"seed {seed} differs from the resumed run's seed {state.seed}; "
-                "a resumed run keeps its seed"
+                f"{ckpt} is a run of preset {state.preset.name!r}, not {chosen.name!r}"
             )
-        if epochs is not None:
-            state.target_epochs = epochs
-        if early_stop is not None:
-            state.early_stop = early_stop
-        state.stop_on_solve = bool(stop_on_solve)
-        if repair is not None:
-            state.repair = bool(repair)
-        if restart_every is not None:
-            state.restart_every = restart_every
-        if drift_budget is not None:
-            state.drift_budget = drift_budget
-        if state.epoch >= state.target_epochs and not _drift_due(state):
-            raise ValueError(
-                f"the run in {ckpt.parent} has already trained {state.epoch} of "
-                f"{state.target_epochs} epochs; pass epochs (--epochs) > {state.epoch} "
-                "to train further"
-            )
-        if state.stop_on_solve and state.solved_epoch is not None:
-            raise ValueError(
-                f"the run in {ckpt.parent} already solved its task at epoch "
-                f"{state.solved_epoch}; pass stop_on_solve=False (--no-stop-on-solve) to "
-                "train further"
-            )
-        if state.early_stop is not None and state.zero_streak >= state.early_stop:
-            raise ValueError(
-                f"the run in {ckpt.parent} already stopped early (hard loss 0 for "
-                f"{state.zero_streak} epochs); pass a larger early_stop (--early-stop) "
-                "to train further"
-            )
-        state.preset = dataclasses.replace(state.preset, **overrides)
+        if chosen is not None and chosen.custom_task is not None:
+            state.preset = dataclasses.replace(state.preset, custom_task=chosen.custom_task)
+        state.resume_with(given, per_call)
+        _check_resumable(state, ckpt)
         run_dir = Path(out) if out is not None else ckpt.parent
         if run_dir.resolve() != ckpt.parent.resolve() and (run_dir / CHECKPOINT_NAME).exists():
             raise ValueError(
@@ -719,31 +526,15 @@ def train(
                 "output directory for the resumed run"
             )
     else:
-        assert given is not None
-        p = dataclasses.replace(given, **overrides)
-        if new_relax:
-            relaxation = resolve_relaxation(p.spec.relax, relax, relax_options)
-            p = dataclasses.replace(p, spec=p.spec.replace(relax=relaxation))
-        if binarize_states is not None or binarize_every is not None:
-            spec = p.spec.with_rounding(binarize_states, binarize_every)
-            p = dataclasses.replace(p, spec=spec)
-        if init is None and seed is None and p.init is not None:
-            init = p.init_path()  # the preset's default start (see `Preset.init`)
-        seed = p.seed if seed is None else seed
-        state = RunState(
-            preset=p,
-            seed=seed,
-            target_epochs=p.epochs if epochs is None else epochs,
-            early_stop=early_stop,
-            stop_on_solve=bool(stop_on_solve),
-            repair=True if repair is None else bool(repair),
-            restart_every=p.restart_every if restart_every is None else restart_every,
-            drift_budget=p.drift_budget if drift_budget is None else drift_budget,
-            rng=np.random.default_rng(seed),
-            metrics=[],
-            init=None if init is None else str(init),
-        )
-        model = None if init is None else _initial_model(init, p, seed)
+        assert chosen is not None
+        # An explicit start is a path as given; the preset's own is resolved by
+        # `Preset.init_path` (a name in logicars/data), and used only without a seed.
+        init: str | Path | None = given.pop("init", None)
+        p = dataclasses.replace(chosen, **given) if given else chosen
+        if init is None and "seed" not in given and p.init is not None:
+            init = p.init_path()
+        state = RunState.start(p, None if init is None else str(init))
+        model = None if init is None else _initial_model(init, p, p.seed)
         run_dir = Path(out) if out is not None else _default_run_dir(p.name)
         if (run_dir / CHECKPOINT_NAME).exists():
             raise ValueError(
@@ -758,16 +549,52 @@ def train(
     model.check_training_memory(state.preset.batch, state.preset.height, state.preset.width)
     lock = _prepare_dir(run_dir)
 
+    threads = per_call["threads"]
     previous_threads = _core.num_threads()
     if threads is not None:
         _core.set_num_threads(threads)
     try:
         logdir = run_dir if tensorboard_dir is True else tensorboard_dir
-        return _run(model, state, dataset, run_dir, quiet, checkpoint_every, hooks, logdir)
+        every = per_call["checkpoint_every"]
+        return _run(model, state, dataset, run_dir, quiet, every, hooks, logdir)
     finally:
         lock.release()
         if threads is not None:
             _core.set_num_threads(previous_threads)
+
+
+def _checked_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    """The settings given to `train` (`given_settings`), each checked by its declaration;
+    `init` as a path's string."""
+    given = given_settings(settings)
+    if "init" in given:
+        given["init"] = os.fspath(given["init"])
+    return {
+        name: value if value is None else setting(name).check.check(name, value)
+        for name, value in given.items()
+    }
+
+
+def _check_resumable(state: RunState, ckpt: Path) -> None:
+    """ValueError when the resumed run has nothing left to do with its settings."""
+    if state.epoch >= state.target_epochs and not _drift_due(state):
+        raise ValueError(
+            f"the run in {ckpt.parent} has already trained {state.epoch} of "
+            f"{state.target_epochs} epochs; pass epochs (--epochs) > {state.epoch} "
+            "to train further"
+        )
+    if state.stop_on_solve and state.solved_epoch is not None:
+        raise ValueError(
+            f"the run in {ckpt.parent} already solved its task at epoch "
+            f"{state.solved_epoch}; pass stop_on_solve=False (--no-stop-on-solve) to "
+            "train further"
+        )
+    if state.early_stop is not None and state.zero_streak >= state.early_stop:
+        raise ValueError(
+            f"the run in {ckpt.parent} already stopped early (hard loss 0 for "
+            f"{state.zero_streak} epochs); pass a larger early_stop (--early-stop) "
+            "to train further"
+        )
 
 
 def _run(
@@ -983,13 +810,12 @@ def _solves(model: Model, preset: Preset) -> bool:
     """Whether the model's hard circuit (after this epoch's update) passes the validation
     check: every input of `evaluate`'s validation draw exactly right, and of the
     confirmation draw."""
-    check = evaluate(model, preset, samples=VALIDATION_SAMPLES, seed=VALIDATION_SEED)
-    return check["solved"] == check["samples"] and _confirmed(model, preset)
+    check = validate(model, preset, VALIDATION_SAMPLES, VALIDATION_SEED)
+    return check.passed and _confirmed(model, preset)
 
 
 def _confirmed(model: Model, preset: Preset) -> bool:
-    check = evaluate(model, preset, samples=CONFIRM_SAMPLES, seed=CONFIRM_SEED)
-    return check["solved"] == check["samples"]
+    return validate(model, preset, CONFIRM_SAMPLES, CONFIRM_SEED).passed
 
 
 # Discrete repair during training (`logicars.repair`): after an epoch whose batch the hard
@@ -1192,8 +1018,8 @@ def _restart(model: Model, state: RunState) -> Model:
 def _validation_score(model: Model, preset: Preset) -> list[int]:
     """How far the hard circuit is from passing the validation check: `[inputs wrong,
     cells wrong]`, compared in that order."""
-    check = evaluate(model, preset, samples=VALIDATION_SAMPLES, seed=VALIDATION_SEED)
-    return [check["samples"] - check["solved"], check["wrong_cells"]]
+    check = validate(model, preset, VALIDATION_SAMPLES, VALIDATION_SEED)
+    return [check.samples - check.solved + (not check.passed), check.wrong_cells]
 
 
 def _keep_if_best(model: Model, state: RunState, run_dir: Path) -> None:
@@ -1286,7 +1112,7 @@ def _summary(
         "active_gates": active_gates(model),
         # Held-out check of the discrete circuit (all 512 boards for gol, fresh starts
         # for the checkerboards, the target image for the growth presets).
-        "hard_eval": evaluate(model, p),
+        "hard_eval": evaluate(model, p).to_dict(),
         "gates": p.gates(),
         "early_stop": state.early_stop,
         "early_stopped": early_stopped,

@@ -1,0 +1,1 @@
+"""Training: the settings of a run (`config`), and the policies its loop composes."""

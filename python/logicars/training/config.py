@@ -1,0 +1,541 @@
+"""`TrainConfig`: every setting of a training run, declared once.
+
+Each field of `TrainConfig` carries a `Setting` in its metadata: its help text, the check
+of its values (`Constraint`), what a resumed run does with it (`Resume`), its command-line
+flag and its section in an experiment file. Everything else is derived from these
+declarations:
+
+- `logicars train`'s options (`logicars.cli.train` builds argparse from `cli_settings()`);
+- the experiment file's `[training]` and `[model]` keys and their error messages
+  (`logicars.presets`, `toml_settings(section)`);
+- the sweep's sweepable and new-run-only options (`logicars.sweep`);
+- the checkpoint's record of a run and the rules of a resume (`logicars.runstate`,
+  `recorded_settings(where)`, `logicars.train`).
+
+Adding an option is adding one field here (docs/architecture.md has a worked example).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from ..errors import InvalidValueError
+from ..spec import (
+    DEFAULT_LR,
+    DEFAULT_WEIGHT_DECAY,
+    MAX_SEED,
+    MAX_THREADS,
+    RELAX_MODES,
+    ModelSpec,
+    Relaxation,
+    resolve_relaxation,
+)
+
+# The largest count (epochs, budgets, periods) a run takes: what a checkpoint can hold
+# and read back (`logicars.runstate`), far above any real run.
+MAX_COUNT = 2**40
+# The largest grid side or batch a checkpoint reads back.
+MAX_GRID = 2**31
+DEFAULT_CHECKPOINT_EVERY = 50
+
+
+# ---- constraints ----------------------------------------------------------------------
+
+
+class Constraint:
+    """The values a setting takes: `check` converts a Python value or raises TypeError
+    (wrong type) or `InvalidValueError` (out of range), `parse` reads a command-line
+    word, `expected` says in words what is accepted."""
+
+    expected: str = ""
+
+    def check(self, name: str, value: Any) -> Any:
+        raise NotImplementedError
+
+    def parse(self, text: str) -> Any:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Count(Constraint):
+    """An integer in `[lo, hi]` (bool refused)."""
+
+    lo: int
+    hi: int = MAX_COUNT
+
+    @property
+    def expected(self) -> str:  # type: ignore[override]
+        return f"an integer >= {self.lo}" if self.hi >= MAX_COUNT else self._between()
+
+    def _between(self) -> str:
+        return f"an integer between {self.lo} and {self.hi}"
+
+    def check(self, name: str, value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+        if not self.lo <= value <= self.hi:
+            # A technical upper bound (seeds, counts) is not worth naming for v < lo.
+            bound = f">= {self.lo}" if value < self.lo and self.hi >= 2**32 else None
+            bound = bound or self._between().removeprefix("an integer ")
+            raise InvalidValueError(f"{name} must be {bound}, got {value}")
+        return int(value)
+
+    def parse(self, text: str) -> int:
+        try:
+            return int(text)
+        except ValueError:
+            raise ValueError(f"expected an integer, got {text!r}") from None
+
+
+@dataclass(frozen=True)
+class Number(Constraint):
+    """A finite real number above `lo` (or at it, with `lo_open=False`) and at most
+    `hi` (bool refused); an int reads as a float."""
+
+    lo: float
+    hi: float = math.inf
+    lo_open: bool = False
+
+    @property
+    def expected(self) -> str:  # type: ignore[override]
+        low = f"> {self.lo:g}" if self.lo_open else f">= {self.lo:g}"
+        if self.hi < math.inf:
+            bracket = "(" if self.lo_open else "["
+            return f"a number in {bracket}{self.lo:g}, {self.hi:g}]"
+        return f"a finite number {low}"
+
+    def check(self, name: str, value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"{name} must be a number, got {value!r}")
+        number = float(value)
+        above = number > self.lo if self.lo_open else number >= self.lo
+        if not (above and number <= self.hi and math.isfinite(number)):
+            raise InvalidValueError(f"{name} must be {self.expected}, got {value}")
+        return number
+
+    def parse(self, text: str) -> float:
+        try:
+            return float(text)
+        except ValueError:
+            raise ValueError(f"expected a number, got {text!r}") from None
+
+
+@dataclass(frozen=True)
+class OptimizerNumber(Number):
+    """A learning rate or weight decay: the training step's own rule (the engine's
+    `check_lr`/`check_weight_decay`), wherever one is given."""
+
+    lo: float = 0.0
+    rule: str = "lr"  # "lr" or "weight_decay"
+
+    @property
+    def expected(self) -> str:  # type: ignore[override]
+        return "a finite number > 0" if self.rule == "lr" else "a finite number >= 0"
+
+    def check(self, name: str, value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"{name} must be a number, got {value!r}")
+        check_optimizer_number(name, float(value), self.rule)
+        return float(value)
+
+
+@dataclass(frozen=True)
+class Flag(Constraint):
+    """True or False."""
+
+    expected: str = "true or false"
+
+    def check(self, name: str, value: Any) -> bool:
+        if not isinstance(value, bool):
+            raise TypeError(f"{name} must be True or False, got {value!r}")
+        return value
+
+    def parse(self, text: str) -> bool:
+        lowered = text.strip().lower()
+        if lowered not in ("true", "false"):
+            raise ValueError(f"expected true or false, got {text!r}")
+        return lowered == "true"
+
+
+@dataclass(frozen=True)
+class Choice(Constraint):
+    """One of `choices`."""
+
+    choices: tuple[str, ...]
+
+    @property
+    def expected(self) -> str:  # type: ignore[override]
+        return "one of " + ", ".join(self.choices)
+
+    def check(self, name: str, value: Any) -> str:
+        if not isinstance(value, str):
+            raise TypeError(f"{name} must be a string, got {type(value).__name__}")
+        if value not in self.choices:
+            raise InvalidValueError(f"{name} must be {self.expected}, got {value!r}")
+        return value
+
+    def parse(self, text: str) -> str:
+        return text
+
+
+@dataclass(frozen=True)
+class RelaxMode(Choice):
+    """A relaxation: a mode's name (its parameters the engine's defaults) or a
+    `Relaxation`."""
+
+    choices: tuple[str, ...] = RELAX_MODES
+
+    def check(self, name: str, value: Any) -> str | Relaxation:
+        if isinstance(value, Relaxation):
+            return value
+        if not isinstance(value, str):
+            raise TypeError(
+                f"{name} must be a mode name or a Relaxation, got {type(value).__name__}"
+            )
+        return super().check(name, value)
+
+
+@dataclass(frozen=True)
+class Text(Constraint):
+    """A string (a path)."""
+
+    expected: str = "a string"
+
+    def check(self, name: str, value: Any) -> str:
+        if not isinstance(value, str):
+            raise TypeError(f"{name} must be a string, got {type(value).__name__}")
+        return value
+
+    def parse(self, text: str) -> str:
+        return text
+
+
+def check_optimizer_number(key: str, value: float, rule: str | None = None) -> None:
+    """The training step's rule for a learning rate (`rule="lr"`: `lr`, `lr_end`) or the
+    weight decay, wherever one is given (a file, `train`, a checkpoint):
+    `InvalidValueError` naming `key`."""
+    from .. import _core
+
+    rule = rule or ("weight_decay" if key == "weight_decay" else "lr")
+    check = _core.check_weight_decay if rule == "weight_decay" else _core.check_lr
+    try:
+        check(value)
+    except ValueError as e:  # the engine's message names its own argument
+        raise type(e)(str(e).replace(rule, key, 1)) from None
+
+
+# ---- settings -------------------------------------------------------------------------
+
+
+class Resume(Enum):
+    """What resuming a run does with a setting."""
+
+    FIXED = "fixed"  # the run's own: a resume refuses another value
+    CHANGES = "changes"  # recorded; a resume keeps it unless given a new value
+    PER_CALL = "per-call"  # each call's own (the given value or the default)
+    NEW_RUN = "new-run"  # starts a new run only: a resume refuses it
+
+
+class Recorded(Enum):
+    """Where a run's checkpoint records a setting (`logicars.runstate`)."""
+
+    PRESET = "preset"  # the checkpoint's preset record
+    STATE = "state"  # the training state beside it (`RunState` has the field)
+    NOT = "not"  # not recorded (the spec records the relaxation settings)
+
+
+@dataclass(frozen=True)
+class Setting:
+    """What `TrainConfig` declares about one of its fields."""
+
+    help: str
+    check: Constraint
+    resume: Resume
+    recorded: Recorded
+    # The command line's flag is `--` + the name with dashes; False: no flag.
+    cli: bool = True
+    metavar: str | None = None
+    # The experiment file's table for the key; None: not in a file.
+    section: str | None = "training"
+    # None is a value of its own (not "not given"): e.g. checkpoints only at the end.
+    none_is_value: bool = False
+    # Part of the model's training rule: folded into the `ModelSpec` (see `spec_changes`).
+    spec: bool = False
+    # What a checkpoint written before the setting existed implies.
+    before: Any = None
+
+
+def _setting(default: Any = dataclasses.MISSING, **declared: Any) -> Any:
+    return field(default=default, metadata={"setting": Setting(**declared)})
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """A training run's settings: the grid and batch it trains on, its epochs, seed,
+    optimizer and schedule, and the checks, repairs and restarts around the steps.
+
+    A `Preset` holds one (`preset.config`); `logicars.train(preset, config, **settings)`
+    trains with the preset's unless given another, keywords replacing single fields.
+    `TrainConfig.replace(**changes)` checks every value; bad ones raise TypeError or
+    `InvalidValueError` naming the field.
+    """
+
+    batch: int = _setting(
+        help="inputs per training step", check=Count(1, MAX_GRID), resume=Resume.FIXED,
+        recorded=Recorded.PRESET, cli=False,
+    )  # fmt: skip
+    height: int = _setting(
+        help="rows of the training grid", check=Count(1, MAX_GRID), resume=Resume.FIXED,
+        recorded=Recorded.PRESET, cli=False,
+    )  # fmt: skip
+    width: int = _setting(
+        help="columns of the training grid", check=Count(1, MAX_GRID), resume=Resume.FIXED,
+        recorded=Recorded.PRESET, cli=False,
+    )  # fmt: skip
+    epochs: int = _setting(
+        help="total epochs (default: the preset's); on resume, the total to reach",
+        check=Count(1), resume=Resume.CHANGES, recorded=Recorded.PRESET,
+    )  # fmt: skip
+    seed: int = _setting(
+        0, help="fixes wiring, data and async masks (default: the preset's)",
+        check=Count(0, MAX_SEED), resume=Resume.FIXED, recorded=Recorded.PRESET,
+    )  # fmt: skip
+    lr: float = _setting(
+        DEFAULT_LR, help="learning rate (default: the preset's)",
+        check=OptimizerNumber(rule="lr"), resume=Resume.CHANGES, recorded=Recorded.PRESET,
+    )  # fmt: skip
+    weight_decay: float = _setting(
+        DEFAULT_WEIGHT_DECAY,
+        help=f"AdamW's decoupled weight decay (default: the preset's, {DEFAULT_WEIGHT_DECAY:g} "
+        "as the notebook's)",
+        check=OptimizerNumber(rule="weight_decay"), resume=Resume.CHANGES,
+        recorded=Recorded.PRESET, before=DEFAULT_WEIGHT_DECAY,
+    )  # fmt: skip
+    lr_decay_from: int | None = _setting(
+        None, help="after this epoch the learning rate falls along a half cosine to "
+        "--lr-end at the last epoch (with --lr-end; default: the preset's, none)",
+        check=Count(0), resume=Resume.CHANGES, recorded=Recorded.PRESET, metavar="EPOCH",
+    )  # fmt: skip
+    lr_end: float | None = _setting(
+        None, help="the learning rate at the last epoch of --lr-decay-from's decay",
+        check=OptimizerNumber(rule="lr"), resume=Resume.CHANGES, recorded=Recorded.PRESET,
+        metavar="LR",
+    )  # fmt: skip
+    relax: str | Relaxation | None = _setting(
+        None, help="training relaxation (default: the preset's; softmax is the reference "
+        "notebook's)",
+        check=RelaxMode(), resume=Resume.NEW_RUN, recorded=Recorded.NOT, spec=True,
+    )  # fmt: skip
+    tau: float | None = _setting(
+        None, help="backward temperature (gumbel-st, hard-st, gumbel-soft)",
+        check=Number(0, lo_open=True), resume=Resume.NEW_RUN, recorded=Recorded.NOT,
+        spec=True,
+    )  # fmt: skip
+    noise: float | None = _setting(
+        None, help="Gumbel noise scale (gumbel-st, gumbel-soft)", check=Number(0),
+        resume=Resume.NEW_RUN, recorded=Recorded.NOT, spec=True,
+    )  # fmt: skip
+    warmup: int | None = _setting(
+        None, help="epochs trained as softmax before the straight-through forward "
+        "(gumbel-st, hard-st), or relaxed before the hard gates (truth-table "
+        "--hard-fraction)",
+        check=Count(0), resume=Resume.NEW_RUN, recorded=Recorded.NOT, spec=True,
+        metavar="EPOCHS",
+    )  # fmt: skip
+    hard_fraction: float | None = _setting(
+        None, help="truth-table: the share of gates forwarded hard, straight-through, in "
+        "each epoch (with --binarize-states in the rounded ones); drawn per gate and epoch",
+        check=Number(0, 1), resume=Resume.NEW_RUN, recorded=Recorded.NOT, spec=True,
+        metavar="Q",
+    )  # fmt: skip
+    binarize_states: bool | None = _setting(
+        None, help="round the state to 0/1 between training steps, straight-through "
+        "(default: the preset's)",
+        check=Flag(), resume=Resume.NEW_RUN, recorded=Recorded.NOT, spec=True,
+        section="model",
+    )  # fmt: skip
+    binarize_every: int | None = _setting(
+        None, help="with --binarize-states, round only in every N-th epoch's rollout, the "
+        "others relaxed (default: the preset's)",
+        check=Count(1), resume=Resume.NEW_RUN, recorded=Recorded.NOT, spec=True,
+        section="model", metavar="N",
+    )  # fmt: skip
+    threads: int | None = _setting(
+        None, help="engine threads (default/0: one per core)", check=Count(0, MAX_THREADS),
+        resume=Resume.PER_CALL, recorded=Recorded.NOT,
+    )  # fmt: skip
+    init: str | None = _setting(
+        None, help="start from this wiring and logits (fixture-format npz, e.g. the "
+        "reference notebook's initialisation) instead of a fresh seeded model (default: "
+        "the preset's own start if it has one and no --seed is given)",
+        check=Text(), resume=Resume.NEW_RUN, recorded=Recorded.NOT, metavar="NPZ",
+    )  # fmt: skip
+    early_stop: int | None = _setting(
+        None, help="stop once the hard loss has been 0 for K consecutive epochs",
+        check=Count(1), resume=Resume.CHANGES, recorded=Recorded.STATE, metavar="K",
+    )  # fmt: skip
+    stop_on_solve: bool = _setting(
+        True, help="stop once the hard circuit passes the validation check (default); "
+        "--no-stop-on-solve trains every epoch, as the reference notebook",
+        check=Flag(), resume=Resume.PER_CALL, recorded=Recorded.STATE, before=False,
+    )  # fmt: skip
+    repair: bool = _setting(
+        True, help="when the hard circuit gets a batch right but fails the validation "
+        "check, search for gate changes that make it pass (default for a new run; a "
+        "resumed run keeps its setting)",
+        check=Flag(), resume=Resume.CHANGES, recorded=Recorded.STATE, before=False,
+    )  # fmt: skip
+    drift_budget: int = _setting(
+        0, help="with --repair, a run that ends its epochs unsolved then searches its hard "
+        "circuit's gates for up to N candidates (a drift search, as `repair`; 0: none; "
+        "default: the preset's); a resumed run goes on with an interrupted search",
+        check=Count(0), resume=Resume.CHANGES, recorded=Recorded.STATE, metavar="N",
+        before=0,
+    )  # fmt: skip
+    restart_every: int | None = _setting(
+        None, help="replace an attempt that has not solved the task after N epochs by a "
+        "fresh wiring, while --epochs last (default: the preset's)",
+        check=Count(1), resume=Resume.CHANGES, recorded=Recorded.STATE, metavar="N",
+    )  # fmt: skip
+    stall_epochs: int | None = _setting(
+        None, help="with --stall-loss: an attempt whose lowest hard loss after N of its "
+        "epochs is still above the loss is replaced by a fresh wiring that trains --epochs "
+        "epochs of its own, at most twice (default: the preset's)",
+        check=Count(1), resume=Resume.CHANGES, recorded=Recorded.PRESET, metavar="N",
+    )  # fmt: skip
+    stall_loss: float | None = _setting(
+        None, help="the hard loss of --stall-epochs (default: the preset's)",
+        check=Number(0), resume=Resume.CHANGES, recorded=Recorded.PRESET, metavar="L",
+    )  # fmt: skip
+    checkpoint_every: int | None = _setting(
+        DEFAULT_CHECKPOINT_EVERY,
+        help=f"epochs between checkpoints (default {DEFAULT_CHECKPOINT_EVERY}; one is "
+        "always written at the end)",
+        check=Count(1), resume=Resume.PER_CALL, recorded=Recorded.NOT, metavar="N",
+        none_is_value=True,
+    )  # fmt: skip
+    notebook_epochs: int | None = _setting(
+        None, help="the reference notebook's epochs where `epochs` is larger",
+        check=Count(1), resume=Resume.PER_CALL, recorded=Recorded.NOT, cli=False,
+    )  # fmt: skip
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value, declared = getattr(self, f.name), setting(f.name)
+            if value is None and (f.default is None or declared.none_is_value):
+                continue
+            object.__setattr__(self, f.name, declared.check.check(f.name, value))
+        # Paired settings are both given or neither, however the config is made (a
+        # file, `train`'s keywords over a preset, a checkpoint).
+        if (self.lr_decay_from is None) != (self.lr_end is None):
+            raise ValueError("lr_decay_from and lr_end go together: give both or neither")
+        if (self.stall_epochs is None) != (self.stall_loss is None):
+            raise ValueError("stall_epochs and stall_loss go together: give both or neither")
+
+    def replace(self, **changes: Any) -> TrainConfig:
+        """This config with `changes` (unknown names: TypeError)."""
+        unknown = set(changes) - set(SETTING_NAMES)
+        if unknown:
+            raise TypeError(f"TrainConfig has no setting {sorted(unknown)[0]!r}")
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def lr_at(self, epoch: int, epochs: int) -> float:
+        """The learning rate of training step `epoch` (1-based) of a run of `epochs`."""
+        start, end = self.lr_decay_from, self.lr_end
+        if start is None or end is None or epoch <= start or epochs <= start:
+            return self.lr
+        t = min(1.0, (epoch - start) / (epochs - start))
+        return end + (self.lr - end) * 0.5 * (1.0 + math.cos(math.pi * t))
+
+    def spec_changes(self) -> dict[str, Any]:
+        """The settings of the model's training rule that are given (not None)."""
+        return {
+            name: getattr(self, name)
+            for name in SETTING_NAMES
+            if setting(name).spec and getattr(self, name) is not None
+        }
+
+    def applied_to(self, spec: ModelSpec) -> tuple[ModelSpec, TrainConfig]:
+        """`spec` with this config's training-rule settings (`with_rule`), and this
+        config without them: the spec, which the model carries, now holds them."""
+        rule = self.spec_changes()
+        if not rule:
+            return spec, self
+        return with_rule(spec, rule), dataclasses.replace(self, **{k: None for k in rule})
+
+
+def with_rule(spec: ModelSpec, rule: Mapping[str, Any]) -> ModelSpec:
+    """`spec` with the training-rule settings in `rule` (None or absent: the spec's): a
+    `relax` mode starts from the engine's defaults, `tau`, `noise`, `warmup` and
+    `hard_fraction` replace its parameters, `binarize_states` and `binarize_every` apply
+    as `ModelSpec.with_rounding` does."""
+    relaxation = {k: rule.get(k) for k in ("tau", "noise", "warmup", "hard_fraction")}
+    if rule.get("relax") is not None or any(v is not None for v in relaxation.values()):
+        spec = spec.replace(relax=resolve_relaxation(spec.relax, rule.get("relax"), relaxation))
+    states, every = rule.get("binarize_states"), rule.get("binarize_every")
+    if states is not None or every is not None:
+        spec = spec.with_rounding(states, every)
+    return spec
+
+
+SETTING_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(TrainConfig))
+
+
+def setting(name: str) -> Setting:
+    """The declaration of the `TrainConfig` field `name`."""
+    return _SETTINGS[name]
+
+
+_SETTINGS: dict[str, Setting] = {
+    f.name: f.metadata["setting"] for f in dataclasses.fields(TrainConfig)
+}
+
+
+def settings() -> Iterator[tuple[str, Setting]]:
+    """Every setting, in declaration order."""
+    return iter(_SETTINGS.items())
+
+
+def setting_default(name: str) -> Any:
+    """The setting's default (`dataclasses.MISSING` when a preset must give it)."""
+    return TrainConfig.__dataclass_fields__[name].default
+
+
+def cli_flag(name: str) -> str:
+    """The command line's flag of a setting: `--` and its name with dashes."""
+    return "--" + name.replace("_", "-")
+
+
+def cli_settings() -> list[tuple[str, Setting]]:
+    """The settings `logicars train` takes as options, in declaration order."""
+    return [(name, s) for name, s in settings() if s.cli]
+
+
+def toml_settings(section: str) -> dict[str, Setting]:
+    """The settings an experiment file's `[section]` table holds."""
+    return {name: s for name, s in settings() if s.section == section}
+
+
+def recorded_settings(where: Recorded) -> list[str]:
+    """The settings a checkpoint records in `where`."""
+    return [name for name, s in settings() if s.recorded is where]
+
+
+def resume_settings(rule: Resume) -> frozenset[str]:
+    """The settings a resume treats by `rule` (e.g. `Resume.NEW_RUN`: refused)."""
+    return frozenset(name for name, s in settings() if s.resume is rule)
+
+
+def given_settings(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings in `values` that are given: not None, unless None is a value of the
+    setting's own (`Setting.none_is_value`)."""
+    return {k: v for k, v in values.items() if v is not None or setting(k).none_is_value}
