@@ -40,6 +40,7 @@ import numpy as np
 from . import runs
 from .export import GATE_NAMES, gate_histograms  # noqa: F401 (importable from here too)
 from .files import save_atomic, write_atomic
+from .markup import literal_plot_text
 from .model import Simulator
 from .tasks import LifeTask, Task, life_step
 
@@ -536,11 +537,13 @@ def _write_plots(results: dict[str, Any], task: Task, out: Path, title: str) -> 
     for name, res in results.items():
         if "skipped" in res:
             continue
-        fig = _PLOTTERS[name](res, task)
-        fig.suptitle(f"{name.replace('_', ' ')}: {title}", fontsize=10)
-        fig.tight_layout()
-        path = out / f"{name}.png"
-        save_atomic(path, lambda f, fig=fig: fig.savefig(f, format="png"))
+        # Names (a task's file, a run's) are text, never mathtext: `a$^{$.png` draws.
+        with literal_plot_text():
+            fig = _PLOTTERS[name](res, task)
+            fig.suptitle(f"{name.replace('_', ' ')}: {title}", fontsize=10)
+            fig.tight_layout()
+            path = out / f"{name}.png"
+            save_atomic(path, lambda f, fig=fig: fig.savefig(f, format="png"))
         files.append(path.name)
     return files
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -53,3 +54,13 @@ def plot_text(value: object) -> str:
     """`value` as literal matplotlib text: `$` escaped, so that a name such as
     `m$\\bogus{$` is drawn as it is instead of failing as mathtext."""
     return str(value).replace("$", r"\$")
+
+
+@contextmanager
+def literal_plot_text() -> Iterator[None]:
+    """Within: every matplotlib text made is drawn literally, never parsed as mathtext
+    (for figures whose labels hold names deep inside, such as `analyze`'s)."""
+    import matplotlib
+
+    with matplotlib.rc_context({"text.parse_math": False}):
+        yield

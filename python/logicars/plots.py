@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Union
 import numpy as np
 
 from .files import save_atomic
+from .markup import plot_text
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -110,7 +111,7 @@ def loss_figure(
     ax.set_ylim(bottom=0)
     ax.set_xlabel("epoch")
     ax.set_ylabel("loss (sum of squared errors; symlog, 0 at the bottom)")
-    ax.set_title(title)
+    ax.set_title(plot_text(title))  # a name with `$` is text, not mathtext
     ax.grid(True, which="major", alpha=0.3)
     if metrics:
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=3, fontsize=8)

@@ -56,7 +56,21 @@ from typing import Any, Union
 
 import numpy as np
 
-from .files import read_toml, save_atomic, write_atomic
+from .files import (
+    MAX_TEXT_BYTES,
+    SWEEP_MARKER,
+    check_name,
+    mark_dir,
+    open_nofollow,
+    open_regular,
+    read_bytes,
+    read_json,
+    read_text,
+    read_toml,
+    refuse_foreign_dir,
+    save_atomic,
+    write_atomic,
+)
 from .training.config import Resume, TrainConfig, resume_settings
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -79,6 +93,14 @@ RESERVED = {
 # What makes a value a list of values to sweep (a string or a number is one value).
 _SWEPT_TYPES = (list, tuple, range)
 _LOCK_WAIT_S = 10.0  # how long a point waits for another process to release it
+# The most points one sweep (or seed list) may have: far above a real sweep, low
+# enough that listing them costs nothing (`--seeds 0-1000000000` is refused, not built).
+MAX_POINTS = 100_000
+_MAX_SEED = 2**64 - 1  # seeds are u64 in the engine
+# How long the driver tries to reach a Ray cluster's address before giving up.
+RAY_CONNECT_TIMEOUT_S = 10.0
+# A sweep file is a few lines; this bounds what a hostile one costs.
+_MAX_SWEEP_FILE_BYTES = 1 << 20
 # Options that `train` takes only for a new run (a resumed run keeps its start and
 # relaxation, and refuses them): `TrainConfig`'s `Resume.NEW_RUN` settings.
 NEW_RUN_ONLY = resume_settings(Resume.NEW_RUN)
@@ -117,8 +139,8 @@ def _check_option(key: str) -> inspect.Parameter:
 
 def parse_seeds(text: str) -> list[int]:
     """`"0-4,7"` -> `[0, 1, 2, 3, 4, 7]` (in the order given)."""
-    seeds: list[int] = []
-    for part in text.split(","):
+    ranges: list[range] = []
+    for part in str(text).split(","):
         lo, dash, hi = part.strip().partition("-")
         try:
             first, last = int(lo), int(hi if dash else lo)
@@ -126,8 +148,13 @@ def parse_seeds(text: str) -> list[int]:
             raise ValueError(f"seeds: expected a list like 0-99 or 0,3,7, got {text!r}") from None
         if first < 0 or last < first:
             raise ValueError(f"seeds: {part.strip()!r} is not a range of seeds >= 0")
-        seeds.extend(range(first, last + 1))
-    return seeds
+        if last > _MAX_SEED:
+            raise ValueError(f"seeds: {part.strip()!r} goes past the largest seed, 2**64 - 1")
+        ranges.append(range(first, last + 1))
+        # Counted before anything is built: a range of 10^9 seeds is refused, not listed.
+        if sum(len(r) for r in ranges) > MAX_POINTS:
+            raise ValueError(f"seeds: {text!r} is over {MAX_POINTS:,} seeds")
+    return [seed for r in ranges for seed in r]
 
 
 def _parse_scalar(text: str) -> Any:
@@ -178,6 +205,8 @@ def _values(key: str, value: Any, param: inspect.Parameter) -> list[Any]:
     if key == "seed" and isinstance(value, str):
         values: list[Any] = parse_seeds(value)
     elif isinstance(value, _SWEPT_TYPES):
+        if len(value) > MAX_POINTS:
+            raise ValueError(f"option {key!r}: {len(value):,} values, over {MAX_POINTS:,}")
         values = list(value)
     elif isinstance(value, np.ndarray):
         values = list(value.reshape(-1))
@@ -239,7 +268,9 @@ def expand_grid(grid: Grid) -> list[Point]:
                     "a sweep takes tensorboard=True (each point's events in its run "
                     "directory), not a directory that every point would write into"
                 )
-            name = point_name(options)
+            # The name becomes a directory under `out`: one plain component (no `.`,
+            # `..`, separator), checked before anything touches the disk.
+            name = check_name(point_name(options), "sweep point name")
             if name in seen:
                 if seen[name] == options:
                     raise ValueError(f"the grid holds the point {name} twice")
@@ -260,6 +291,8 @@ def _product(grid: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
         if not isinstance(key, str):
             raise TypeError(f"option names are strings, got {key!r}")
         axes.append(_values(key, grid[key], _check_option(key)))
+    if math.prod(len(a) for a in axes) > MAX_POINTS:
+        raise ValueError(f"the grid has over {MAX_POINTS:,} points")
     for combo in itertools.product(*axes):
         yield dict(zip(keys, combo))
 
@@ -283,22 +316,37 @@ def read_sweep_file(path: PathLike) -> dict[str, Any] | list[dict[str, Any]]:
     if suffix == ".toml":
         data = read_toml(p, "sweep file")
     else:
-        try:
-            text = p.read_text()
-        except OSError as e:
-            raise ValueError(f"sweep file {p}: {e.strerror or e}") from None
+        text = read_text(p, "sweep file", _MAX_SWEEP_FILE_BYTES)
         try:
             import yaml
 
             data = yaml.safe_load(text)
-        except Exception as e:  # the parser's own error types
+        except Exception as e:  # the parser's own error types, RecursionError too
             raise ValueError(f"sweep file {p}: {e}".replace("\n", " ")) from None
     if isinstance(data, dict) and list(data) == ["grid"]:
         data = data["grid"]
     grids = data if isinstance(data, list) else [data]
     if not grids or not all(isinstance(g, dict) for g in grids):
         raise ValueError(f"sweep file {p}: expected a table of train options, or [[grid]] tables")
+    for g in grids:
+        _check_file_grid(p, g)
     return data
+
+
+def _check_file_grid(path: Path, grid: dict[Any, Any]) -> None:
+    """A grid read from a file: option names are strings, values are one value
+    (number, string, boolean, none) or a flat list of them; a ValueError naming the file
+    otherwise (not the TypeError `expand_grid` gives a program)."""
+    scalar = (bool, int, float, str, type(None))
+    for key, value in grid.items():
+        if not isinstance(key, str):
+            raise ValueError(f"sweep file {path}: option names are strings, got {key!r}")
+        values = value if isinstance(value, list) else [value]
+        if not all(isinstance(v, scalar) for v in values):
+            raise ValueError(
+                f"sweep file {path}: option {key!r} takes a value or a flat list of "
+                "numbers, strings or booleans"
+            )
 
 
 def parse_shard(shard: str | tuple[int, int]) -> tuple[int, int]:
@@ -322,12 +370,81 @@ def parse_shard(shard: str | tuple[int, int]) -> tuple[int, int]:
 
 
 def _read_json(path: Path) -> Any:
+    """A point's JSON file (None: missing). It lies in a directory anyone sharing the
+    sweep may write: a regular file of bounded size and nesting, no symlink followed;
+    ValueError otherwise."""
     try:
-        return json.loads(path.read_text())
+        return read_json(path, "file", follow=False)
     except FileNotFoundError:
         return None
-    except (OSError, ValueError) as e:
-        raise ValueError(f"{path}: unreadable ({e})") from None
+    except OSError as e:
+        raise ValueError(f"{path}: unreadable ({e.strerror or e})") from None
+
+
+class PointDamaged(ValueError):
+    """A point's `point.json` or `summary.json` is unreadable or not what a sweep
+    writes: the point is reported as failed and left as it is, the rest of the sweep
+    goes on."""
+
+
+def _point_file(run_dir: Path) -> dict[str, Any] | None:
+    """The point's `point.json` (None: none), checked."""
+    try:
+        point = _read_json(run_dir / POINT_FILE)
+    except ValueError as e:
+        raise PointDamaged(str(e)) from None
+    if point is not None and not (
+        isinstance(point, dict) and isinstance(point.get("options"), dict)
+    ):
+        raise PointDamaged(f"{run_dir / POINT_FILE}: not a sweep point's record")
+    return point
+
+
+def _summary(run_dir: Path) -> dict[str, Any] | None:
+    """The point's `summary.json` (None: none), checked field by field: what a report
+    reads of it has the type `train` writes."""
+    path = run_dir / "summary.json"
+    try:
+        summary = _read_json(path)
+    except ValueError as e:
+        raise PointDamaged(str(e)) from None
+    if summary is None:
+        return None
+    try:
+        _check_summary(summary)
+    except (TypeError, ValueError, KeyError) as e:
+        raise PointDamaged(f"{path}: not a run's summary ({e})") from None
+    return summary
+
+
+def _check_summary(summary: Any) -> None:
+    def number(v: Any, optional: bool = False) -> bool:
+        if v is None:
+            return optional
+        return type(v) in (int, float) and math.isfinite(v)
+
+    def count(v: Any, optional: bool = False) -> bool:
+        return (optional and v is None) or (type(v) is int and v >= 0)
+
+    if not isinstance(summary, dict):
+        raise TypeError("not an object")
+    ev = summary.get("hard_eval")
+    checks = {
+        "hard_eval": isinstance(ev, dict) and count(ev.get("solved")) and count(ev.get("samples")),
+        "epochs": count(summary.get("epochs")),
+        "first_epoch_hard_zero": count(summary.get("first_epoch_hard_zero"), True),
+        "solved_epoch": count(summary.get("solved_epoch"), True),
+        "solved_seconds": number(summary.get("solved_seconds"), True),
+        "final_soft_loss": number(summary.get("final_soft_loss"), True),
+        "final_hard_loss": number(summary.get("final_hard_loss"), True),
+        "wall_seconds": number(summary.get("wall_seconds")),
+        "active_gates": count(summary.get("active_gates")),
+        "early_stopped": isinstance(summary.get("early_stopped"), bool),
+        "interrupted": isinstance(summary.get("interrupted", False), bool),
+    }
+    bad = [k for k, ok in checks.items() if not ok]
+    if bad:
+        raise ValueError(f"field {bad[0]!r} missing or of the wrong type")
 
 
 def point_state(run_dir: Path, options: Mapping[str, Any]) -> str:
@@ -336,7 +453,11 @@ def point_state(run_dir: Path, options: Mapping[str, Any]) -> str:
     when the directory holds another run."""
     from .runstate import CHECKPOINT_NAME
 
-    point = _read_json(run_dir / POINT_FILE)
+    try:
+        point = _point_file(run_dir)
+        summary = _summary(run_dir) if point is not None else None
+    except PointDamaged:
+        return "damaged"
     if point is None:
         if (run_dir / CHECKPOINT_NAME).exists():
             raise PointConflictError(
@@ -349,7 +470,6 @@ def point_state(run_dir: Path, options: Mapping[str, Any]) -> str:
             f"{run_dir} holds a run of other options ({point.get('options')}); "
             "move it away or choose another sweep directory"
         )
-    summary = _read_json(run_dir / "summary.json")
     if summary is not None and not summary.get("interrupted"):
         return "done"
     return "resume" if (run_dir / CHECKPOINT_NAME).exists() else "new"
@@ -369,7 +489,8 @@ def _point_lock(run_dir: Path) -> Iterator[None]:
         yield
         return
     run_dir.mkdir(parents=True, exist_ok=True)
-    with open(run_dir / LOCK_FILE, "a") as f:
+    # Not through a symlink planted as the lock (it would create or lock a file elsewhere).
+    with os.fdopen(open_nofollow(run_dir / LOCK_FILE, os.O_WRONLY | os.O_CREAT), "ab") as f:
         deadline = time.monotonic() + _LOCK_WAIT_S
         while True:
             try:
@@ -405,6 +526,8 @@ def train_point(run_dir: Path, options: Mapping[str, Any], threads: int) -> str:
         state = point_state(run_dir, options)  # again: another process may have run it
         if state == "done":
             return "skipped"
+        if state == "damaged":
+            raise PointDamaged(_damage(run_dir))
         (run_dir / ERROR_FILE).unlink(missing_ok=True)
         ckpt = run_dir / CHECKPOINT_NAME
         if state == "resume" and not _checkpoint_finished(ckpt):
@@ -425,7 +548,11 @@ def _input_error(e: BaseException) -> bool:
     """Bad options or a conflicting directory: the sweep stops (every point would fail
     alike); anything else (a diverged run, an engine panic) fails only its point."""
     from ._core import MemoryLimitError
+    from .errors import CheckpointError
 
+    # A damaged point (its checkpoint or records) fails alone, as a diverged run does.
+    if isinstance(e, (PointDamaged, CheckpointError)):
+        return False
     return isinstance(e, (ValueError, TypeError, MemoryLimitError))
 
 
@@ -438,7 +565,7 @@ def run_point(out: str, name: str, options: dict[str, Any], threads: int) -> dic
 
     if _WORKER.stop is not None and _WORKER.stop.is_set():
         return {"status": "not started"}
-    run_dir = Path(out) / name
+    run_dir = Path(out) / check_name(name, "sweep point name")
     try:
         return {"status": train_point(run_dir, options, threads)}
     except PointBusy as e:
@@ -449,7 +576,7 @@ def run_point(out: str, name: str, options: dict[str, Any], threads: int) -> dic
             _discard_unstarted(run_dir)
             return {"status": "input error", "error": str(e)}
         try:
-            (run_dir / ERROR_FILE).write_text(message + "\n")
+            write_atomic(run_dir / ERROR_FILE, (message + "\n").encode())
         except OSError:
             pass
         return {"status": "failed", "error": message}
@@ -459,6 +586,9 @@ def _discard_unstarted(run_dir: Path) -> None:
     """Removes a point directory that holds nothing but what the sweep wrote (its
     options were refused before training started), so it does not show in reports."""
     try:
+        # Only a point directory proper (a plain name, not a symlink), never `out` itself.
+        if run_dir.name in ("", ".", "..") or run_dir.is_symlink():
+            return
         if {f.name for f in run_dir.iterdir()} <= {POINT_FILE, LOCK_FILE}:
             shutil.rmtree(run_dir)
     except OSError:
@@ -490,13 +620,35 @@ METRIC_COLUMNS = (
 def _seconds_at_epoch(metrics: Path, epoch: int) -> float | None:
     """`elapsed_s` of `epoch` in a run's metrics.csv (training time, resumes included)."""
     try:
-        with open(metrics, newline="") as f:
+        # A regular file (never a FIFO), no symlink followed; read as a stream.
+        with open_regular(metrics, "metrics file", 1 << 34, follow=False) as raw:
+            f = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="")
             for row in csv.DictReader(f):
                 if int(row["epoch"]) == epoch:
-                    return float(row["elapsed_s"])
-    except (OSError, KeyError, ValueError):
+                    value = float(row["elapsed_s"])
+                    return value if math.isfinite(value) else None
+    except (OSError, KeyError, ValueError, TypeError, csv.Error):
         pass
     return None
+
+
+def _damage(run_dir: Path) -> str:
+    """Why a point's records are damaged (`PointDamaged`'s message)."""
+    try:
+        _point_file(run_dir)
+        _summary(run_dir)
+    except PointDamaged as e:
+        return f"{e}; move it away to train the point again"
+    return f"{run_dir}: damaged"
+
+
+def _error_text(path: Path) -> str:
+    """A point's error.txt (a regular file, bounded, no symlink followed)."""
+    try:
+        data = read_bytes(path, "error file", MAX_TEXT_BYTES, follow=False)
+    except (OSError, ValueError) as e:
+        return str(e)
+    return data[:4096].decode("utf-8", "replace").strip()
 
 
 def point_record(run_dir: Path) -> dict[str, Any] | None:
@@ -512,15 +664,24 @@ def point_record(run_dir: Path) -> dict[str, Any] | None:
     """
     from .runstate import CHECKPOINT_NAME
 
-    point = _read_json(run_dir / POINT_FILE)
-    if not isinstance(point, dict) or not isinstance(point.get("options"), dict):
+    try:
+        point = _point_file(run_dir)
+    except PointDamaged:
+        return None
+    if point is None:
         return None
     row: dict[str, Any] = {"name": run_dir.name, "options": point["options"]}
     row.update(dict.fromkeys(METRIC_COLUMNS))
-    summary = _read_json(run_dir / "summary.json")
+    try:
+        summary = _summary(run_dir)
+        damage = None
+    except PointDamaged as e:
+        summary, damage = None, str(e)
     error = run_dir / ERROR_FILE
-    if error.exists():
-        row["status"], row["error"] = "failed", error.read_text().strip()
+    if damage is not None:
+        row["status"], row["error"] = "failed", damage
+    elif os.path.lexists(error):
+        row["status"], row["error"] = "failed", _error_text(error)
     elif summary is not None:
         row["status"] = "interrupted" if summary.get("interrupted") else "done"
     else:
@@ -680,7 +841,10 @@ def plot_sweep(rows: list[dict[str, Any]], cells: list[dict[str, Any]], path: Pa
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    labels = [_cell_label(c["options"], _varying_keys(cells)) for c in cells]
+    from .markup import plot_text
+
+    # Option values are text, not mathtext (a preset path with `$`).
+    labels = [plot_text(_cell_label(c["options"], _varying_keys(cells))) for c in cells]
     fig = Figure(figsize=(10, 1.5 + 0.45 * len(cells)), dpi=100)
     FigureCanvasAgg(fig)
     left, right = fig.subplots(1, 2, sharey=True)
@@ -758,7 +922,8 @@ def report(out: PathLike) -> SweepReport:
     if not root.is_dir():
         raise FileNotFoundError(f"{root}: no such sweep directory")
     rows = []
-    for d in sorted(p for p in root.iterdir() if p.is_dir()):
+    # Point directories proper: a symlink could point the report anywhere.
+    for d in sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink()):
         row = point_record(d)
         if row is not None:
             rows.append(row)
@@ -901,7 +1066,7 @@ class _RayExecutor:
             run_dir = self._out / point.name
             run_dir.mkdir(parents=True, exist_ok=True)
             for rel, data in files.items():
-                write_atomic(run_dir / rel, data)
+                write_atomic(run_dir / check_name(rel, "file from a Ray task"), data)
         return result
 
     def stop(self, running: list[Any]) -> None:
@@ -914,6 +1079,36 @@ class _RayExecutor:
         self._marker.unlink(missing_ok=True)
         if self._started:
             self._ray.shutdown()
+
+
+def _check_reachable(address: str, timeout: float | None = None) -> None:
+    """A cluster address (`HOST:PORT`, `ray://HOST:PORT`) must accept a TCP connection
+    within `RAY_CONNECT_TIMEOUT_S`; ValueError otherwise. `local` and `auto` (Ray finds
+    its own) are not probed."""
+    import socket
+
+    if address in ("local", "auto"):
+        return
+    where = address.split("://", 1)[1] if "://" in address else address
+    host, colon, port_text = where.rpartition(":")
+    host = host.strip("[]")  # [::1]:6379
+    try:
+        port = int(port_text)
+    except ValueError:
+        port = -1
+    if not colon or not host or not 0 < port < 65536:
+        raise ValueError(
+            f"ray address {address!r}: expected HOST:PORT, ray://HOST:PORT, auto or local"
+        )
+    wait = RAY_CONNECT_TIMEOUT_S if timeout is None else timeout
+    try:
+        socket.create_connection((host, port), timeout=wait).close()
+    except OSError as e:
+        if isinstance(e, socket.timeout):
+            reason = f"no answer within {wait:g} s"
+        else:
+            reason = e.strerror or str(e)
+        raise ValueError(f"cannot reach a Ray cluster at {address}: {reason}") from None
 
 
 def _run_files(run_dir: Path) -> dict[str, bytes] | None:
@@ -1076,19 +1271,28 @@ def sweep(
     if shard is not None:
         index, count = parse_shard(shard)
         points = points[index::count]
+    _check_presets(points)  # an unknown preset or a bad file: before the disk is touched
+    address = None if ray in (None, False) else "local" if ray is True else str(ray)
+    if address is not None:
+        _check_reachable(address)  # Ray itself waits minutes on a dead address
     root = Path(out)
+    refuse_foreign_dir(root, "sweep directory", SWEEP_MARKER, ("sweep.json",), POINT_FILE)
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise ValueError(f"sweep directory {root}: {e.strerror or e}") from None
+    mark_dir(root, SWEEP_MARKER)
 
     states = {p.name: point_state(root / p.name, p.options) for p in points}
-    todo = deque(p for p in points if states[p.name] != "done")
-    run = _Run(root, threads, until_solved, quiet, len(points) - len(todo))
+    damaged = [p for p in points if states[p.name] == "damaged"]
+    todo = deque(p for p in points if states[p.name] not in ("done", "damaged"))
+    run = _Run(root, threads, until_solved, quiet, len(points) - len(todo) - len(damaged))
+    for p in damaged:  # one damaged point fails alone; the others go on
+        run.counts["failed"] += 1
+        run.say(f"sweep: {p.name} failed: {_damage(root / p.name)}", always=True)
     run.solved = sum(_solved(root / p.name) for p in points if states[p.name] == "done")
     resume = sum(states[p.name] == "resume" for p in todo)
     if todo and not run.race_won():
-        address = None if ray in (None, False) else "local" if ray is True else str(ray)
         executor: _PoolExecutor | _RayExecutor
         if address is None:
             executor = _PoolExecutor(min(workers or _default_workers(threads), len(todo)))
@@ -1097,7 +1301,8 @@ def sweep(
             executor = _RayExecutor(address, workers, threads, root)
             where = f"Ray ({address}), {executor.slots} at once x {threads} CPU"
         run.say(
-            f"sweep: {len(points)} points ({len(points) - len(todo)} finished, {resume} to "
+            f"sweep: {len(points)} points ({len(points) - len(todo) - len(damaged)} finished, "
+            f"{len(damaged)} damaged, {resume} to "
             f"resume, {len(todo) - resume} to train) on {where} -> {root}"
         )
         run.drive(executor, todo)
@@ -1116,6 +1321,28 @@ def sweep(
     elif run.race_won() and todo:
         run.say(f"sweep: until-solved {until_solved} reached; {len(todo)} points not launched")
     return result
+
+
+def _check_presets(points: list[Point]) -> None:
+    """Resolves every distinct preset of the points (a name, a task kind with its size,
+    an experiment file) as `train` would, so that a bad one is refused before any
+    point's directory is made."""
+    from .presets import read_experiment, resolve_preset
+
+    seen = set()
+    for point in points:
+        o = point.options
+        key = (o.get("preset"), o.get("size"), o.get("asynchronous"))
+        if key in seen:
+            continue
+        seen.add(key)
+        preset, size, asynchronous = key
+        if not isinstance(preset, str):
+            continue  # `train` refuses it with its own message
+        if preset.lower().endswith(".toml"):
+            read_experiment(preset)
+        elif type(size) is int or size is None:
+            resolve_preset(preset, size=size, asynchronous=bool(asynchronous))
 
 
 class _Run:

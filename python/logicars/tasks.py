@@ -60,6 +60,14 @@ CHECKERBOARD = "checkerboard"
 LIZARD = "lizard"
 COLORED_G = "colored-g"
 
+# The largest image a task reads, checked from its header before anything is decoded
+# (a 30000^2 PNG is 870 KB): 4096 x 4096, 256 MB as float RGBA.
+MAX_IMAGE_PIXELS = 4096 * 4096
+MAX_IMAGE_BYTES = 64 << 20  # the file itself
+# A pattern's tile: scoring tries every phase (cyclic shift) of it, so its cells bound
+# the work of every check (a 1000 x 1000 tile would be 10^6 phases).
+MAX_TILE_CELLS = 64 * 64
+
 _NEIGHBOURS = [(dr, dc) for dr in (-1, 0, 1) for dc in (-1, 0, 1) if (dr, dc) != (0, 0)]
 _RULE = re.compile(r"^B([0-8]*)/S([0-8]*)$")
 
@@ -125,16 +133,50 @@ def seed_grid(h: int, w: int, c: int, batch: int = 1) -> np.ndarray:
 def load_image(source: PathLike | Any, size: int | None = None) -> np.ndarray:
     """The notebook's `load_byte`: an RGBA image (a path or a binary file), shrunk with a
     LANCZOS thumbnail to fit `size` x `size` (None: as it is), floats in [0, 1], RGB
-    premultiplied by alpha; shape (H, W, 4)."""
+    premultiplied by alpha; shape (H, W, 4).
+
+    A path must name a regular file of at most `MAX_IMAGE_BYTES` (never a FIFO or a
+    device); an image over `MAX_IMAGE_PIXELS`, checked from its header before it is
+    decoded, or one Pillow cannot decode raises a one-line ValueError."""
+    import io
+    import warnings
+
     from PIL import Image
 
-    with Image.open(source) as opened:
-        img = opened.convert("RGBA")
+    from .files import read_bytes
+
+    if isinstance(source, (str, os.PathLike)):
+        name = os.fspath(source)
+        source = io.BytesIO(read_bytes(name, "image", MAX_IMAGE_BYTES))
+    else:
+        name = str(getattr(source, "name", "image"))
+    try:
+        with warnings.catch_warnings():
+            # The cap below is ours, and lower than Pillow's bomb check.
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with Image.open(source) as opened:
+                width, height = opened.size
+                if width * height > MAX_IMAGE_PIXELS:
+                    raise _TooLarge(f"{width}x{height}")
+                img = opened.convert("RGBA")
+    except _TooLarge as e:
+        raise ValueError(
+            f"image {name}: {e} pixels, over the limit of {MAX_IMAGE_PIXELS:,} pixels"
+        ) from None
+    except Image.DecompressionBombError:
+        raise ValueError(f"image {name}: over the limit of {MAX_IMAGE_PIXELS:,} pixels") from None
+    except Exception as e:  # Pillow's decoders raise many types for a damaged file
+        reason = str(e).replace("\n", " ")[:200] or type(e).__name__
+        raise ValueError(f"image {name}: not a readable image ({reason})") from None
     if size is not None:
         img.thumbnail((size, size), Image.Resampling.LANCZOS)
     arr = np.asarray(img, dtype=np.float32) / 255.0
     arr[..., :3] *= arr[..., 3:]
     return arr
+
+
+class _TooLarge(Exception):
+    """An image over `MAX_IMAGE_PIXELS` (turned into a ValueError by `load_image`)."""
 
 
 def _data_image(filename: str, size: int) -> np.ndarray:
@@ -184,7 +226,18 @@ def tile_bits(path: PathLike) -> np.ndarray:
     """A pattern's tile from an image, (h, w) float32: pixels brighter than half (alpha
     premultiplied, mean of R, G, B) are 1."""
     image = load_image(path)
+    _check_tile(image.shape[:2], f"pattern tile {os.fspath(path)}")
     return (image[..., :3].mean(axis=-1) > 0.5).astype(np.float32)
+
+
+def _check_tile(shape: tuple[int, ...], what: str) -> None:
+    """A tile of at most `MAX_TILE_CELLS` cells (its phases bound every check's work)."""
+    cells = int(np.prod(shape))
+    if cells > MAX_TILE_CELLS:
+        raise ValueError(
+            f"{what}: {'x'.join(map(str, shape))} cells, over the limit of {MAX_TILE_CELLS:,} "
+            "(every phase of a tile is tried when scoring)"
+        )
 
 
 # ---- the Task -----------------------------------------------------------------------------
@@ -427,6 +480,7 @@ class PatternTask(Task):
         tile = np.asarray(tile, dtype=np.float32)
         if tile.ndim != 2 or tile.size == 0:
             raise ValueError(f"a pattern's tile must be a 2-D array of bits, got {tile.shape}")
+        _check_tile(tile.shape, f"task {name!r}: the pattern's tile")
         self.tile = (tile > 0.5).astype(np.float32)
         super().__init__(name, **geometry)
         if len(self.loss_channels) != 1:
@@ -596,7 +650,8 @@ def _builtin_pixels(kind: str, arg: str) -> np.ndarray:
 
 
 def _existing(path: str) -> str:
-    if not os.path.isfile(path):
+    # Anything but a missing file goes on to `load_image`, which says what it is.
+    if not os.path.exists(path):
         raise FileNotFoundError(f"{path}: no such image file")
     return path
 
