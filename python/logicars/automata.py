@@ -114,7 +114,15 @@ def _recording(
 
 
 def _choice(p: list[float]) -> Callable[[np.random.Generator, tuple[int, ...]], np.ndarray]:
-    return lambda rng, shape: rng.choice(len(p), size=shape, p=p)
+    """Soups `(runs, H, W)` of states drawn with probabilities near `p`, each run its own
+    (Dirichlet around `p`): sparse and dense runs show a rule more of its neighbourhoods
+    than one density does, so a circuit learnt from them generalises to unseen runs."""
+
+    def soup(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+        mix = rng.dirichlet(4 * len(p) * np.asarray(p), size=shape[0])
+        return np.stack([rng.choice(len(p), size=shape[1:], p=q) for q in mix])
+
+    return soup
 
 
 # Wireworld's 4 states in 2 bits: empty 00, head 10, tail 01, conductor 11 (bit 0 first).

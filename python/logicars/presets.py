@@ -223,15 +223,23 @@ def preset_for_kind(kind: str, *, size: int | None = None, asynchronous: bool = 
       preset's);
     - `grow:IMAGE.png` (or `grow:lizard`, `grow:colored-g`): a grey image's silhouette
       on the lizard's model, a coloured one's colour bits on the coloured G's, on the
-      image's grid (shrunk to fit `size` x `size` when given), from a seed cell.
+      image's grid (shrunk to fit `size` x `size` when given), from a seed cell;
+    - `data:RECORDING.npz`: reproduce recorded state sequences (`tasks.RecordedTask`) on
+      `recorded.default_spec`, the recording's grid and `recorded.DEFAULT_TRAINING`.
     """
     family, arg = split_kind(kind)
     if family == "data":
         if size is not None or asynchronous:
             raise ValueError("a data: recording sets its own grid; size and async do not apply")
-        from .recorded import recorded_preset
+        from . import recorded
+        from .tasks import RecordedTask
 
-        return recorded_preset(kind, arg)
+        task = RecordedTask.from_file(arg, name=kind)
+        return dataclasses.replace(
+            preset_for_task(task, recorded.default_spec(task), recorded.DEFAULT_EPOCHS),
+            description=recorded.describe(task),
+            **recorded.DEFAULT_TRAINING,
+        )
     if family == "life":
         if size is not None or asynchronous:
             raise ValueError(
