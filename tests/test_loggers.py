@@ -143,3 +143,28 @@ def test_wandb_logs_offline_without_network(tmp_path: Path, monkeypatch) -> None
         u.key == "preset" and json.loads(u.value_json) == "gol" for c in config for u in c.update
     )
     assert any(r.WhichOneof("record_type") == "artifact" for r in records)
+
+
+def test_log_is_a_training_setting_from_python_the_cli_and_experiment_files(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("tensorboardX")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from logicars.cli.main import main
+
+    result = logicars.train(
+        "gol", epochs=5, out=tmp_path / "py", quiet=True, threads=1, log="tensorboard"
+    )
+    events = EventAccumulator(str(tmp_path / "py")).Reload()
+    assert [e.value for e in events.Scalars("hard_loss")] == [r.hard_loss for r in result.metrics]
+    assert (tmp_path / "py" / "hparams").is_dir()  # finished: the hyper-parameters written
+    argv = ["train", "gol", "--epochs", "3", "--log", "tensorboard", "--quiet"]
+    assert main([*argv, "--out", str(tmp_path / "cli")]) == 0
+    assert EventAccumulator(str(tmp_path / "cli")).Reload().Scalars("soft_loss")
+    experiment = tmp_path / "life.toml"
+    experiment.write_text('task = "life:B3/S23"\n[training]\nepochs = 3\nlog = "tensorboard"\n')
+    assert main(["train", str(experiment), "--quiet", "--out", str(tmp_path / "toml")]) == 0
+    assert EventAccumulator(str(tmp_path / "toml")).Reload().Scalars("soft_loss")
+    with pytest.raises(ValueError, match="log must be one of tensorboard, mlflow, wandb"):
+        logicars.train("gol", epochs=3, out=tmp_path / "bad", log="neptune")

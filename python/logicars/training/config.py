@@ -370,6 +370,14 @@ class TrainConfig:
         None, help="engine threads (default/0: one per core)", check=Count(0, MAX_THREADS),
         resume=Resume.PER_CALL, recorded=Recorded.NOT,
     )  # fmt: skip
+    # The back ends' names are logicars.loggers.BACKENDS (a higher layer: not imported).
+    log: str | None = _setting(
+        None, help="track the run with a logger (logicars.loggers): tensorboard (event "
+        "files in the run directory), mlflow (a local file store, mlruns/ beside the run) "
+        "or wandb (offline); each needs its extra, e.g. pip install 'logicars[mlflow]'",
+        check=Choice(("tensorboard", "mlflow", "wandb")), resume=Resume.PER_CALL,
+        recorded=Recorded.NOT, metavar="BACKEND",
+    )  # fmt: skip
     init: str | None = _setting(
         None, help="start from this wiring and logits (fixture-format npz, e.g. the "
         "reference notebook's initialisation) instead of a fresh seeded model (default: "
