@@ -1,0 +1,63 @@
+"""The trained circuits shipped with the package (`logicars.pretrained`)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import logicars
+from logicars.evaluate import evaluate
+from logicars.presets import PRESET_NAMES
+from logicars.pretrained import available, open_run
+
+# The draws scripts/make_pretrained.py checks before it ships a circuit.
+CHECKS = ((64, 1), (256, 2))
+
+
+def test_every_preset_ships_a_small_circuit() -> None:
+    assert available() == list(PRESET_NAMES)
+    data = Path(logicars.__file__).parent / "data" / "pretrained"
+    total = sum(p.stat().st_size for p in data.glob("*.npz"))
+    assert total < 500_000, f"{total} bytes of shipped circuits"
+
+
+@pytest.mark.parametrize("name", PRESET_NAMES)
+def test_each_shipped_circuit_passes_its_presets_checks(name: str) -> None:
+    run = logicars.pretrained(name)
+    assert run.preset is not None and run.preset.name == name
+    for samples, seed in CHECKS:
+        result = evaluate(run.model, run.preset, samples=samples, seed=seed)
+        assert result["solved"] == result["samples"], (name, seed, result)
+
+
+def test_a_name_that_is_a_directory_here_is_the_directory(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "gol").mkdir()
+    with pytest.raises(ValueError, match="not a run directory"):
+        open_run("gol")
+    with pytest.raises(ValueError, match="valid presets"):
+        logicars.pretrained("nope")
+    with pytest.raises(FileNotFoundError, match="shipped circuit: gol"):
+        open_run("nope")
+
+
+def test_view_and_simulate_need_no_training(tmp_path: Path) -> None:
+    def cli(*args: str) -> str:
+        proc = subprocess.run(
+            [sys.executable, "-m", "logicars", *args],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            check=True,
+        )
+        return proc.stdout
+
+    assert "wrote the page to lizard.html" in cli("view", "lizard", "--no-open")
+    assert "logic" in (tmp_path / "lizard.html").read_text()
+    out = cli("simulate", "gol", "--size", "32", "--out", "final.npy")
+    assert "0 of 1024 target cells wrong" in out
+    assert np.load(tmp_path / "final.npy").shape == (1, 32, 32, 1)
