@@ -249,6 +249,7 @@ def test_grow_kind_grows_its_image(tmp_path: Path, capsys: pytest.CaptureFixture
     image = _png(tmp_path / "plus.png", plus, "L")
     out = _cli(capsys, "train", f"grow:{image}", "--quiet", "--out", str(tmp_path / "run"))
     assert "hard loss 0" in out and "solves 1/1 held-out inputs" in out
+    assert out.strip().splitlines()[-1].startswith("SOLVED grow:")  # the verdict, last
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["solved_epoch"] == summary["epochs"] and summary["final_hard_loss"] == 0
     out = _cli(capsys, "simulate", str(tmp_path / "run"))

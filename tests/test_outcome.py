@@ -3,7 +3,11 @@ itself (issue 42)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from logicars.outcome import final_repair, outcome_line, solved
 
@@ -81,3 +85,17 @@ def test_evaluates_record_reads_as_the_line() -> None:
     line = outcome_line(s)
     assert solved(s) and line.startswith("SOLVED lizard: grown 1/1 (0 wrong cells); persists")
     assert "persists to 4T 0/1 (reported, not required)" in line
+
+
+def test_the_cli_ends_a_run_with_its_verdict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`logicars train` prints the verdict last: two epochs of gol do not solve it."""
+    from logicars.cli import main
+
+    out = tmp_path / "run"
+    assert main(["train", "gol", "--epochs", "2", "--quiet", "--out", str(out)]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    summary = json.loads((out / "summary.json").read_text())
+    assert lines[-1] == outcome_line(summary)
+    assert lines[-1].startswith("NOT SOLVED gol: ") and "1 attempt, 2 epochs" in lines[-1]

@@ -79,6 +79,7 @@ def _option_type(name: str, check: Constraint) -> Callable[[str], Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..outcome import final_repair, outcome_line
     from ..spec import Relaxation
     from ..tensorboard_log import require_writer
     from ..train import train
@@ -112,13 +113,17 @@ def run(args: argparse.Namespace) -> int:
     ev = s["hard_eval"]
     # A run with restarts: how many wirings its epochs went to.
     attempts = f" over {len(s['restarts']) + 1} attempts" if s["restarts"] else ""
+    # The last epoch's hard loss is the circuit before a repair at the run's end, not the
+    # final one: say so where such a repair ran.
+    before = " before the final repair" if final_repair(s) is not None else ""
     print(
         f"{s['preset']} ({Relaxation(**s['relax']).label()}): {s['epochs']} epochs{attempts} in "
         f"{s['wall_seconds']:.1f} s, "
-        f"final soft loss {s['final_soft_loss']:.4g}, hard loss {s['final_hard_loss']:g} "
+        f"final soft loss {s['final_soft_loss']:.4g}, hard loss {s['final_hard_loss']:g}{before} "
         f"({first}), {s['active_gates']} active gates; the hard circuit solves "
         f"{ev['solved']}/{ev['samples']} held-out inputs -> {result.run_dir}"
     )
+    print(outcome_line(s))  # the verdict, last: SOLVED or NOT SOLVED
     if result.interrupted:
         print(f"interrupted; continue with: {PROG} train --resume {result.run_dir}")
     if result.stopped_by in ("SIGTERM", "SIGHUP"):
