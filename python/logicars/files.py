@@ -151,6 +151,11 @@ def _bracket_depth(text: str) -> int:
 # ---- reading: regular files of bounded size ---------------------------------------------
 
 
+class MissingFileError(FileNotFoundError, ValueError):
+    """A file the package was asked to read does not exist: a `FileNotFoundError`, and a
+    `ValueError` like every other refusal of a file."""
+
+
 def _kind(mode: int) -> str:
     kinds = (
         (stat.S_ISDIR, "a directory"),
@@ -175,7 +180,7 @@ def open_regular(
     try:
         fd = os.open(p, flags)
     except FileNotFoundError:
-        raise FileNotFoundError(f"{what} {p}: no such file") from None
+        raise MissingFileError(f"{what} {p}: no such file") from None
     except OSError as e:
         if not follow and os.path.islink(p):
             raise ValueError(f"{what} {p} is a symbolic link; expected a regular file") from None
@@ -278,11 +283,11 @@ def refuse_foreign_dir(
     what: str,
     marker: str = RUN_MARKER,
     ours: Iterable[str] = (),
-    ours_inside: str | None = None,
+    ours_inside: Iterable[str] = (),
 ) -> None:
     """Refuses (ValueError) to write into an existing directory unless it is one of the
     package's (it holds `marker`, one of the names `ours`, e.g. a run's checkpoint, or a
-    subdirectory holding `ours_inside`, e.g. a sweep's point) or is empty but for the
+    subdirectory holding one of `ours_inside`, e.g. a sweep's point) or is empty but for the
     package's bookkeeping files. A user's directory that happens to hold a
     `summary.json` or `loss.png` is never overwritten."""
     p = Path(path)
@@ -299,7 +304,8 @@ def refuse_foreign_dir(
     known = {marker, *ours}
     if any(n in known for n in names):
         return
-    if ours_inside is not None and any(os.path.isfile(p / n / ours_inside) for n in names):
+    inside = tuple(ours_inside)
+    if inside and any(os.path.isfile(p / n / f) for n in names for f in inside):
         return
     foreign = sorted(n for n in names if n not in _BOOKKEEPING and not n.startswith(".write-test-"))
     if foreign:

@@ -609,6 +609,8 @@ METRIC_COLUMNS = (
     "solved_seconds",
     "final_soft_loss",
     "final_hard_loss",
+    "best_hard_loss",
+    "epoch_budget",
     "hard_minus_soft",
     "wall_seconds",
     "active_gates",
@@ -630,6 +632,22 @@ def _seconds_at_epoch(metrics: Path, epoch: int) -> float | None:
     except (OSError, KeyError, ValueError, TypeError, csv.Error):
         pass
     return None
+
+
+def _best_hard_loss(metrics: Path) -> float | None:
+    """The lowest `hard_loss` of a run's metrics.csv (the wrong cells of its best batch):
+    how close a run came, which the final loss hides when the run ends on a bad epoch."""
+    best: float | None = None
+    try:
+        with open_regular(metrics, "metrics file", 1 << 34, follow=False) as raw:
+            f = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="")
+            for row in csv.DictReader(f):
+                value = float(row["hard_loss"])
+                if math.isfinite(value) and (best is None or value < best):
+                    best = value
+    except (OSError, KeyError, ValueError, TypeError, csv.Error):
+        return None
+    return best
 
 
 def _damage(run_dir: Path) -> str:
@@ -705,6 +723,8 @@ def point_record(run_dir: Path) -> dict[str, Any] | None:
         else _seconds_at_epoch(run_dir / "metrics.csv", zero),
         final_soft_loss=soft,
         final_hard_loss=hard,
+        best_hard_loss=_best_hard_loss(run_dir / "metrics.csv"),
+        epoch_budget=summary.get("target_epochs"),
         hard_minus_soft=None if soft is None or hard is None else hard - soft,
         wall_seconds=summary["wall_seconds"],
         active_gates=summary["active_gates"],
@@ -761,6 +781,19 @@ def summarize_cells(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 ),
                 "median_seconds_to_hard_zero": _median(seconds),
                 "median_wall_seconds": _median([r["wall_seconds"] for r in done]),
+                # How far the runs got when none solves: their best and final wrong
+                # cells, and the epochs they had.
+                "median_best_hard_loss": _median(
+                    [r["best_hard_loss"] for r in done if r["best_hard_loss"] is not None]
+                ),
+                "median_final_hard_loss": _median(
+                    [r["final_hard_loss"] for r in done if r["final_hard_loss"] is not None]
+                ),
+                "median_epochs": _median([r["trained_epochs"] for r in done]),
+                "epoch_budget": max(
+                    (r["epoch_budget"] for r in done if r["epoch_budget"] is not None),
+                    default=None,
+                ),
                 "unfinished": sum(
                     r["status"] in ("interrupted", "partial", "started") for r in members
                 ),
@@ -803,6 +836,9 @@ def cells_table(cells: list[dict[str, Any]]) -> str:
             "reached hard loss 0",
             "median epochs to hard loss 0",
             "median s to hard loss 0",
+            "median best hard loss",
+            "median final hard loss",
+            "median epochs / budget",
             "median wall s",
         ]
         + extra
@@ -819,6 +855,9 @@ def cells_table(cells: list[dict[str, Any]]) -> str:
                 str(c["reached_hard_zero"]),
                 _fmt(c["median_epochs_to_hard_zero"]),
                 _fmt(c["median_seconds_to_hard_zero"], 2),
+                _fmt(c.get("median_best_hard_loss")),
+                _fmt(c.get("median_final_hard_loss")),
+                f"{_fmt(c.get('median_epochs'))} / {_fmt(c.get('epoch_budget'))}",
                 _fmt(c["median_wall_seconds"], 2),
             ]
             + [str(c[k]) for k in extra]
@@ -836,8 +875,9 @@ def _cell_label(options: Mapping[str, Any], varying: list[str]) -> str:
 
 
 def plot_sweep(rows: list[dict[str, Any]], cells: list[dict[str, Any]], path: PathLike) -> None:
-    """Success rate per cell (left) and each finished run's first epoch with hard loss 0
-    (right: green solved, orange reached 0 on its batches but not every held-out input)."""
+    """Success rate per cell (left); each finished run's best and final hard loss (middle:
+    how close the runs came, which shows progress when nothing solves); its first epoch
+    with hard loss 0 (right). Green: solved; orange: not."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -845,9 +885,9 @@ def plot_sweep(rows: list[dict[str, Any]], cells: list[dict[str, Any]], path: Pa
 
     # Option values are text, not mathtext (a preset path with `$`).
     labels = [plot_text(_cell_label(c["options"], _varying_keys(cells))) for c in cells]
-    fig = Figure(figsize=(10, 1.5 + 0.45 * len(cells)), dpi=100)
+    fig = Figure(figsize=(14, 1.5 + 0.45 * len(cells)), dpi=100)
     FigureCanvasAgg(fig)
-    left, right = fig.subplots(1, 2, sharey=True)
+    left, middle, right = fig.subplots(1, 3, sharey=True)
     ys = list(range(len(cells)))
     rates = [100 * (c["success_rate"] or 0) for c in cells]
     left.barh(ys, rates, height=0.6, color="tab:green")
@@ -859,23 +899,47 @@ def plot_sweep(rows: list[dict[str, Any]], cells: list[dict[str, Any]], path: Pa
     for y, rate, c in zip(ys, rates, cells):
         left.text(rate + 1.5, y, f"{c['solved']}/{c['runs']}", va="center", fontsize="small")
     index = {json.dumps(c["options"]): i for i, c in enumerate(cells)}
+    done = [r for r in rows if r["status"] == "done"]
     for solved, color, label in (
         (True, "tab:green", "solved"),
         (False, "tab:orange", "not solved"),
     ):
+        mine = [r for r in done if bool(r["solved"]) == solved]
+        for key, fill in (("best_hard_loss", color), ("final_hard_loss", "none")):
+            shift = 0.12 if fill == "none" else 0.0  # the final loss just below the best
+            pts = [
+                (r[key], index[json.dumps(_cell_of(r["options"]))] + shift)
+                for r in mine
+                if r.get(key) is not None
+            ]
+            if pts:
+                kind = "best" if fill != "none" else "final"
+                middle.scatter(
+                    *zip(*pts), s=22, alpha=0.85, facecolors=fill, edgecolors=color,
+                    label=f"{kind}, {label}",
+                )  # fmt: skip
         pts = [
             (r["first_epoch_hard_zero"], index[json.dumps(_cell_of(r["options"]))])
-            for r in rows
-            if r["status"] == "done"
-            and r["first_epoch_hard_zero"] is not None
-            and bool(r["solved"]) == solved
+            for r in mine
+            if r["first_epoch_hard_zero"] is not None
         ]
         if pts:
             right.scatter(*zip(*pts), color=color, label=label, s=18, alpha=0.8)
-    right.set_xlabel("first epoch with hard loss 0")
+    middle.set_xscale("symlog", linthresh=1)  # 0 (solved batches) drawn at the left edge
+    middle.set_xlim(left=0)
+    middle.set_xlabel("hard loss (wrong cells): best ●, final ○")
+    middle.grid(True, axis="x", alpha=0.3)
+    if middle.collections:
+        middle.legend(fontsize="x-small")
+    budgets = {c.get("epoch_budget") for c in cells} - {None}
+    budget = f" (budget {', '.join(_fmt(b) for b in sorted(budgets))})" if budgets else ""
+    right.set_xlabel(f"first epoch with hard loss 0{budget}")
     right.grid(True, axis="x", alpha=0.3)
     if right.collections:
         right.legend(fontsize="small")
+    elif done:
+        right.text(0.5, 0.5, "no run reached hard loss 0", transform=right.transAxes,
+                   ha="center", va="center", color="0.4")  # fmt: skip
     fig.tight_layout()
     save_atomic(path, lambda f: fig.savefig(f, format=Path(path).suffix[1:] or "png"))
 
@@ -1276,14 +1340,17 @@ def sweep(
     if address is not None:
         _check_reachable(address)  # Ray itself waits minutes on a dead address
     root = Path(out)
-    refuse_foreign_dir(root, "sweep directory", SWEEP_MARKER, ("sweep.json",), POINT_FILE)
+    # Points (and runs a point would conflict with, which `point_state` names) are
+    # the sweep's to judge; any other file makes `out` a directory that is not a sweep.
+    inside = (POINT_FILE, "model.safetensors")
+    refuse_foreign_dir(root, "sweep directory", SWEEP_MARKER, ("sweep.json",), inside)
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise ValueError(f"sweep directory {root}: {e.strerror or e}") from None
-    mark_dir(root, SWEEP_MARKER)
 
     states = {p.name: point_state(root / p.name, p.options) for p in points}
+    mark_dir(root, SWEEP_MARKER)  # after the conflicts: a refused `out` is left as it was
     damaged = [p for p in points if states[p.name] == "damaged"]
     todo = deque(p for p in points if states[p.name] not in ("done", "damaged"))
     run = _Run(root, threads, until_solved, quiet, len(points) - len(todo) - len(damaged))
