@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,9 +103,14 @@ def load_run(path: PathLike) -> LoadedRun:
 
 
 def _read_summary(path: Path) -> dict[str, Any] | None:
-    """A run's summary.json as a dict, or None."""
+    """A run's summary.json as a dict, or None. The run directory may be someone else's:
+    a regular file of bounded size and nesting, no symlink followed (`logicars.files`);
+    a FIFO, a device or JSON nested 10^5 deep is no summary, never a hang or a
+    RecursionError."""
+    from .files import read_json
+
     try:
-        summary = json.loads(path.read_text())
+        summary = read_json(path, "summary", follow=False)
     except (OSError, ValueError):
         return None
     return summary if isinstance(summary, dict) else None

@@ -1323,7 +1323,9 @@ def sweep(
     `ValueError`/`TypeError`, before any training where they can be seen from the grid.
     """
     from .model import MAX_THREADS, check_int
+    from .runtime import check_environment
 
+    check_environment()
     threads = check_int("threads_per_run", threads_per_run, 1, MAX_THREADS)
     if workers is not None:
         workers = check_int("workers", workers, 1)

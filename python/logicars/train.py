@@ -25,29 +25,20 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import os
 import re
-import signal
 import stat
-import sys
-import threading
-import time
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from types import FrameType
 from typing import Any, BinaryIO, Union
 
-import numpy as np
-
 from . import _core
-from .callbacks import Callback, EpochContext, check_callbacks, run_callbacks
-from .checkpoint import save_checkpoint
-from .errors import CheckpointError
-from .evaluate import evaluate, validate
+from .callbacks import Callback, check_callbacks
+from .evaluate import evaluate
 from .export import active_gates
 from .files import write_atomic
+from .loggers import make_logger
 from .model import Model, check_int, load_checkpoint
 from .plots import (  # noqa: F401 (write_frames_gif: importable from here too)
     plot_losses,
@@ -55,7 +46,6 @@ from .plots import (  # noqa: F401 (write_frames_gif: importable from here too)
     write_rollout_gif,
 )
 from .presets import Preset, preset_for_task, read_experiment, resolve_preset
-from .repair import repair as repair_circuit
 from .runlock import RunLock
 from .runstate import (  # noqa: F401 (EpochMetrics, TRAIN_STATE_KIND: importable from here too)
     CHECKPOINT_NAME,
@@ -77,13 +67,26 @@ from .training.config import (  # noqa: F401 (DEFAULT_CHECKPOINT_EVERY: importab
     setting,
     setting_default,
 )
+from .training.interrupts import StopOnInterrupt
+from .training.loop import BatchSource, Policy, Run, TaskBatches, train_epochs
+from .training.policies import (  # noqa: F401 (the constants: importable from here too)
+    BEST_ATTEMPT_NAME,
+    CONFIRM_SAMPLES,
+    CONFIRM_SEED,
+    FINAL_REPAIR_BUDGET,
+    LOWEST_NAME,
+    MAX_STALLS,
+    REPAIR_BUDGET,
+    REPAIR_EVERY,
+    VALIDATION_SAMPLES,
+    VALIDATION_SEED,
+    Callbacks,
+    default_policies,
+    drift_due,
+    restart_seed,
+)
 
 PathLike = Union[str, "os.PathLike[str]"]
-
-# The best unsolved attempt so far of a run that restarts (see `_keep_if_best`).
-BEST_ATTEMPT_NAME = "best-attempt.safetensors"
-# The parameters of the current attempt's lowest training hard loss (see `_Lowest`).
-LOWEST_NAME = "lowest.safetensors"
 
 
 @dataclasses.dataclass
@@ -329,59 +332,7 @@ def _same_preset(a: Preset, b: Preset) -> bool:
     return (a.name, a.batch, a.height, a.width, da) == (b.name, b.batch, b.height, b.width, db)
 
 
-# ---- Ctrl-C ---------------------------------------------------------------------------
-
-
-# Ctrl-C, and what batch schedulers (Slurm preemption, Kubernetes) and closed terminals
-# send: all three stop the run after its epoch, with a checkpoint.
-_STOP_SIGNALS = tuple(
-    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
-)
-
-
-class _StopOnInterrupt:
-    """SIGINT, SIGTERM and SIGHUP handler: the first signal asks the loop to stop after
-    the current epoch (`signal_name` says which), a second one aborts at once
-    (KeyboardInterrupt)."""
-
-    def __init__(self) -> None:
-        self.requested = False
-        self.signal_name: str | None = None
-        self._previous: dict[int, Any] = {}
-
-    def __enter__(self) -> _StopOnInterrupt:
-        # Signal handlers can only be set from the main thread; elsewhere the signals
-        # keep their default behaviour.
-        if threading.current_thread() is threading.main_thread():
-            for signum in _STOP_SIGNALS:
-                self._previous[signum] = signal.signal(signum, self._handle)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for signum, previous in self._previous.items():
-            # None: the previous handler was not set from Python; fall back to the default.
-            if previous is None:
-                previous = signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL
-            signal.signal(signum, previous)
-
-    def _handle(self, signum: int, frame: FrameType | None) -> None:
-        if self.requested:
-            raise KeyboardInterrupt
-        self.requested = True
-        self.signal_name = signal.Signals(signum).name
-        again = "Ctrl-C" if signum == signal.SIGINT else self.signal_name
-        try:
-            print(
-                f"\nlogicars: {self.signal_name} received; finishing this epoch and saving "
-                f"a checkpoint ({again} again to abort)",
-                file=sys.stderr,
-                flush=True,
-            )
-        except (OSError, ValueError):
-            pass  # a closed terminal (SIGHUP) must not stop the checkpoint being written
-
-
-# ---- the loop -------------------------------------------------------------------------
+# ---- train ----------------------------------------------------------------------------
 
 
 def train(
@@ -455,6 +406,10 @@ def train(
       epoch's checkpoint is written. Not stored: a resumed run is given them again.
     - `tensorboard`: True writes the metrics rows as TensorBoard event files into the
       run directory, a directory writes them there (needs tensorboardX).
+    - `log` (a setting): "tensorboard", "mlflow" or "wandb" tracks the run with that
+      logger of `logicars.loggers` (hyper-parameters, losses, rollouts, gate histograms,
+      the run's files); for a logger with options, pass it in `callbacks` and call its
+      `finish(result)`.
 
     metrics.csv is appended and flushed after every epoch; a resumed run first rebuilds
     it from the checkpoint's rows, so the file of a resumed run is the file of an
@@ -465,6 +420,9 @@ def train(
     run directory is refused with `logicars.runlock.RunLockedError`. Bad arguments raise
     `ValueError`/`TypeError` before any training starts.
     """
+    from .runtime import check_environment
+
+    check_environment()  # issue 43: LOGICARS_*/RAYON_NUM_THREADS the engine would ignore
     unknown = sorted(set(settings) - set(SETTING_NAMES))
     if unknown:
         raise TypeError(f"train() got an unexpected keyword argument {unknown[0]!r}")
@@ -542,6 +500,8 @@ def train(
                 "resume=DIR (--resume DIR) or choose another output directory"
             )
 
+    # The logger's package is imported here: a missing extra fails before any training.
+    logger = None if per_call["log"] is None else make_logger(per_call["log"])
     dataset = state.preset.task()  # a preset without a task fails here, before the dir
     if model is None:
         model = Model(state.preset.spec, state.seed)  # so does a model over the memory cap
@@ -556,7 +516,15 @@ def train(
     try:
         logdir = run_dir if tensorboard_dir is True else tensorboard_dir
         every = per_call["checkpoint_every"]
-        return _run(model, state, dataset, run_dir, quiet, every, hooks, logdir)
+        if logger is None:
+            return _run(model, state, dataset, run_dir, quiet, every, hooks, logdir)
+        result = None
+        try:
+            # First: it logs the epoch whoever stops the run.
+            result = _run(model, state, dataset, run_dir, quiet, every, [logger, *hooks], logdir)
+        finally:
+            logger.finish(result)  # None: the run ended with an exception
+        return result
     finally:
         lock.release()
         if threads is not None:
@@ -577,7 +545,7 @@ def _checked_settings(settings: dict[str, Any]) -> dict[str, Any]:
 
 def _check_resumable(state: RunState, ckpt: Path) -> None:
     """ValueError when the resumed run has nothing left to do with its settings."""
-    if state.epoch >= state.target_epochs and not _drift_due(state):
+    if state.epoch >= state.target_epochs and not drift_due(state):
         raise ValueError(
             f"the run in {ckpt.parent} has already trained {state.epoch} of "
             f"{state.target_epochs} epochs; pass epochs (--epochs) > {state.epoch} "
@@ -637,123 +605,34 @@ def _train_epochs(
     metrics_file: BinaryIO,
     board: TensorBoardLog | None,
 ) -> RunResult:
+    """The epochs (`logicars.training.loop.train_epochs`) with the default policies, then
+    the final checkpoint, summary and plots."""
     from .progress import progress_bar
 
-    ckpt = run_dir / CHECKPOINT_NAME
-    if board is not None:
-        callbacks = [board, *callbacks]  # first: it logs the epoch whoever stops the run
-
-    lowest = _Lowest(model, state, run_dir)
-
-    def checkpoint(**flags: bool) -> None:
-        # The event log first: what a checkpoint holds, the log has on disk too.
-        if board is not None:
-            board.flush()
-        lowest.save(model)
-        save_checkpoint(ckpt, model, state.to_extra(**flags))
-
-    start_epoch = state.epoch
-    stopped_by_callback = None
-    offset = state.elapsed
-    early_stopped = False
     bar = progress_bar(
         total=state.target_epochs,
-        initial=start_epoch,
+        initial=state.epoch,
         desc=state.preset.name,
         unit="epoch",
         disable=quiet,
     )
-    t0 = time.perf_counter()
     # The handler stays in place until the outputs are written: a Ctrl-C at any point
     # of a run still ends with a checkpoint and a complete run directory.
-    with _StopOnInterrupt() as stop:
+    with StopOnInterrupt() as stop:
+        run = Run(model, state, run_dir, stop, bar, quiet)
+        policies = [_MetricsCsv(metrics_file), *default_policies(model, state, run_dir)]
+        policies.append(Callbacks(callbacks, board))
         with bar, metrics_file:
-            # The epochs to train may grow on the way (`_stalled`).
-            while state.epoch < state.target_epochs:
-                epoch = state.epoch + 1
-                # A stalled attempt makes way for a fresh wiring; one that ran its epochs
-                # unsolved is repaired, else replaced. Checked before the epoch, so that a
-                # run ending (or interrupted) right there restarts when resumed, as the
-                # straight run does.
-                stall = _stalled(state)
-                if stall or _attempt_over(state):
-                    lowest.settle(model, state)
-                    if not stall and _final_repair(model, state):
-                        state.solved_epoch = state.epoch
-                        state.solved_seconds = offset + time.perf_counter() - t0
-                        if state.stop_on_solve:
-                            early_stopped = True
-                            break
-                    else:
-                        _keep_if_best(model, state, run_dir)
-                        model = _restart(model, state)
-                        if stall:
-                            state.stalls += 1
-                            state.target_epochs += stall
-                            bar.total = state.target_epochs
-                x, y = dataset.sample(state.rng)
-                before = lowest.params_before(model, state)
-                soft, hard = model.train_step(
-                    x,
-                    y,
-                    lr=state.preset.lr_at(epoch, state.target_epochs),
-                    weight_decay=state.preset.weight_decay,
-                )
-                lowest.update(before, epoch, hard, state)
-                row = EpochMetrics(epoch, soft, hard, offset + time.perf_counter() - t0)
-                if not math.isfinite(soft):
-                    where = f"{ckpt}" if ckpt.exists() else "none yet"
-                    raise FloatingPointError(
-                        f"training diverged at epoch {epoch} (soft loss {soft}); "
-                        f"last good checkpoint: {where}"
-                    )
-                state.metrics.append(row)
-                # Appended as it comes: a crash loses at most the epoch it interrupts.
-                metrics_file.write(_metrics_line(row).encode())
-                metrics_file.flush()
-                if hard == 0:
-                    state.zero_streak += 1
-                    if state.first_zero is None:
-                        state.first_zero = epoch
-                else:
-                    state.zero_streak = 0
-                bar.set_postfix({"soft": f"{soft:.4g}", "hard": f"{hard:.4g}"}, refresh=False)
-                bar.update(1)
-                if hard == 0 and state.solved_epoch is None and _solves_or_repairs(model, state):
-                    # Seconds until the check passed, the check (and any repair) included.
-                    state.solved_epoch = epoch
-                    state.solved_seconds = offset + time.perf_counter() - t0
-                early_stopped = (
-                    state.early_stop is not None and state.zero_streak >= state.early_stop
-                ) or (state.stop_on_solve and state.solved_epoch == epoch)
-                if callbacks:
-                    try:
-                        asked = _epoch_callbacks(callbacks, row, model, state, run_dir, start_epoch)
-                    except Exception:
-                        checkpoint()  # the run resumes from this epoch
-                        raise
-                    if asked is not None and not early_stopped and epoch < state.target_epochs:
-                        early_stopped = True
-                        stopped_by_callback = asked
-                if early_stopped or stop.requested or epoch == state.target_epochs:
-                    break
-                if checkpoint_every is not None and epoch % checkpoint_every == 0:
-                    checkpoint()
+            train_epochs(run, _batch_source(state, dataset), policies, checkpoint_every)
             os.fsync(metrics_file.fileno())
-        interrupted = stop.requested and state.epoch < state.target_epochs and not early_stopped
-        if state.epoch == state.target_epochs:
-            lowest.settle(model, state)
-            # The search runs when the greedy repair did not solve (`_drift_due`).
-            if _final_repair(model, state) or _final_drift(model, state, stop, quiet):
-                state.solved_epoch = state.epoch
-                state.solved_seconds = offset + time.perf_counter() - t0
+        early_stopped = run.stop_reason is not None
+        unfinished = state.epoch < state.target_epochs and not early_stopped
         # A drift search cut short goes on when the run is resumed.
-        interrupted = interrupted or (stop.requested and _drift_due(state))
-        if state.epoch == state.target_epochs and state.solved_epoch is None and not interrupted:
-            model = _best_of_attempts(model, state, run_dir)
+        interrupted = stop.requested and (unfinished or drift_due(state))
         # The final checkpoint first: whatever happens while plotting, the run is safe.
-        checkpoint(interrupted=interrupted, early_stopped=early_stopped)
-        summary = _summary(model, state, interrupted, early_stopped, stopped_by_callback)
+        run.checkpoint(interrupted=interrupted, early_stopped=early_stopped)
+        model = run.model
+        summary = _summary(model, state, interrupted, early_stopped, run.stopped_by_callback)
         _write_atomic(run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
         plot_losses(state.metrics, run_dir / "loss.png", title=state.preset.name)
         write_rollout_gif(model, state.preset, run_dir / "rollout.gif", seed=state.seed)
@@ -769,304 +648,22 @@ def _train_epochs(
     )
 
 
-def _epoch_callbacks(
-    callbacks: list[Callback],
-    row: EpochMetrics,
-    model: Model,
-    state: RunState,
-    run_dir: Path,
-    start_epoch: int,
-) -> str | None:
-    """Runs the callbacks after an epoch (`logicars.callbacks.run_callbacks`): the name of
-    the one that asked to stop, if any."""
-    context = EpochContext(
-        run_dir=run_dir,
-        model=model,
-        preset=state.preset,
-        attempt=len(state.restarts),
-        start_epoch=start_epoch,
-        target_epochs=state.target_epochs,
-        solved_epoch=state.solved_epoch,
-    )
-    return run_callbacks(callbacks, row, context)
+def _batch_source(state: RunState, dataset: Any) -> BatchSource:
+    """Where the run's batches come from: a fresh batch of the task every epoch, drawn
+    from the run's data stream."""
+    return TaskBatches(dataset)
 
 
-# `evaluate`'s seed for the validation check during training; the held-out check of the
-# summary uses seed 0, so a run is not scored on the inputs it was stopped on. The
-# validation draws 4 times as many random starts (where the task has them) as the
-# held-out check, so that a circuit that only nearly works rarely stops a run.
-VALIDATION_SEED = 1
-VALIDATION_SAMPLES = 64
-# A circuit that passes is confirmed on CONFIRM_SAMPLES more inputs of another draw before
-# the run counts as solved: an async checkerboard circuit can be right on the 64 random
-# starts and update masks of the validation draw and still fail one start in 50 (it then
-# failed the held-out check in 3 of 20 seeds). Tasks without random inputs (all 512 Game
-# of Life boards, the growth presets' one start) run their check again, which is cheap.
-CONFIRM_SEED = 2
-CONFIRM_SAMPLES = 256
+class _MetricsCsv(Policy):
+    """Appends each epoch's row to metrics.csv as it comes: a crash loses at most the
+    epoch it interrupts."""
 
+    def __init__(self, metrics_file: BinaryIO) -> None:
+        self.file = metrics_file
 
-def _solves(model: Model, preset: Preset) -> bool:
-    """Whether the model's hard circuit (after this epoch's update) passes the validation
-    check: every input of `evaluate`'s validation draw exactly right, and of the
-    confirmation draw."""
-    check = validate(model, preset, VALIDATION_SAMPLES, VALIDATION_SEED)
-    return check.passed and _confirmed(model, preset)
-
-
-def _confirmed(model: Model, preset: Preset) -> bool:
-    return validate(model, preset, CONFIRM_SAMPLES, CONFIRM_SEED).passed
-
-
-# Discrete repair during training (`logicars.repair`): after an epoch whose batch the hard
-# circuit got right but whose validation check failed, at most once per REPAIR_EVERY
-# epochs, with REPAIR_BUDGET candidate runs; once more at the end of an unsolved run that
-# came close (a batch with at most CLOSE_FRACTION of its cells wrong), with
-# FINAL_REPAIR_BUDGET. Budgets are counts, not seconds, so that runs stay deterministic.
-REPAIR_EVERY = 100
-REPAIR_BUDGET = 300
-FINAL_REPAIR_BUDGET = 2000
-CLOSE_FRACTION = 0.05
-
-
-def _final_repair(model: Model, state: RunState) -> bool:
-    """The repair at the end of an unsolved attempt that came close (some epoch's hard
-    loss, the wrong cells of its batch, at most `CLOSE_FRACTION` of the batch's cells,
-    or 1); whether it made the circuit pass."""
-    if not state.repair or state.solved_epoch is not None:
-        return False
-    if any(r["epoch"] == state.epoch for r in state.repairs):
-        return False  # this epoch's repair already ran
-    p = state.preset
-    cells = p.batch * p.height * p.width * len(p.spec.loss_channels)
-    if _attempt_lowest(state) > max(1.0, CLOSE_FRACTION * cells):
-        return False
-    return _repaired(model, state, FINAL_REPAIR_BUDGET)
-
-
-def _drifts(state: RunState) -> list[dict[str, Any]]:
-    """The run's drift search so far: its parts' records in `repairs`."""
-    return [r for r in state.repairs if r.get("method") == "drift"]
-
-
-def _drift_spent(state: RunState) -> int:
-    """The candidates the run's drift search has tried so far."""
-    return sum(r["evaluations"] for r in _drifts(state))
-
-
-def _drift_due(state: RunState) -> bool:
-    """Whether the run's drift search (`RunState.drift_budget`) still has candidates to
-    try: the run is unsolved, and no part of the search reached 0 wrong cells."""
-    return (
-        state.repair
-        and state.solved_epoch is None
-        and _drift_spent(state) < state.drift_budget
-        and all(r["wrong_after"] > 0 for r in _drifts(state))
-    )
-
-
-def _final_drift(model: Model, state: RunState, stop: _StopOnInterrupt, quiet: bool) -> bool:
-    """The drift search on the final circuit of an unsolved run, from where an earlier
-    part of it stopped (an interrupt ends it after a chunk of candidates; resuming goes
-    on); whether it made the circuit pass."""
-    if stop.requested or not _drift_due(state):
-        return False
-    spent = _drift_spent(state)
-    result = repair_circuit(
-        model,
-        state.preset,
-        budget=state.drift_budget - spent,
-        samples=VALIDATION_SAMPLES,
-        seed=VALIDATION_SEED,
-        method="drift",
-        progress=not quiet,
-        offset=spent,
-        stop=lambda: stop.requested,
-    )
-    # The changed gates as a count: a long search changes thousands.
-    record = {**result.to_dict(), "changes": len(result.changes)}
-    state.repairs.append({"epoch": state.epoch, "method": "drift", **record})
-    return result.wrong_after == 0 and _confirmed(model, state.preset)
-
-
-def _attempt_over(state: RunState) -> bool:
-    """Whether the current attempt has trained its `restart_every` epochs unsolved."""
-    return (
-        state.restart_every is not None
-        and state.solved_epoch is None
-        and state.epoch - state.attempt_start == state.restart_every
-    )
-
-
-# Attempts a run replaces for having stalled (`_stalled`), at most: it then trains at
-# most `epochs + MAX_STALLS * stall_epochs` epochs.
-MAX_STALLS = 2
-
-
-def _stalled(state: RunState) -> int:
-    """The epochs of the current attempt (`stall_epochs`) when it has stalled: trained
-    them with its lowest hard loss still above `stall_loss` (`train(stall_epochs=...)`),
-    in a run that has replaced fewer than `MAX_STALLS` stalled attempts; else 0."""
-    p = state.preset
-    if p.stall_epochs is None or p.stall_loss is None or state.solved_epoch is not None:
-        return 0
-    stalled = (
-        state.stalls < MAX_STALLS
-        and state.epoch - state.attempt_start == p.stall_epochs
-        and _attempt_lowest(state) > p.stall_loss
-    )
-    return p.stall_epochs if stalled else 0
-
-
-def _attempt_lowest(state: RunState) -> float:
-    """The current attempt's lowest training hard loss (inf before its first epoch)."""
-    attempt = state.metrics[state.attempt_start :]
-    return min((m.hard_loss for m in attempt), default=math.inf)
-
-
-def restart_seed(seed: int, attempt: int) -> int:
-    """The wiring seed of attempt `attempt` (1, 2, ...) of a run with seed `seed`: a 64-bit
-    draw of `SeedSequence([seed, attempt])`, unrelated to the seeds of other runs."""
-    words = np.random.SeedSequence([seed, attempt]).generate_state(2, np.uint32)
-    return int(words[0]) | int(words[1]) << 32
-
-
-class _Lowest:
-    """The parameters of the current attempt's lowest training hard loss, for a run with a
-    drift budget: an unsolved attempt ends with them when they score better on the
-    validation check than its last, so that its final repair and drift search start from
-    the closest circuit training reached (late in a lizard run the hard loss swings by
-    tens of cells from one epoch to the next; docs/results.md). Written to LOWEST_NAME
-    with each checkpoint, so that a resumed run ends as the straight one does."""
-
-    def __init__(self, model: Model, state: RunState, run_dir: Path) -> None:
-        self.path = run_dir / LOWEST_NAME
-        self.params: dict[str, np.ndarray] | None = None
-        self.unsaved = False
-        if state.lowest is not None:
-            try:
-                saved = Model.load(self.path)
-                if not _same_circuit(saved, model):
-                    raise ValueError("it is not the run's current wiring")
-                self.params = saved.params()
-            except (OSError, ValueError) as e:
-                raise CheckpointError(
-                    f"{self.path}: the run's lowest circuit (epoch {state.lowest['epoch']}) "
-                    f"cannot be read: {e}"
-                ) from None
-
-    @staticmethod
-    def params_before(model: Model, state: RunState) -> dict[str, np.ndarray] | None:
-        """The parameters the coming step measures its hard loss on, when tracked."""
-        return model.params() if state.drift_budget > 0 and state.solved_epoch is None else None
-
-    def update(
-        self, before: dict[str, np.ndarray] | None, epoch: int, hard: float, state: RunState
-    ) -> None:
-        if before is None or (state.lowest is not None and hard >= state.lowest["hard_loss"]):
-            return
-        state.lowest = {"epoch": epoch, "hard_loss": hard}
-        self.params, self.unsaved = before, True
-
-    def save(self, model: Model) -> None:
-        if not self.unsaved or self.params is None:
-            return
-        trained = model.params()
-        model.set_params(self.params)
-        try:
-            model.save(self.path)
-        finally:
-            model.set_params(trained)
-        self.unsaved = False
-
-    def forget(self, state: RunState) -> None:
-        """A new attempt (wiring) starts its own lowest."""
-        state.lowest, self.params, self.unsaved = None, None, False
-
-    def settle(self, model: Model, state: RunState) -> None:
-        """At the end of an unsolved attempt: its lowest circuit instead of its last when
-        that scores better on the validation check (`summary["kept_lowest"]`: its
-        epoch). The choice is made once: a resumed run (a drift search that goes on, more
-        epochs) tracks from there."""
-        if self.params is not None and state.solved_epoch is None:
-            last = model.params()
-            score = _validation_score(model, state.preset)
-            model.set_params(self.params)
-            if _validation_score(model, state.preset) < score:
-                state.kept_lowest = state.lowest["epoch"] if state.lowest else None
-            else:
-                model.set_params(last)
-        self.forget(state)
-
-
-def _same_circuit(a: Model, b: Model) -> bool:
-    """Whether two models have the same spec and wiring (their parameters then fit both)."""
-    wa, wb = a.wires(), b.wires()
-    same_spec = a.spec.to_dict() == b.spec.to_dict()
-    return same_spec and wa.keys() == wb.keys() and all(np.array_equal(wa[k], wb[k]) for k in wa)
-
-
-def _restart(model: Model, state: RunState) -> Model:
-    """A fresh model (new wiring and logits, fresh optimizer) for the next attempt."""
-    seed = restart_seed(state.seed, len(state.restarts) + 1)
-    state.restarts.append({"epoch": state.epoch, "seed": seed})
-    state.zero_streak = 0
-    state.kept_lowest = None  # the ending attempt's: `best_attempt` keeps it
-    return Model(model.spec, seed)
-
-
-def _validation_score(model: Model, preset: Preset) -> list[int]:
-    """How far the hard circuit is from passing the validation check: `[inputs wrong,
-    cells wrong]`, compared in that order."""
-    check = validate(model, preset, VALIDATION_SAMPLES, VALIDATION_SEED)
-    return [check.samples - check.solved + (not check.passed), check.wrong_cells]
-
-
-def _keep_if_best(model: Model, state: RunState, run_dir: Path) -> None:
-    """Before a restart: keep the ending attempt's model (BEST_ATTEMPT_NAME) if it scores
-    better than every earlier one, so that a run whose attempts all fail ends with the
-    best of them rather than the last (an async run's first attempt can be right on all
-    but a few of the validation's random starts, and its later ones far off)."""
-    score = _validation_score(model, state.preset)
-    if state.best_attempt is None or score < state.best_attempt["score"]:
-        model.save(run_dir / BEST_ATTEMPT_NAME)
-        attempt = len(state.restarts)
-        state.best_attempt = {
-            "attempt": attempt,
-            "epoch": state.epoch,
-            "score": score,
-            "kept_lowest": state.kept_lowest,
-        }
-
-
-def _best_of_attempts(model: Model, state: RunState, run_dir: Path) -> Model:
-    """The final circuit of a run that ended unsolved: its last attempt's, or an earlier
-    attempt's that scored better on the validation check."""
-    best = state.best_attempt
-    if best is None or not best["score"] < _validation_score(model, state.preset):
-        return model
-    state.kept_attempt = best["attempt"]
-    state.kept_lowest = best.get("kept_lowest")
-    return Model.load(run_dir / BEST_ATTEMPT_NAME)
-
-
-def _solves_or_repairs(model: Model, state: RunState) -> bool:
-    """Whether the hard circuit passes the validation check, or a repair due now makes it."""
-    if _solves(model, state.preset):
-        return True
-    last = max((r["epoch"] for r in state.repairs), default=None)
-    if not state.repair or (last is not None and state.epoch - last < REPAIR_EVERY):
-        return False
-    return _repaired(model, state, REPAIR_BUDGET)
-
-
-def _repaired(model: Model, state: RunState, budget: int) -> bool:
-    """Runs `repair` on the validation inputs (so 0 wrong cells means the check passes)."""
-    result = repair_circuit(
-        model, state.preset, budget=budget, samples=VALIDATION_SAMPLES, seed=VALIDATION_SEED
-    )
-    state.repairs.append({"epoch": state.epoch, **result.to_dict()})
-    return result.wrong_after == 0 and _confirmed(model, state.preset)
+    def after_step(self, run: Run, row: EpochMetrics) -> None:
+        self.file.write(_metrics_line(row).encode())
+        self.file.flush()
 
 
 def _summary(

@@ -53,6 +53,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             parser.print_help(sys.stderr)
             return 2
+        from ..runtime import check_environment
+
+        check_environment()  # a bad LOGICARS_*/RAYON_NUM_THREADS: one line, before any work
         return int(args._run(args))
     except UsageError as e:
         return fail(str(e), 2)
