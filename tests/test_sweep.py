@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -488,3 +489,40 @@ def test_ctrl_c_stops_cleanly_then_rerun_resumes(tmp_path: Path) -> None:
     again = logicars.sweep(KILL_GRID, out=out, workers=2, quiet=True)
     assert again.counts["resumed"] == len(stopped)
     assert {r["status"] for r in again.rows} == {"done"} and len(again.rows) == 3
+
+
+def test_report_informs_when_nothing_solves(tmp_path: Path) -> None:
+    """Runs far too short to solve: the table and plot still say how close each came
+    (best and final hard loss, epochs of the budget), not only dashes."""
+    from PIL import Image
+
+    grid = {"preset": "gol", "seed": [0, 1], "epochs": 4}
+    result = logicars.sweep(grid, out=tmp_path / "short", workers=1, quiet=True)
+    rows = result.rows
+    assert all(r["status"] == "done" and not r["solved"] for r in rows)
+    for row in rows:
+        metrics = (tmp_path / "short" / row["name"] / "metrics.csv").read_text().splitlines()
+        losses = [float(line.split(",")[2]) for line in metrics[1:]]
+        assert row["best_hard_loss"] == min(losses) and row["epoch_budget"] == 4
+    table = result.table
+    header = table.splitlines()[0]
+    assert "median best hard loss" in header and "median final hard loss" in header
+    assert "median epochs / budget" in header
+    values = table.splitlines()[2].split("|")
+    best = statistics.median(r["best_hard_loss"] for r in rows)
+    assert _fmt_cell(best) in values and "4 / 4" in " ".join(values)
+    csv_header = (tmp_path / "short" / "sweep.csv").read_text().splitlines()[0]
+    assert "best_hard_loss" in csv_header and "epoch_budget" in csv_header
+    # The plot's middle panel has points: more than the empty axes' few colours.
+    png = Image.open(tmp_path / "short" / "sweep.png").convert("RGB")
+    w, h = png.size
+    middle = np.asarray(png.crop((w // 3, 0, 2 * w // 3, h))).astype(int)
+    r, g, b = middle[..., 0], middle[..., 1], middle[..., 2]
+    orange = (r > 200) & (g > 100) & (g < 160) & (b < 60)  # tab:orange points
+    assert orange.sum() > 20
+
+
+def _fmt_cell(value: float) -> str:
+    from logicars.sweep import _fmt
+
+    return f" {_fmt(value)} "
