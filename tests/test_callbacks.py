@@ -58,8 +58,8 @@ def test_context_across_resume_and_restarts(
 ) -> None:
     """The context names the run directory, the epoch a call started after, and the
     attempt; its model is the one being trained (a restart's fresh wiring)."""
-    train_module = importlib.import_module("logicars.train")
-    monkeypatch.setattr(train_module, "_validation_score", lambda model, preset: [1, 0])
+    policies = importlib.import_module("logicars.training.policies")
+    monkeypatch.setattr(policies, "validation_score", lambda model, preset: [1, 0])
     preset = tiny_async_preset()
     seen: list[tuple[int, int, int, int]] = []
     wirings: dict[int, dict[str, np.ndarray]] = {}

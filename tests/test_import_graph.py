@@ -140,7 +140,19 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("checks", ("evaluate", "repair", "simulate", "pretrained")),
     (
         "training and analysis",
-        ("training", "train", "sweep", "bench", "hard_bench", "analyze", "display", "loggers"),
+        (
+            "training",
+            "training.interrupts",
+            "training.loop",
+            "training.policies",
+            "train",
+            "sweep",
+            "bench",
+            "hard_bench",
+            "analyze",
+            "display",
+            "loggers",
+        ),
     ),
     ("package", ("",)),  # logicars/__init__.py: the public names
     ("cli", ("cli", "__main__")),  # the cli package and every module in it

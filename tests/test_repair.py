@@ -93,8 +93,8 @@ def test_repair_only_lowers_the_wrong_cells_and_is_deterministic() -> None:
     preset = logicars.get_preset("gol")
     a, b = _random_model(), _random_model()
     before = validate(a, preset, 64, 1).wrong_cells
-    ra = repair(a, preset, budget=40)
-    rb = repair(b, preset, budget=40)
+    ra = repair(a, preset, budget=40, method="greedy")
+    rb = repair(b, preset, budget=40, method="greedy")
     assert ra.wrong_before == before
     assert ra.wrong_after == validate(a, preset, 64, 1).wrong_cells <= before
     assert ra.evaluations == 40  # a random circuit is not fixed within 40 runs
@@ -238,3 +238,22 @@ def test_drift_in_chunks_is_one_search(monkeypatch: pytest.MonkeyPatch) -> None:
     assert rest.wrong_after == a_wrong and rest.evaluations == 33
     for k, v in model.hard_ops().items():
         np.testing.assert_array_equal(v, a_ops[k])
+
+
+def test_the_library_and_the_command_line_share_the_defaults() -> None:
+    """`repair()` and `logicars repair` search the same way unless told otherwise: one
+    owner for the method, the budget and the validation draw (`logicars.repair`)."""
+    import argparse
+    import inspect
+
+    from logicars import repair as repair_module
+    from logicars.cli import repair as cli_repair
+
+    parser = argparse.ArgumentParser()
+    cli_repair.add_arguments(parser)
+    cli = vars(parser.parse_args(["run"]))
+    library = inspect.signature(repair_module.repair).parameters
+    for name in ("method", "budget", "samples", "seed"):
+        assert cli[name] == library[name].default, name
+    assert (cli["method"], cli["budget"]) == (repair_module.DEFAULT_METHOD, 20000)
+    assert (cli["samples"], cli["seed"]) == (64, 1)  # the validation draw of training

@@ -573,9 +573,10 @@ def test_rgb_rollout_gif(tmp_path: Path) -> None:
     frames = write_rollout_gif(model, preset, tmp_path / "g.gif")
     assert frames.shape == (3, 16, 16, 3) and frames.dtype == np.uint8
     with Image.open(tmp_path / "g.gif") as im:
-        assert im.size == (256, 256)  # 16 cells, 16 pixels each
+        assert im.size == (256, 256 + 14)  # 16 cells, 16 pixels each, and the step bar
+        assert im.n_frames == 3  # every step, the last included
         im.seek(im.n_frames - 1)
-        last = np.asarray(im.convert("RGB"))[::16, ::16]
+        last = np.asarray(im.convert("RGB"))[:256:16, ::16]
     np.testing.assert_array_equal(last, frames[-1])
 
 
@@ -703,7 +704,7 @@ def test_a_run_with_a_drift_budget_ends_with_its_lowest_circuit_when_it_scores_b
     callback and resumed does the same; a lost lowest.safetensors stops the resume."""
     import importlib
 
-    train_module = importlib.import_module("logicars.train")
+    policies = importlib.import_module("logicars.training.policies")
     kw: dict = {"epochs": 6, "relax": "truth-table", "seed": 3, "quiet": True}
     after: list[dict[str, np.ndarray]] = []  # the parameters after each epoch
     plain = train("gol", out=tmp_path / "plain",
@@ -720,7 +721,7 @@ def test_a_run_with_a_drift_budget_ends_with_its_lowest_circuit_when_it_scores_b
     def score(model: logicars.Model, preset: object) -> list[int]:
         return [0, 0 if same(model.params(), lowest) else 1]
 
-    monkeypatch.setattr(train_module, "_validation_score", score)
+    monkeypatch.setattr(policies, "validation_score", score)
     a = train("gol", out=tmp_path / "a", drift_budget=1, **kw)
     assert a.summary["kept_lowest"] == epoch
     (search,) = _drifts(a.summary)
@@ -745,7 +746,7 @@ def test_a_run_with_a_drift_budget_ends_with_its_lowest_circuit_when_it_scores_b
         with pytest.raises(CheckpointError, match="lowest circuit"):
             train(None, resume=gone, epochs=6, quiet=True)
 
-    monkeypatch.setattr(train_module, "_validation_score", lambda m, p: [0, 1 - score(m, p)[1]])
+    monkeypatch.setattr(policies, "validation_score", lambda m, p: [0, 1 - score(m, p)[1]])
     c = train("gol", out=tmp_path / "c", drift_budget=1, **kw)
     assert c.summary["kept_lowest"] is None  # the last scores better: kept
 
@@ -893,7 +894,7 @@ def test_stop_on_solve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     the first that passes the validation check; the summary says when."""
     import importlib
 
-    train_module = importlib.import_module("logicars.train")
+    policies = importlib.import_module("logicars.training.policies")
 
     hard = iter([5.0, 0.0, 3.0, 0.0, 0.0, 0.0, 0.0])
     checks = []
@@ -906,7 +907,7 @@ def test_stop_on_solve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         return len(checks) == 3  # the third check (epoch 5) passes
 
     monkeypatch.setattr(logicars.Model, "train_step", fake_step)
-    monkeypatch.setattr(train_module, "_solves", fake_solves)
+    monkeypatch.setattr(policies, "solves", fake_solves)
     r = train("gol", epochs=50, out=tmp_path / "r", quiet=True, repair=False)
     assert [m.hard_loss for m in r.metrics] == [5.0, 0.0, 3.0, 0.0, 0.0]
     assert r.summary["solved_epoch"] == 5 and r.summary["epochs"] == 5
@@ -932,22 +933,22 @@ def _fake_repairs(
 
     from logicars.repair import RepairResult
 
-    train_module = importlib.import_module("logicars.train")
+    policies = importlib.import_module("logicars.training.policies")
     losses = iter(hard)
     calls: list[int] = []
 
     def fake_repair(model: logicars.Model, preset: logicars.Preset, **kw: object) -> RepairResult:
-        assert kw["budget"] in (train_module.REPAIR_BUDGET, train_module.FINAL_REPAIR_BUDGET)
+        assert kw["budget"] in (policies.REPAIR_BUDGET, policies.FINAL_REPAIR_BUDGET)
         calls.append(len(calls) + 1)
         return RepairResult(9, 0 if len(calls) == fixed_on_call else 4, int(kw["budget"]))
 
     monkeypatch.setattr(
         logicars.Model, "train_step", lambda self, x, y, **opts: (1.0, next(losses))
     )
-    monkeypatch.setattr(train_module, "_solves", lambda model, preset: False)
-    monkeypatch.setattr(train_module, "_confirmed", lambda model, preset: confirmed)
-    monkeypatch.setattr(train_module, "repair_circuit", fake_repair)
-    monkeypatch.setattr(train_module, "REPAIR_EVERY", 3)
+    monkeypatch.setattr(policies, "solves", lambda model, preset: False)
+    monkeypatch.setattr(policies, "confirmed", lambda model, preset: confirmed)
+    monkeypatch.setattr(policies, "repair_circuit", fake_repair)
+    monkeypatch.setattr(policies, "REPAIR_EVERY", 3)
     return calls
 
 
@@ -976,12 +977,12 @@ def test_a_repair_counts_only_if_the_confirmation_draw_passes(
 def test_the_confirmation_draw_is_larger_and_other_than_the_validation_draw() -> None:
     import importlib
 
-    train_module = importlib.import_module("logicars.train")
-    assert train_module.CONFIRM_SAMPLES > train_module.VALIDATION_SAMPLES
-    assert train_module.CONFIRM_SEED not in (0, train_module.VALIDATION_SEED)  # 0: held-out
+    policies = importlib.import_module("logicars.training.policies")
+    assert policies.CONFIRM_SAMPLES > policies.VALIDATION_SAMPLES
+    assert policies.CONFIRM_SEED not in (0, policies.VALIDATION_SEED)  # 0: held-out
     # A fresh circuit fails it.
     preset = logicars.get_preset("checkerboard")
-    assert not train_module._confirmed(logicars.Model(preset.spec, 0), preset)
+    assert not policies.confirmed(logicars.Model(preset.spec, 0), preset)
 
 
 @pytest.mark.parametrize(("lowest", "final_repair"), [(9.0, True), (10.0, False)])
@@ -1074,11 +1075,11 @@ def test_restarts_draw_fresh_wiring_and_resume_bit_identically(
     to exactly the straight run."""
     import importlib
 
-    train_module = importlib.import_module("logicars.train")
+    policies = importlib.import_module("logicars.training.policies")
     from logicars.train import restart_seed
 
     # Every attempt equally far from solving: the run ends with its last one.
-    monkeypatch.setattr(train_module, "_validation_score", lambda model, preset: [1, 0])
+    monkeypatch.setattr(policies, "validation_score", lambda model, preset: [1, 0])
     preset = tiny_async_preset()
     kw = {"seed": 5, "restart_every": 3, "quiet": True, "stop_on_solve": False}
     straight = train(preset, epochs=8, out=tmp_path / "straight", **kw)
@@ -1106,7 +1107,7 @@ def test_a_run_whose_attempts_all_fail_keeps_the_best(
     validation check (here the first), also when interrupted and resumed."""
     import importlib
 
-    train_module = importlib.import_module("logicars.train")
+    policies = importlib.import_module("logicars.training.policies")
 
     preset = tiny_async_preset()
     first = logicars.Model(preset.spec, 5).wires()
@@ -1115,7 +1116,7 @@ def test_a_run_whose_attempts_all_fail_keeps_the_best(
         wires = model.wires()
         return [1 if all(np.array_equal(wires[k], first[k]) for k in first) else 3, 0]
 
-    monkeypatch.setattr(train_module, "_validation_score", score)
+    monkeypatch.setattr(policies, "validation_score", score)
     kw = {"seed": 5, "restart_every": 3, "quiet": True, "stop_on_solve": False}
     straight = train(preset, epochs=9, out=tmp_path / "straight", **kw)
     s = straight.summary
@@ -1160,9 +1161,9 @@ def test_stalled_attempts_are_replaced_by_fresh_wirings(
 
     from logicars.train import MAX_STALLS, restart_seed
 
-    train_module = importlib.import_module("logicars.train")
+    policies = importlib.import_module("logicars.training.policies")
     # The last attempt is kept as the final circuit (not a better-scoring earlier one).
-    monkeypatch.setattr(train_module, "_validation_score", lambda model, preset: [1, 0])
+    monkeypatch.setattr(policies, "validation_score", lambda model, preset: [1, 0])
     path = tiny_grow_file(tmp_path)
     kw = {"quiet": True, "stop_on_solve": False}
     straight = train(path, seed=5, out=tmp_path / "straight", **kw)
@@ -1212,19 +1213,17 @@ def test_kept_lowest_belongs_to_the_attempt_that_kept_it(
 
     from logicars.runstate import RunState
 
-    train_module = importlib.import_module("logicars.train")
+    policies = importlib.import_module("logicars.training.policies")
     preset = tiny_async_preset()
     first = logicars.Model(preset.spec, 5)
-    monkeypatch.setattr(
-        train_module, "_validation_score", lambda m, p: [1, 0] if m is first else [1, 5]
-    )
+    monkeypatch.setattr(policies, "validation_score", lambda m, p: [1, 0] if m is first else [1, 5])
     rng = np.random.default_rng(0)
     state = RunState(preset=preset, seed=5, target_epochs=9, early_stop=None, rng=rng, metrics=[])
     state.kept_lowest = 7
-    train_module._keep_if_best(first, state, tmp_path)
-    second = train_module._restart(first, state)
+    policies.keep_if_best(first, state, tmp_path)
+    second = policies.restart(first, state)
     assert state.kept_lowest is None
-    kept = train_module._best_of_attempts(second, state, tmp_path)
+    kept = policies.best_of_attempts(second, state, tmp_path)
     assert (state.kept_attempt, state.kept_lowest) == (0, 7)
     assert same_state(kept, first)
 

@@ -38,6 +38,16 @@ from .progress import progress_bar
 
 # The searches `repair` offers (see its doc).
 REPAIR_METHODS = ("greedy", "drift")
+# The validation draw: the inputs the checks during training run on (`logicars.train`),
+# and so the inputs a repair runs on unless told otherwise (0 wrong cells on them passes
+# the check).
+VALIDATION_SAMPLES = 64
+VALIDATION_SEED = 1
+# A repair's search unless told otherwise, here and in `logicars repair`: the drift search,
+# which walks on where the greedy one stops, for up to DEFAULT_BUDGET candidates.
+# (Training's repairs choose their own: greedy, with budgets counted per attempt.)
+DEFAULT_METHOD = "drift"
+DEFAULT_BUDGET = 20000
 # Candidates per call of the engine's drift search (about a second on the lizard).
 DRIFT_CHUNK = 1000
 # Op changes tried per gate, in order of confidence (2: the 2nd and 3rd most likely).
@@ -71,10 +81,10 @@ def repair(
     model: Model,
     preset: Preset,
     *,
-    budget: int = 2000,
-    samples: int = 64,
-    seed: int = 1,
-    method: str = "greedy",
+    budget: int = DEFAULT_BUDGET,
+    samples: int = VALIDATION_SAMPLES,
+    seed: int = VALIDATION_SEED,
+    method: str = DEFAULT_METHOD,
     progress: bool = False,
     offset: int = 0,
     stop: Callable[[], bool] | None = None,
@@ -112,9 +122,9 @@ def repair_on(
     x: np.ndarray,
     target: np.ndarray,
     *,
-    budget: int = 2000,
-    seed: int = 1,
-    method: str = "greedy",
+    budget: int = DEFAULT_BUDGET,
+    seed: int = VALIDATION_SEED,
+    method: str = DEFAULT_METHOD,
     progress: bool = False,
     offset: int = 0,
     stop: Callable[[], bool] | None = None,

@@ -171,11 +171,20 @@ def _resolve_preset(
 # ---- run directory --------------------------------------------------------------------
 
 
+def run_name(name: str) -> str:
+    """A run directory's name for a preset or task kind: a kind that names a file keeps
+    the kind and the file's stem (`grow:/tmp/x/heart.png` -> `grow-heart`), not the
+    directories it lies in; a rule keeps its text without slashes (`life-B36-S23`)."""
+    family, sep, arg = name.partition(":")
+    if sep and family != "life" and ("/" in arg or "\\" in arg or Path(arg).suffix):
+        stem = Path(arg.replace("\\", "/")).stem  # a Windows path's too
+        name = f"{family}-{stem}"
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.") or "run"
+
+
 def _default_run_dir(name: str) -> Path:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    # A task kind names a rule or a file: keep the name, not its slashes and colons.
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-") or "run"
-    base = Path("runs") / f"{name}-{stamp}"
+    base = Path("runs") / f"{run_name(name)}-{stamp}"
     path, n = base, 1
     while path.exists():
         n += 1
@@ -634,7 +643,14 @@ def _train_epochs(
         model = run.model
         summary = _summary(model, state, interrupted, early_stopped, run.stopped_by_callback)
         _write_atomic(run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
-        plot_losses(state.metrics, run_dir / "loss.png", title=state.preset.name)
+        plot_losses(
+            state.metrics,
+            run_dir / "loss.png",
+            title=state.preset.name,
+            restarts=state.restarts,
+            repairs=state.repairs,
+            warmup=model.spec.relax.warmup,
+        )
         write_rollout_gif(model, state.preset, run_dir / "rollout.gif", seed=state.seed)
     return RunResult(
         run_dir,

@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..repair import REPAIR_METHODS
+from ..repair import (
+    DEFAULT_BUDGET,
+    DEFAULT_METHOD,
+    REPAIR_METHODS,
+    VALIDATION_SAMPLES,
+    VALIDATION_SEED,
+)
 from .common import UsageError, int_at_least
 
 HELP = "search a trained circuit's gate ops for fewer wrong cells (greedy or drift)"
@@ -19,27 +25,31 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--method",
         choices=REPAIR_METHODS,
-        default="drift",
+        default=DEFAULT_METHOD,
         help="greedy: the least confident gates' next ops, kept when they lower the wrong "
         "cells (what training runs); drift: every gate's truth-table rows flipped one at a "
-        "time, in passes in random orders, kept when they do not raise them (default)",
+        "time, in passes in random orders, kept when they do not raise them (default: "
+        f"{DEFAULT_METHOD})",
     )
     p.add_argument(
         "--budget",
         type=int_at_least(0),
-        default=20000,
+        default=DEFAULT_BUDGET,
         metavar="N",
-        help="candidate circuits to try at most (default 20000)",
+        help=f"candidate circuits to try at most (default {DEFAULT_BUDGET})",
     )
     p.add_argument(
         "--samples",
         type=int_at_least(1),
-        default=64,
+        default=VALIDATION_SAMPLES,
         metavar="N",
-        help="validation inputs, for tasks with random ones (default 64)",
+        help=f"validation inputs, for tasks with random ones (default {VALIDATION_SAMPLES})",
     )
     p.add_argument(
-        "--seed", type=int_at_least(0), default=1, help="inputs, masks and flips (default 1)"
+        "--seed",
+        type=int_at_least(0),
+        default=VALIDATION_SEED,
+        help=f"inputs, masks and flips (default {VALIDATION_SEED}, the validation draw's)",
     )
     p.add_argument(
         "--out",
