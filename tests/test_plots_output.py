@@ -5,6 +5,7 @@ counter and every step including the last."""
 from __future__ import annotations
 
 import io
+from typing import Any
 
 import numpy as np
 import pytest
@@ -42,7 +43,10 @@ def test_attempts_repairs_and_warmup_are_marked_and_the_legend_is_off_the_axes()
     )
     ax = fig.axes[0]
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert "warmup (10)" in labels and "attempt ended, restart" in labels
+    assert "warmup (10 epochs per attempt)" in labels and "attempt ended, restart" in labels
+    # a warmup after each restart too
+    starts = {round(_left(p)) for p in ax.patches}
+    assert {0, 20, 35} <= starts
     assert "repair: wrong cells before → after" in labels
     restarts = [ln for ln in ax.get_lines() if ln.get_linestyle() == ":"]
     assert sorted(ln.get_xdata()[0] for ln in restarts) == [20, 35]
@@ -52,6 +56,13 @@ def test_attempts_repairs_and_warmup_are_marked_and_the_legend_is_off_the_axes()
     legend = ax.get_legend().get_window_extent()
     axes = ax.get_window_extent()
     assert legend.y1 < axes.y0  # below the axes: it covers no curve
+
+
+def _left(patch: Any) -> float:
+    """The left edge of an axvspan in data coordinates (a Rectangle, or in older
+    matplotlib a Polygon)."""
+    path = patch.get_path().transformed(patch.get_patch_transform())
+    return float(np.min(path.vertices[:, 0]))
 
 
 def test_plot_losses_writes_a_png_without_markers_too() -> None:

@@ -69,7 +69,10 @@ def loss_figure(
     ax.plot(epochs, soft, label="soft loss", linewidth=1)
     ax.plot(epochs, hard, label="hard loss (discrete circuit)", linewidth=1)
     if warmup:
-        ax.axvspan(0, warmup, color="0.85", alpha=0.5, linewidth=0, label=f"warmup ({warmup})")
+        # Each attempt starts a fresh optimizer, so each has its warmup.
+        for i, start in enumerate([0, *(r["epoch"] for r in restarts)]):
+            label = f"warmup ({warmup} epochs per attempt)" if i == 0 else None
+            ax.axvspan(start, start + warmup, color="0.85", alpha=0.5, linewidth=0, label=label)
     for i, r in enumerate(restarts):
         label = "attempt ended, restart" if i == 0 else None
         ax.axvline(r["epoch"], color="0.4", linestyle=":", linewidth=1, label=label)
