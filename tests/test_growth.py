@@ -100,34 +100,45 @@ def test_grow_batches_are_the_start_grid() -> None:
     assert (batches.steps, batches.loss_from) == (3, 3)
     assert np.array_equal(x, task.sample(np.random.default_rng(0))[0])
     assert y[..., 0].sum() == HEART.sum()
-    assert batches.state() == {}
+    batches.keep(1, 0.0, None)  # growing only never pools
+    assert not batches.pooling and batches.state() == {}
 
 
 @pytest.mark.parametrize("growth", ["persist", "regrow"])
 def test_pool_batches(growth: str) -> None:
     task = _task(growth)
-    batches = GrowthBatches(task, seed=3, pool_size=8, batch=4, damaged=1)
-    assert (batches.steps, batches.loss_from) == (6, 3)
-    x, y = batches.sample(1)
-    assert x.shape == (4, 8, 8, 4) and y.shape == (4, 8, 8, 4)
+    batches = GrowthBatches(task, seed=3, pool_size=8, batch=4, damaged=1, hold=2)
     start = task.sample(np.random.default_rng(0))[0][0]
+    # First it learns to grow, from the start grid alone.
+    x, _ = batches.sample(1)
+    assert len(x) == 1 and np.array_equal(x[0], start) and batches.steps == 3
+    batches.keep(1, 5.0, None)
+    assert not batches.pooling
+    batches.keep(2, 0.0, None)  # it grows the target: the pool phase begins
+    assert batches.pooling and batches.pooling_from == 2
+    assert (batches.steps, batches.loss_from) == (5, 3)
+    x, y = batches.sample(3)
+    assert x.shape == (4, 8, 8, 4) and y.shape == (4, 8, 8, 4)
     assert np.array_equal(x[0], start)
     # The pool's grids come back as the circuit left them.
     grown = np.zeros((4, 8, 8, 4), np.float32)
     grown[..., 0] = HEART
-    batches.keep(grown)
+    batches.keep(3, 1.0, grown)
     assert batches.pool is not None
     assert sum(np.array_equal(g, grown[0]) for g in batches.pool) == 4
-    x, _ = batches.sample(2)
-    lit = x[..., 0].reshape(4, -1).sum(axis=1)
+    x, _ = batches.sample(4)
     # The grid furthest from the target (a start) is replaced by the start; regrow erases
-    # a disc of the last one.
+    # a disc of the last one, which is a grown grid.
     assert np.array_equal(x[0], start)
+    lit = x[..., 0].reshape(4, -1).sum(axis=1)
     if growth == "regrow":
         assert lit[-1] < HEART.sum()
+    else:
+        assert lit[-1] == HEART.sum()
     # Same seed and epoch, same draws: what a resumed run draws.
-    again = GrowthBatches(task, seed=3, pool_size=8, batch=4, damaged=1)
+    again = GrowthBatches(task, seed=3, pool_size=8, batch=4, damaged=1, hold=2)
     again.load_state(batches.state())
+    assert again.pooling_from == 2
     assert np.array_equal(again.sample(5)[0], batches.sample(5)[0])
 
 
@@ -191,3 +202,22 @@ def test_a_training_time_check_cannot_take_an_evaluation_seed() -> None:
         validate(model, preset, 4, draws.EVALUATION_BASE)
     with pytest.raises(ValueError, match="check's seed"):
         heldout_inputs(model, preset, 4, draws.EVALUATION_BASE + 1)
+
+
+def test_train_step_at_reads_the_states_it_is_given() -> None:
+    """One loss state is `train_step` exactly; `keep_last` returns the hard circuit's last
+    state, which `simulate` gives for the same logits."""
+    task = _task("persist", steps=3)
+    spec = logicars.ModelSpec.build(
+        channels=4, kernels=2, perceive=[8, 4], update=[32, 16, 8], num_steps=3, loss_channels=[0]
+    )
+    a, b = logicars.Model(spec, seed=0), logicars.Model(spec, seed=0)
+    x, y = task.sample(np.random.default_rng(0), 2)
+    last_want = a.simulate(x.astype(np.uint8), 5)
+    soft, hard, last = a.train_step_at(x, y, steps=5, loss_from=3, lr=0.05, keep_last=True)
+    assert last is not None and np.array_equal(last, last_want)
+    a2, b2 = logicars.Model(spec, seed=0), logicars.Model(spec, seed=0)
+    assert a2.train_step_at(x, y, steps=3, loss_from=3, lr=0.05)[:2] == b2.train_step(x, y, lr=0.05)
+    assert np.array_equal(a2._engine.logits(), b2._engine.logits())
+    with pytest.raises(ValueError, match="loss_from"):
+        b.train_step_at(x, y, steps=3, loss_from=4)

@@ -138,7 +138,7 @@ def growth_checks(
 
 # Persistent and regenerating training (`GrowthBatches`): the pool of earlier end states,
 # the batch drawn from it each epoch, and the damaged samples in each batch (regrow).
-POOL_SIZE = 64
+POOL_SIZE = 32
 POOL_BATCH = 4
 DAMAGED_PER_BATCH = 1
 
@@ -146,15 +146,18 @@ DAMAGED_PER_BATCH = 1
 class GrowthBatches:
     """The training batches of a growth task (`GrowTask.growth`).
 
-    Growing only: the start grid, the loss at step T (the paper's). Persisting and
-    regenerating: the Growing-NCA recipe adapted to circuits. A pool of `pool_size` grids,
-    seeded with the start grid, holds the hard circuit's last states of earlier batches;
-    each epoch draws `batch` of them, puts the start grid in place of the one furthest
-    from the target, and (regrow) erases a damage disc in the `damaged` closest ones. The
-    rollout runs 2T steps with the loss on every state from T on, so the target must be
-    reached by T and held through 2T, also from the pool's grown (and damaged) states.
-    Draws are keyed by seed and epoch (`draws.training_rng`); the pool is part of the
-    checkpoint (`state`, `load_state`).
+    Growing only: the start grid every epoch, the loss at step T (the paper's).
+
+    Persisting and regenerating, in two phases. First the circuit learns to grow, as
+    above. From the first epoch whose hard circuit grows the target (hard loss 0), the
+    Growing-NCA recipe adapted to circuits: a pool of `pool_size` grids, seeded with the
+    start grid, holds the hard circuit's states T steps after earlier batches; each epoch
+    draws `batch` of them, puts the start grid in place of the one furthest from the
+    target, and (regrow) erases a damage disc in every channel of the `damaged` closest
+    ones. The loss is at step T of each, so the grown pattern must come back to the target
+    T steps later: it becomes an attractor. `hold` > 0 also puts the loss on the `hold`
+    steps after T. Draws are keyed by seed and epoch (`draws.training_rng`); the pool is
+    part of the checkpoint (`state`, `load_state`).
     """
 
     def __init__(
@@ -164,62 +167,81 @@ class GrowthBatches:
         pool_size: int = POOL_SIZE,
         batch: int = POOL_BATCH,
         damaged: int = DAMAGED_PER_BATCH,
+        hold: int = 0,
     ) -> None:
         self.task = task
         self.seed = int(seed)
         self.start, self.target_y = task.sample(np.random.default_rng(0), 1)
-        steps = task.num_steps
-        self.drawn: np.ndarray | None = None
-        self.pool: np.ndarray | None = None
-        if task.growth == "grow":
-            self.steps, self.loss_from, self.batch, self.damaged = steps, steps, task.batch, 0
-            return
-        self.steps, self.loss_from = 2 * steps, steps
-        self.batch = batch
+        self.pool_size, self.pool_batch = pool_size, batch
         self.damaged = damaged if task.growth == "regrow" else 0
-        if not 0 <= self.damaged < batch <= pool_size:
+        self.loss_from = task.num_steps
+        self.hold = hold
+        self.pooling_from: int | None = None  # the epoch the pool phase began after
+        self.pool: np.ndarray | None = None
+        self.drawn: np.ndarray | None = None
+        if task.growth != "grow" and not 0 <= self.damaged < batch <= pool_size:
             raise ValueError(
                 f"a growth pool needs 0 <= damaged ({self.damaged}) < batch ({batch}) "
                 f"<= pool size ({pool_size})"
             )
-        self.pool = np.repeat(self.start.astype(np.uint8), pool_size, axis=0)
+
+    @property
+    def pooling(self) -> bool:
+        return self.pool is not None
+
+    @property
+    def steps(self) -> int:
+        """The rollout's steps; the loss reads the states from `loss_from` on."""
+        return self.loss_from + (self.hold if self.pooling else 0)
 
     def sample(self, epoch: int) -> tuple[np.ndarray, np.ndarray]:
         """The batch `(x, y)` of `epoch`: float32 `(B, H, W, C)`."""
-        y = np.repeat(self.target_y, self.batch, axis=0)
         if self.pool is None:
-            return np.repeat(self.start, self.batch, axis=0), y
+            return np.repeat(self.start, self.task.batch, axis=0), np.repeat(
+                self.target_y, self.task.batch, axis=0
+            )
+        y = np.repeat(self.target_y, self.pool_batch, axis=0)
         rng = draws.training_rng(self.seed, epoch)
-        picked = rng.choice(len(self.pool), self.batch, replace=False)
+        picked = rng.choice(len(self.pool), self.pool_batch, replace=False)
         grids = self.pool[picked]
         loss_channels = self.task.loss_channels
-        wrong = (grids[..., loss_channels] != y[..., loss_channels]).reshape(self.batch, -1)
+        wrong = grids[..., loss_channels] != y[..., loss_channels]
         # Furthest from the target first: it makes way for the start grid.
-        order = np.argsort(-wrong.sum(axis=1), kind="stable")
+        order = np.argsort(-wrong.reshape(len(grids), -1).sum(axis=1), kind="stable")
         self.drawn = picked[order]
         x = grids[order].astype(np.float32)
         x[0] = self.start[0]
         if self.damaged:
             masks = damage_discs(rng, self.task.image, self.damaged)
-            x[self.batch - self.damaged :] *= 1 - masks[..., None]
+            x[len(x) - self.damaged :] *= 1 - masks[..., None]
         return x, y
 
-    def keep(self, last: np.ndarray | None) -> None:
-        """Puts the hard circuit's last states of the batch `sample` drew back in the pool."""
-        if self.pool is None or self.drawn is None or last is None:
-            return
-        self.pool[self.drawn] = last > 0.5
-        self.drawn = None
+    def keep(self, epoch: int, hard_loss: float, last: np.ndarray | None) -> None:
+        """After the step of `epoch`: the pool keeps the hard circuit's last states of the
+        batch `sample` drew; a circuit that grows the target starts the pool phase."""
+        if self.pool is not None:
+            if self.drawn is not None and last is not None:
+                self.pool[self.drawn] = last > 0.5
+            self.drawn = None
+        elif self.task.growth != "grow" and hard_loss == 0:
+            self._start_pool(epoch)
 
-    def state(self) -> dict[str, np.ndarray]:
-        """What a checkpoint keeps: the pool's grids as bits."""
-        return {} if self.pool is None else {"growth_pool": np.packbits(self.pool, axis=-1)}
+    def _start_pool(self, epoch: int) -> None:
+        self.pooling_from = epoch
+        self.pool = np.repeat(self.start.astype(np.uint8), self.pool_size, axis=0)
 
-    def load_state(self, state: dict[str, np.ndarray]) -> None:
+    def state(self) -> dict[str, Any]:
+        """What a checkpoint keeps: the epoch the pool began after, the grids as bits."""
         if self.pool is None:
+            return {}
+        return {"pooling_from": self.pooling_from, "pool": np.packbits(self.pool, axis=-1)}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        if "pool" not in state:
             return
-        channels = self.pool.shape[-1]
-        pool = np.unpackbits(state["growth_pool"], axis=-1, count=channels)
+        self._start_pool(int(state["pooling_from"]))
+        assert self.pool is not None
+        pool = np.unpackbits(state["pool"], axis=-1, count=self.pool.shape[-1])
         if pool.shape != self.pool.shape:
             raise ValueError(f"the checkpoint's pool is {pool.shape}, the task's {self.pool.shape}")
         self.pool = pool

@@ -274,11 +274,45 @@ class Model:
         masks = _as_masks(masks, xa, self._spec.num_steps)
         return self._engine.train_step(xa, ya, masks, lr=lr, weight_decay=weight_decay)
 
-    def check_training_memory(self, batch: int, height: int, width: int) -> None:
+    def train_step_at(
+        self,
+        x: Any,
+        y: Any,
+        *,
+        steps: int,
+        loss_from: int,
+        lr: float | None = None,
+        weight_decay: float = DEFAULT_WEIGHT_DECAY,
+        keep_last: bool = False,
+    ) -> tuple[float, float, np.ndarray | None]:
+        """`train_step` on a rollout of `steps` steps whose loss is the mean over the
+        states of steps `loss_from..steps` (a target that must hold once reached); returns
+        `(soft_loss, hard_loss, last)`, `last` the hard circuit's last state `(B, H, W, C)`
+        float32 0/1 with `keep_last` (what a sample pool keeps), else None."""
+        if lr is None:
+            lr = DEFAULT_LR if self._lr is None else self._lr
+        steps = check_int("steps", steps, 1, MAX_STEPS)
+        loss_from = check_int("loss_from", loss_from, 1, steps)
+        xa = _as_unit_array("x", x)
+        ya = _as_unit_array("y", y)
+        return self._engine.train_step_at(
+            xa,
+            ya,
+            None,
+            lr=lr,
+            weight_decay=weight_decay,
+            steps=steps,
+            loss_from=loss_from,
+            keep_last=bool(keep_last),
+        )
+
+    def check_training_memory(
+        self, batch: int, height: int, width: int, steps: int | None = None
+    ) -> None:
         """Raises `MemoryLimitError` when training on `batch` grids of `height` x `width`
-        would need buffers over `LOGICARS_MAX_MEMORY_MB`: `train` checks it before it
-        makes the run directory."""
-        self._engine.check_training_memory(batch, height, width)
+        over rollouts of `steps` steps (default: the spec's) would need buffers over
+        `LOGICARS_MAX_MEMORY_MB`: `train` checks it before it makes the run directory."""
+        self._engine.check_training_memory(batch, height, width, steps)
 
     def simulate(
         self,
