@@ -12,7 +12,7 @@ import pytest
 
 import logicars
 from logicars import automata
-from logicars.recorded import Recording, load_recording
+from logicars.recorded import Recording, decode_states, load_recording
 from logicars.tasks import RecordedTask, make_task, split_kind, task_from_dict
 
 
@@ -78,12 +78,23 @@ def test_the_record_rebuilds_the_task_without_the_file(tmp_path: Path) -> None:
 
 
 def test_training_batches_are_recorded_transitions() -> None:
-    rec = automata.brians_brain(runs=4, steps=6, size=8)
+    rec = automata.elementary(110, runs=4, steps=6, size=8)  # not symmetric
     task = RecordedTask(rec, batch=5)
     x, y = task.sample(np.random.default_rng(0))
-    assert x.shape == y.shape == (5, 8, 8, 2)
+    assert x.shape == y.shape == (5, 8, 8, 1)
     target = task.target(x)
     assert target is not None and np.array_equal(target, y)
+    # A symmetric rule's batches are turned and mirrored transitions: still the rule's.
+    rec = automata.brians_brain(runs=4, steps=6, size=8)
+    assert rec.symmetric
+    task = RecordedTask(rec, batch=64)
+    x, y = task.sample(np.random.default_rng(0))
+    enc = automata.BRIANS_BRAIN_ENCODING
+    states = decode_states(x.astype(np.uint8), enc)
+    assert np.array_equal(enc[automata.brians_brain_step(states)], y)
+    first = task.transitions()[0][:, ..., :2]
+    turned = [not any(np.array_equal(g, f) for f in first) for g in x]
+    assert any(turned)  # some are not as recorded
     # Only the training runs: the last quarter is held out when there is no `test`.
     task = RecordedTask(Recording(rec.states), name="no-test")
     assert len(task.holdout()[0]) == 1 * 5 and len(task.transitions()[0]) == 3 * 5

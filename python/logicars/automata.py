@@ -104,13 +104,14 @@ def _recording(
     size: int,
     test_scale: int,
     seed: int,
+    symmetric: bool,
 ) -> Recording:
     states = record(step, soup, runs=runs, steps=steps, size=size, seed=seed)
     test = record(
         step, soup, runs=max(1, runs // 4), steps=steps, size=size * test_scale, seed=seed + 1
     )
     enc = encoding if encoding is not None else np.array([[0], [1]], dtype=np.uint8)
-    return Recording(enc[states], enc[test], True, encoding)
+    return Recording(enc[states], enc[test], True, encoding, symmetric)
 
 
 def _choice(p: list[float]) -> Callable[[np.random.Generator, tuple[int, ...]], np.ndarray]:
@@ -139,7 +140,7 @@ def wireworld(
     larger grid."""
     return _recording(
         wireworld_step, _choice([0.3, 0.15, 0.1, 0.45]), WIREWORLD_ENCODING,
-        runs=runs, steps=steps, size=size, test_scale=test_scale, seed=seed,
+        runs=runs, steps=steps, size=size, test_scale=test_scale, seed=seed, symmetric=True,
     )  # fmt: skip
 
 
@@ -149,7 +150,7 @@ def brians_brain(
     """Brian's Brain from random soups (as `wireworld`)."""
     return _recording(
         brians_brain_step, _choice([0.6, 0.25, 0.15]), BRIANS_BRAIN_ENCODING,
-        runs=runs, steps=steps, size=size, test_scale=test_scale, seed=seed,
+        runs=runs, steps=steps, size=size, test_scale=test_scale, seed=seed, symmetric=True,
     )  # fmt: skip
 
 
@@ -166,7 +167,7 @@ def elementary(
         raise ValueError(f"an elementary rule is 0..255, got {rule}")
     return _recording(
         elementary_step(int(rule)), _choice([0.5, 0.5]), None,
-        runs=runs, steps=steps, size=size, test_scale=test_scale, seed=seed,
+        runs=runs, steps=steps, size=size, test_scale=test_scale, seed=seed, symmetric=False,
     )  # fmt: skip
 
 
@@ -181,7 +182,7 @@ def life_like(
     """A Life-like rule (default HighLife, B36/S23) recorded from random soups."""
     return _recording(
         life_like_step(rule), _choice([0.6, 0.4]), None,
-        runs=runs, steps=steps, size=size, test_scale=test_scale, seed=seed,
+        runs=runs, steps=steps, size=size, test_scale=test_scale, seed=seed, symmetric=True,
     )  # fmt: skip
 
 

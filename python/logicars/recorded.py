@@ -11,7 +11,11 @@ A recording is an `.npz` file of state sequences:
   example generators record them on a 4x larger grid); without it the last quarter of
   the runs of `states` (at least one) is held out;
 - `periodic` (optional, default true): whether the recording wraps around its edges
-  (else cells beyond the edge are 0).
+  (else cells beyond the edge are 0);
+- `symmetric` (optional, default false): whether the rule is the same under rotations and
+  reflections of the grid (Wireworld, Brian's Brain, Life-like rules are; rule 110 is
+  not): training then also draws rotated and mirrored transitions, eight times the
+  recording, which the learnt circuit needs to generalise from a small recording.
 
 Training learns a circuit that maps a recorded state to the next one: the start grid is
 a recorded frame (the bits on the first channels, any hidden channels 0), the target the
@@ -65,6 +69,8 @@ class Recording:
     test: np.ndarray | None = None
     periodic: bool = True
     encoding: np.ndarray | None = None
+    # The rule is invariant under the square's rotations and reflections (module doc).
+    symmetric: bool = False
 
     @property
     def bits(self) -> int:
@@ -73,7 +79,10 @@ class Recording:
     def save(self, path: PathLike) -> None:
         """Writes the recording as a `data:` file (bits, with the encoding when it has one,
         so that the file records the states as integers)."""
-        arrays: dict[str, Any] = {"periodic": np.array(self.periodic)}
+        arrays: dict[str, Any] = {
+            "periodic": np.array(self.periodic),
+            "symmetric": np.array(self.symmetric),
+        }
         for key, value in (("states", self.states), ("test", self.test)):
             if value is not None:
                 arrays[key] = (
@@ -171,20 +180,24 @@ def load_recording(path: PathLike) -> Recording:
         raise ValueError(f"{path}: not a readable .npz recording ({e})") from None
     if "states" not in data:
         raise ValueError(f"{path}: no 'states' array (found: {', '.join(data) or 'none'})")
-    unknown = sorted(set(data) - {"states", "test", "encoding", "periodic"})
+    unknown = sorted(set(data) - {"states", "test", "encoding", "periodic", "symmetric"})
     if unknown:
         raise ValueError(
-            f"{path}: unknown array {unknown[0]!r}; expected states, test, encoding, periodic"
+            f"{path}: unknown array {unknown[0]!r}; expected states, test, encoding, periodic, "
+            "symmetric"
         )
     encoding = None if "encoding" not in data else check_encoding(path, data["encoding"])
     states = as_bits(f"{path}: states", data["states"], encoding)
     test = data.get("test")
     if test is not None:
         test = as_bits(f"{path}: test", test, encoding, states.shape[-1])
-    periodic = data.get("periodic", np.array(True))
-    if periodic.shape != () or periodic.dtype.kind not in "biu":
-        raise ValueError(f"{path}: periodic must be one boolean, got {periodic!r}")
-    return Recording(states, test, bool(periodic), encoding)
+    flags = {}
+    for key, default in (("periodic", True), ("symmetric", False)):
+        value = data.get(key, np.array(default))
+        if value.shape != () or value.dtype.kind not in "biu":
+            raise ValueError(f"{path}: {key} must be one boolean, got {value!r}")
+        flags[key] = bool(value)
+    return Recording(states, test, flags["periodic"], encoding, flags["symmetric"])
 
 
 @functools.lru_cache(maxsize=8)

@@ -866,9 +866,16 @@ class RecordedTask(Task):
     ) -> tuple[np.ndarray, np.ndarray]:
         first, last = self._pairs(self._train)
         pick = rng.integers(0, len(first), size=self.batch if batch is None else batch)
-        x = self._grids(first[pick])
+        before, after = first[pick], last[pick]
+        if self.recording.symmetric:
+            # A rule the same under the square's symmetries: each transition turned and
+            # mirrored at random, the same way before and after.
+            square = self.height == self.width
+            for i, turn in enumerate(rng.integers(0, 8 if square else 4, size=len(pick))):
+                before[i], after[i] = _dihedral(before[i], turn), _dihedral(after[i], turn)
+        x = self._grids(before)
         y = np.zeros(x.shape, dtype=np.float32)
-        y[..., : self.recording.bits] = last[pick]
+        y[..., : self.recording.bits] = after
         return x, y
 
     def holdout(self, samples: int = 16, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -920,6 +927,7 @@ class RecordedTask(Task):
             "states": pack_bits(rec.states),
             "test": None if rec.test is None else pack_bits(rec.test),
             "encoding": None if rec.encoding is None else rec.encoding.tolist(),
+            "symmetric": rec.symmetric,
             **self._geometry(),
         }
 
@@ -932,6 +940,7 @@ class RecordedTask(Task):
             None if record.get("test") is None else unpack_bits(record["test"]),
             bool(record["periodic"]),
             None if enc is None else np.asarray(enc, dtype=np.uint8),
+            bool(record.get("symmetric", False)),
         )
         return cls(
             recording,
@@ -951,3 +960,14 @@ class RecordedTask(Task):
             )
         except ValueError as e:
             raise ValueError(f"{os.fspath(path)}: {e}") from None
+
+
+def _dihedral(grid: np.ndarray, turn: int) -> np.ndarray:
+    """`grid` `(H, W, C)` under symmetry `turn` of the square: 0-3 flips (none, rows,
+    columns, both), 4-7 the same after a transpose (square grids only)."""
+    g = grid.transpose(1, 0, 2) if turn >= 4 else grid
+    if turn & 1:
+        g = g[::-1]
+    if turn & 2:
+        g = g[:, ::-1]
+    return np.ascontiguousarray(g)
