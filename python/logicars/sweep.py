@@ -1100,7 +1100,10 @@ class _RayExecutor:
                 kwargs["include_dashboard"] = False
                 if workers is not None:
                     kwargs["num_cpus"] = workers * threads
-            ray.init(address=address, **kwargs)
+            if address == "local":
+                ray.init(address=address, **kwargs)
+            else:
+                _ray_connect(ray, address, kwargs)
         cpus = int(ray.cluster_resources().get("CPU", 1))
         self.slots = workers if workers is not None else max(1, cpus // threads)
         self._task = ray.remote(_ray_point).options(num_cpus=threads, max_retries=0)
@@ -1143,6 +1146,38 @@ class _RayExecutor:
         self._marker.unlink(missing_ok=True)
         if self._started:
             self._ray.shutdown()
+
+
+# How long the driver waits for Ray to join a cluster that accepted the connection.
+RAY_INIT_TIMEOUT_S = 120.0
+
+
+def _ray_connect(ray: Any, address: str, kwargs: dict[str, Any]) -> None:
+    """`ray.init(address)` on a helper thread: Ray blocks in C++ while it retries an
+    address that accepts but never answers (minutes), with its own SIGTERM handler in
+    place that cannot run meanwhile, so the process ignored SIGTERM. Here the main
+    thread waits, signals keep their default (SIGTERM ends the process), and a cluster
+    that does not answer within `RAY_INIT_TIMEOUT_S` is a one-line ValueError."""
+    failure: list[BaseException] = []
+
+    def connect() -> None:
+        try:
+            ray.init(address=address, **kwargs)
+        except BaseException as e:  # reported by the waiting thread
+            failure.append(e)
+
+    helper = threading.Thread(target=connect, name="logicars-ray-init", daemon=True)
+    helper.start()
+    helper.join(RAY_INIT_TIMEOUT_S)
+    if helper.is_alive():
+        raise ValueError(
+            f"the Ray cluster at {address} did not answer within {RAY_INIT_TIMEOUT_S:g} s"
+        )
+    if failure:
+        e = failure[0]
+        if isinstance(e, (ConnectionError, TimeoutError)):
+            raise ValueError(f"cannot join the Ray cluster at {address}: {e}") from None
+        raise e
 
 
 def _check_reachable(address: str, timeout: float | None = None) -> None:
