@@ -52,14 +52,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def add_setting_arguments(p: argparse.ArgumentParser) -> None:
     """An option for every training setting with a flag (`TrainConfig`'s declarations);
     an option not given is None, so `train` takes the preset's or the file's value."""
-    from ..training.config import Flag, RelaxMode, cli_flag, cli_settings
+    from ..training.config import Choice, Flag, cli_flag, cli_settings
 
     for name, declared in cli_settings():
         flag, check = cli_flag(name), declared.check
         if isinstance(check, Flag):
             p.add_argument(flag, action=argparse.BooleanOptionalAction, help=declared.help)
-        elif isinstance(check, RelaxMode):
-            p.add_argument(flag, choices=check.choices, help=declared.help)
+        elif isinstance(check, Choice):
+            p.add_argument(
+                flag, choices=check.choices, metavar=declared.metavar, help=declared.help
+            )
         else:
             kind = _option_type(name, check)
             p.add_argument(flag, type=kind, metavar=declared.metavar, help=declared.help)
