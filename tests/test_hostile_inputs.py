@@ -482,3 +482,50 @@ def test_good_environment_passes() -> None:
 def test_case_count() -> None:
     """Issue 43 asks for at least 100 hostile cases; this module and
     test_hostile_runs.py together hold them (counted there)."""
+
+
+# ---- held out: start grids and a point's files shipped to Ray --------------------------------
+
+
+def liar_npy(tmp: Path, name: str) -> Path:
+    """A 100-byte .npy whose header claims a 10^12-cell grid (np.load allocated 931 GB)."""
+    from numpy.lib import format as npy
+
+    path = tmp / name
+    with open(path, "wb") as f:
+        header = {"descr": "|u1", "fortran_order": False, "shape": (1, 10**6, 10**6, 1)}
+        npy.write_array_header_1_0(f, header)
+        f.write(b"\x01" * 100)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("make", "needle"),
+    [
+        (liar_npy, "claims 1,000,000,000,000 bytes"),
+        (fifo, "a FIFO"),
+        (dev_zero, "a character device"),
+        (lambda t, n: _write(t / n, b"\x93NUMPY\x01\x00garbage"), "not a readable"),
+    ],
+    ids=["header-lies", "fifo", "dev-zero", "garbage"],
+)
+def test_a_start_grid_file_is_checked_before_it_is_loaded(
+    tmp_path: Path, make: Callable[[Path, str], Path], needle: str
+) -> None:
+    from logicars.simulate import read_start
+
+    path = make(tmp_path, "start.npy")
+    refused(lambda: read_start(path, 1), str(path), needle)
+
+
+def test_a_points_planted_links_are_not_shipped(tmp_path: Path) -> None:
+    from logicars.sweep import _run_files
+
+    point = tmp_path / "p"
+    point.mkdir()
+    (point / "point.json").write_text("{}")
+    (point / "secret").symlink_to("/etc/hostname")
+    (point / "zero").symlink_to("/dev/zero")
+    os.mkfifo(point / "pipe")
+    with deadline():
+        assert set(_run_files(point) or {}) == {"point.json"}

@@ -12,7 +12,7 @@ task's size.
 from __future__ import annotations
 
 import os
-import stat
+from typing import Any
 
 import numpy as np
 
@@ -60,10 +60,15 @@ def read_start(path: str | os.PathLike[str], channels: int) -> np.ndarray:
     """A user's start state from a `.npy` file: `(B, H, W, C)` or one board `(H, W, C)`
     of 0/1 (bool or integers), as `(B, H, W, C)` uint8; a ValueError naming the file
     for anything else (the grid's checks are `Model.simulate`'s)."""
+    from ._core import memory_cap_mb
+    from .files import open_regular
+
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):  # np.load would wait on a FIFO
-            raise ValueError("not a regular file")
-        grid = np.load(path, allow_pickle=False)
+        # A regular file (np.load would wait on a FIFO) no larger than the memory cap (a
+        # sparse file's header may claim gigabytes that np.load would allocate).
+        with open_regular(path, "start grid", memory_cap_mb() << 20) as f:
+            _check_npy_size(f)
+            grid = np.load(f, allow_pickle=False)
     except (OSError, ValueError, EOFError) as e:
         raise ValueError(f"{path}: not a readable .npy array ({e})") from None
     if not isinstance(grid, np.ndarray):
@@ -74,6 +79,27 @@ def read_start(path: str | os.PathLike[str], channels: int) -> np.ndarray:
         return _as_grid(grid, channels)
     except (TypeError, ValueError) as e:
         raise ValueError(f"{path}: {e}") from None
+
+
+def _check_npy_size(f: Any) -> None:
+    """A `.npy` file's header must not claim more bytes than the file holds: np.load
+    allocates what the header says before it reads (a 1 KB file claiming 931 GB was a
+    MemoryError). An `.npz` archive passes on to np.load's own message."""
+    from numpy.lib import format as npy
+
+    start = f.tell()
+    if f.read(6) != b"\x93NUMPY":
+        f.seek(start)
+        return
+    f.seek(start)
+    version = npy.read_magic(f)
+    read = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
+    shape, _, dtype = read(f)
+    need = int(np.prod(shape, dtype=object)) * dtype.itemsize
+    have = os.fstat(f.fileno()).st_size - f.tell()
+    if need > have:
+        raise ValueError(f"its header claims {need:,} bytes of data, the file holds {have:,}")
+    f.seek(start)
 
 
 def _centred(x: np.ndarray, size: int) -> np.ndarray:

@@ -1214,9 +1214,12 @@ def _run_files(run_dir: Path) -> dict[str, bytes] | None:
     """A point's files, for a task on a node without the sweep directory (None: none)."""
     if not (run_dir / POINT_FILE).exists():
         return None
-    return {
-        f.name: f.read_bytes() for f in run_dir.iterdir() if f.is_file() and f.name != LOCK_FILE
-    }
+    files = {}
+    for f in run_dir.iterdir():
+        # Regular files only (a symlink or a FIFO planted there is not shipped or read).
+        if f.name != LOCK_FILE and f.is_file() and not f.is_symlink():
+            files[f.name] = read_bytes(f, "point file", 1 << 32, follow=False)
+    return files
 
 
 def _ray_point(
