@@ -332,6 +332,20 @@ def test_one_damaged_point_blocks_neither_the_report_nor_the_sweep(
     assert not (sweep_dir.parent / "created").exists()
 
 
+def test_a_point_directory_that_is_a_symlink_is_not_written_through(
+    capsys: pytest.CaptureFixture[str], sweep_dir: Path, tmp_path: Path, home: Path
+) -> None:
+    """A shared sweep's point directory planted as a link to the reader's directory:
+    the sweep neither reads nor writes there, and the point is reported as failed."""
+    point = sweep_dir / "gol_epochs=1_seed=2"
+    point.symlink_to(home.parent)
+    before = snapshot(home.parent)
+    argv = ("sweep", "gol", "--seeds", "0-2", "--epochs", "1", "--quiet", "--workers", "1")
+    code, err = cli(capsys, *argv, "--out", str(sweep_dir))
+    assert "symbolic link" in err and "Traceback" not in err, err
+    assert snapshot(home.parent) == before
+
+
 def test_a_point_directory_that_is_a_symlink_is_not_read(
     capsys: pytest.CaptureFixture[str], sweep_dir: Path, tmp_path: Path
 ) -> None:
@@ -445,6 +459,18 @@ def test_a_run_with_special_files_still_opens(
     assert code == 0, err
     code, err = cli(capsys, "simulate", str(run), "--steps", "2", "--size", "8")
     assert code == 0, err
+
+
+@pytest.mark.parametrize("name", ["c.c", "circuit.html"])
+def test_an_output_planted_as_a_symlink_is_replaced_not_written_through(
+    capsys: pytest.CaptureFixture[str], run: Path, home: Path, name: str
+) -> None:
+    out = run / name
+    out.symlink_to(home)
+    fmt = "c" if name.endswith(".c") else "html"
+    code, err = cli(capsys, "export", str(run), "--format", fmt, "--out", str(out))
+    assert code == 0, err
+    assert home.read_text() == "precious\n" and not out.is_symlink() and out.is_file()
 
 
 def test_a_summary_linked_to_a_file_elsewhere_is_not_read(run: Path, tmp_path: Path) -> None:

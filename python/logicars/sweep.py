@@ -389,6 +389,8 @@ class PointDamaged(ValueError):
 
 def _point_file(run_dir: Path) -> dict[str, Any] | None:
     """The point's `point.json` (None: none), checked."""
+    if run_dir.is_symlink():  # it would make the sweep read and write elsewhere
+        raise PointDamaged(f"{run_dir} is a symbolic link; a point's directory must be its own")
     try:
         point = _read_json(run_dir / POINT_FILE)
     except ValueError as e:
@@ -488,6 +490,8 @@ def _point_lock(run_dir: Path) -> Iterator[None]:
     except ImportError:  # pragma: no cover - not POSIX: no lock
         yield
         return
+    if run_dir.is_symlink():
+        raise PointDamaged(f"{run_dir} is a symbolic link; a point's directory must be its own")
     run_dir.mkdir(parents=True, exist_ok=True)
     # Not through a symlink planted as the lock (it would create or lock a file elsewhere).
     with os.fdopen(open_nofollow(run_dir / LOCK_FILE, os.O_WRONLY | os.O_CREAT), "ab") as f:
