@@ -19,7 +19,7 @@ from logicars.train import EpochMetrics, restart_seed, train
 def csv_losses(run_dir: Path) -> list[tuple[str, str, str]]:
     """Epoch, soft and hard loss of every row of metrics.csv as written (not the times)."""
     lines = (run_dir / "metrics.csv").read_text().splitlines()
-    assert lines[0] == "epoch,soft_loss,hard_loss,elapsed_s"
+    assert lines[0] == "epoch,soft_loss,hard_loss,elapsed_s,attempt,lr,validation,repair"
     return [tuple(line.split(",")[:3]) for line in lines[1:]]  # type: ignore[misc]
 
 

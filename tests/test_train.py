@@ -106,8 +106,11 @@ def test_run_directory(gol_run: RunResult) -> None:
 
     with open(d / "metrics.csv", newline="") as f:
         rows = list(csv.reader(f))
-    assert rows[0] == ["epoch", "soft_loss", "hard_loss", "elapsed_s"]
+    assert rows[0] == list(EpochMetrics._fields)
+    assert rows[0][4:] == ["attempt", "lr", "validation", "repair"]
     assert [int(r[0]) for r in rows[1:]] == [1, 2, 3]
+    lr = logicars.get_preset("gol").lr
+    assert [(int(r[4]), float(r[5])) for r in rows[1:]] == [(1, lr)] * 3
     assert [(float(r[1]), float(r[2])) for r in rows[1:]] == [
         (m.soft_loss, m.hard_loss) for m in gol_run.metrics
     ]
@@ -1045,7 +1048,7 @@ def test_hard_fraction_from_the_cli_is_stored_and_resumes_bit_identically(
     def curve(name: str) -> list[str]:
         """A run's metrics rows without the wall time."""
         rows = (tmp_path / name / "metrics.csv").read_text().splitlines()
-        return [row.rsplit(",", 1)[0] for row in rows]
+        return [row.split(",")[:3] + row.split(",")[4:] for row in rows]  # times aside
 
     opts = ("gol", "--relax", "truth-table", "--warmup", "1", "--no-stop-on-solve")
     cli(tmp_path / "straight", 4, *opts, "--hard-fraction", "0.5")
@@ -1083,10 +1086,17 @@ def test_restarts_draw_fresh_wiring_and_resume_bit_identically(
     preset = tiny_async_preset()
     kw = {"seed": 5, "restart_every": 3, "quiet": True, "stop_on_solve": False}
     straight = train(preset, epochs=8, out=tmp_path / "straight", **kw)
+    at_length = "restarted at its length"
     assert straight.summary["restarts"] == [
-        {"epoch": 3, "seed": restart_seed(5, 1)},
-        {"epoch": 6, "seed": restart_seed(5, 2)},
+        {"epoch": 3, "seed": restart_seed(5, 1), "reason": at_length},
+        {"epoch": 6, "seed": restart_seed(5, 2), "reason": at_length},
     ]
+    assert straight.summary["attempt_ends"] == [
+        {"attempt": 1, "epoch": 3, "reason": at_length},
+        {"attempt": 2, "epoch": 6, "reason": at_length},
+        {"attempt": 3, "epoch": 8, "reason": "ran its epochs unsolved"},
+    ]
+    assert [m.attempt for m in straight.metrics] == [1, 1, 1, 2, 2, 2, 3, 3]
     fresh = logicars.Model(preset.spec, restart_seed(5, 2))
     for k, w in fresh.wires().items():
         np.testing.assert_array_equal(w, straight.model.wires()[k])
@@ -1169,10 +1179,12 @@ def test_stalled_attempts_are_replaced_by_fresh_wirings(
     straight = train(path, seed=5, out=tmp_path / "straight", **kw)
     s = straight.summary
     assert MAX_STALLS == 2 and s["stalls"] == 2
-    assert s["restarts"] == [
+    assert [{k: r[k] for k in ("epoch", "seed")} for r in s["restarts"]] == [
         {"epoch": 3, "seed": restart_seed(5, 1)},
         {"epoch": 6, "seed": restart_seed(5, 2)},
     ]
+    assert all(r["reason"].startswith("stalled: lowest hard loss ") for r in s["restarts"])
+    assert [e["reason"][:8] for e in s["attempt_ends"]] == ["stalled:", "stalled:", "ran its "]
     assert s["epochs"] == s["target_epochs"] == 5 + 2 * 3
     assert (s["stall_epochs"], s["stall_loss"]) == (3, 0.0)
     assert min(m.hard_loss for m in straight.metrics[3:6]) > 0  # the second did stall

@@ -33,12 +33,59 @@ TRAIN_STATE_KIND = "logicars-train"
 
 
 class EpochMetrics(NamedTuple):
-    """One row of `metrics.csv`."""
+    """One row of `metrics.csv`.
+
+    The last four columns came later (issue 42); a checkpoint from before them resumes
+    with `attempt` and `repair` rebuilt from its restarts and repairs, and `lr` and
+    `validation` not recorded (empty in the CSV)."""
 
     epoch: int
     soft_loss: float
     hard_loss: float
     elapsed_s: float
+    attempt: int = 1  # the attempt (wiring) the epoch trained, from 1
+    lr: float | None = None  # the step's learning rate (None: not recorded)
+    # The validation check after the epoch: "" (not run: the batch was not exact),
+    # "failed", "unconfirmed" (passed the validation draw, not the confirmation draw) or
+    # "passed" (the run is solved).
+    validation: str = ""
+    repair: int | None = None  # wrong validation cells after a repair this epoch, if one ran
+
+
+VALIDATION_RESULTS = ("", "failed", "unconfirmed", "passed")
+
+
+def metrics_rows(
+    rows: list[list[Any]], restarts: list[dict[str, Any]], repairs: list[dict[str, Any]]
+) -> list[EpochMetrics]:
+    """A checkpoint's metrics rows: full rows as they are, and the 4-column rows of an
+    older checkpoint with what its record still tells (the attempt from its restarts, the
+    repair from its repairs)."""
+    ends = sorted(int(r["epoch"]) for r in restarts)
+    repaired = {int(r["epoch"]): int(r["wrong_after"]) for r in repairs if "wrong_after" in r}
+    out = []
+    for row in rows:
+        if len(row) == 4:
+            e, s, h, t = row
+            attempt = 1 + sum(end < int(e) for end in ends)
+            repair = repaired.get(int(e))
+            row4 = EpochMetrics(int(e), float(s), float(h), float(t), attempt, None, "", repair)
+            out.append(row4)
+        else:
+            e, s, h, t, attempt, lr, validation, repair = row
+            out.append(
+                EpochMetrics(
+                    int(e),
+                    float(s),
+                    float(h),
+                    float(t),
+                    int(attempt),
+                    None if lr is None else float(lr),
+                    str(validation),
+                    None if repair is None else int(repair),
+                )
+            )
+    return out
 
 
 @dataclasses.dataclass
@@ -202,10 +249,9 @@ class RunState:
                 raise ValueError(f"unsupported generator {state.get('bit_generator')!r}")
             rng = np.random.Generator(np.random.PCG64())
             rng.bit_generator.state = state
-            metrics = [
-                EpochMetrics(int(e), float(s), float(h), float(t))
-                for e, s, h, t in extra["metrics"]
-            ]
+            metrics = metrics_rows(
+                extra["metrics"], extra.get("restarts", []), extra.get("repairs", [])
+            )
             if len(metrics) != int(extra["epoch"]):
                 raise ValueError(f"{len(metrics)} metrics rows for {extra['epoch']} epochs")
             first = extra["first_epoch_hard_zero"]
@@ -228,7 +274,12 @@ class RunState:
                 solved_seconds=None if solved_s is None else float(solved_s),
                 repairs=[dict(r) for r in extra.get("repairs", [])],
                 restarts=[
-                    {"epoch": int(r["epoch"]), "seed": int(r["seed"])}
+                    {
+                        "epoch": int(r["epoch"]),
+                        "seed": int(r["seed"]),
+                        # why the attempt ended (runs from before it was recorded: none)
+                        **({"reason": str(r["reason"])} if "reason" in r else {}),
+                    }
                     for r in extra.get("restarts", [])
                 ],
                 stalls=int(extra.get("stalls", 0)),
@@ -367,11 +418,27 @@ def _check_state_fields(extra: dict[str, Any], spec: ModelSpec, config: TrainCon
     for key in ("state", "inc"):
         count(f"rng_state.state.{key}", state["state"].get(key), 0, 2**128 - 1)
     rows = extra["metrics"]
-    if not isinstance(rows, list) or not all(
-        isinstance(r, list)
-        and len(r) == 4
-        and type(r[0]) is int
-        and all(type(v) in (int, float) and math.isfinite(v) for v in r[1:])
-        for r in rows
-    ):
-        raise ValueError("metrics must be rows [epoch, soft_loss, hard_loss, elapsed_s] of numbers")
+    if not isinstance(rows, list) or not all(_metrics_row_ok(r) for r in rows):
+        raise ValueError(
+            "metrics must be rows [epoch, soft_loss, hard_loss, elapsed_s] of numbers, "
+            "optionally followed by attempt, lr, validation and repair"
+        )
+
+
+def _metrics_row_ok(r: Any) -> bool:
+    """A checkpoint's metrics row: 4 numbers (older runs), or those and attempt, lr,
+    validation and repair."""
+    if not isinstance(r, list) or len(r) not in (4, 8) or type(r[0]) is not int:
+        return False
+    if not all(type(v) in (int, float) and math.isfinite(v) for v in r[1:4]):
+        return False
+    if len(r) == 4:
+        return True
+    attempt, lr, validation, repair = r[4:]
+    return (
+        type(attempt) is int
+        and attempt >= 1
+        and (lr is None or (type(lr) in (int, float) and math.isfinite(lr)))
+        and validation in VALIDATION_RESULTS
+        and (repair is None or (type(repair) is int and repair >= 0))
+    )

@@ -3,15 +3,21 @@
 `train("checkerboard")` trains a preset the way the reference notebook does and leaves a
 run directory behind:
 
-- `metrics.csv`: `epoch, soft_loss, hard_loss, elapsed_s`, one row per epoch, appended
-  as training goes (epochs count from 1; the losses of epoch e are measured on that
-  epoch's batch with the parameters after e - 1 updates, as the engine reports them);
+- `metrics.csv`: `epoch, soft_loss, hard_loss, elapsed_s, attempt, lr, validation,
+  repair`, one row per epoch, appended as training goes (epochs count from 1; the losses
+  of epoch e are measured on that epoch's batch with the parameters after e - 1 updates,
+  as the engine reports them; `attempt`: the wiring it trained; `lr`: its step's
+  learning rate; `validation`: the check after it, empty, `failed`, `unconfirmed` or
+  `passed`; `repair`: wrong validation cells after a repair it ran, else empty);
 - `model.safetensors`: the checkpoint (see `logicars.checkpoint`), written every
   `checkpoint_every` epochs and at the end; `logicars.Model.load` reads it;
 - `summary.json`: preset, seed, epochs, final losses, first epoch with hard loss 0,
-  wall time, active gates, threads, build info;
-- `loss.png`: soft and hard loss on a log scale;
-- `rollout.gif`: the trained circuit's hard rollout of a fresh sample;
+  why each attempt ended (`attempt_ends`), repairs, the held-out checks, wall time,
+  active gates, threads, build info;
+- `loss.png`: soft and hard loss on a symlog scale (0 drawn), restarts, repairs and
+  warmup marked;
+- `rollout.gif`: the trained circuit's hard rollout of a fresh sample, every step
+  with its number;
 - with `tensorboard=True`, `events.out.tfevents.*`: the metrics rows for TensorBoard.
 
 Determinism: the seed fixes the wiring (`Model(spec, seed)`), the data
@@ -226,8 +232,14 @@ def _metrics_csv(rows: list[EpochMetrics]) -> str:
 
 
 def _metrics_line(r: EpochMetrics) -> str:
-    """One row of metrics.csv: the losses exactly (`repr`), the time to 0.1 ms."""
-    return f"{r.epoch},{r.soft_loss!r},{r.hard_loss!r},{r.elapsed_s:.4f}\n"
+    """One row of metrics.csv: the losses and learning rate exactly (`repr`), the time to
+    0.1 ms; an lr or repair not recorded is empty."""
+    lr = "" if r.lr is None else repr(r.lr)
+    repair = "" if r.repair is None else r.repair
+    return (
+        f"{r.epoch},{r.soft_loss!r},{r.hard_loss!r},{r.elapsed_s:.4f},"
+        f"{r.attempt},{lr},{r.validation},{repair}\n"
+    )
 
 
 def _start_metrics_csv(path: Path, rows: list[EpochMetrics]) -> BinaryIO:
@@ -629,7 +641,9 @@ def _train_epochs(
     # of a run still ends with a checkpoint and a complete run directory.
     with StopOnInterrupt() as stop:
         run = Run(model, state, run_dir, stop, bar, quiet)
-        policies = [_MetricsCsv(metrics_file), *default_policies(model, state, run_dir)]
+        # The CSV row after the policies that add to it (validation, repair), before the
+        # callbacks, which may read the file.
+        policies = [*default_policies(model, state, run_dir), _MetricsCsv(metrics_file)]
         policies.append(Callbacks(callbacks, board))
         with bar, metrics_file:
             train_epochs(run, _batch_source(state, dataset), policies, checkpoint_every)
@@ -678,8 +692,39 @@ class _MetricsCsv(Policy):
         self.file = metrics_file
 
     def after_step(self, run: Run, row: EpochMetrics) -> None:
-        self.file.write(_metrics_line(row).encode())
+        # the row as the policies before left it (`training.loop.note`)
+        self.file.write(_metrics_line(run.state.metrics[-1]).encode())
         self.file.flush()
+
+
+def attempt_ends(state: RunState, interrupted: bool, early_stopped: bool) -> list[dict[str, Any]]:
+    """Why each attempt of a run ended, for summary.json: solved (by training, a repair
+    or the drift search), restarted at its length, stalled, the repair gave up,
+    interrupted or stopped early."""
+    ends = [
+        {"attempt": i + 1, "epoch": r["epoch"], "reason": r.get("reason", "restarted")}
+        for i, r in enumerate(state.restarts)
+    ]
+    if state.solved_epoch is not None:
+        by = [r for r in state.repairs if r["epoch"] == state.solved_epoch and r.get("confirmed")]
+        how = "solved"
+        if by:
+            how += " by the drift search" if by[-1].get("method") == "drift" else " by a repair"
+        reason = f"{how} at epoch {state.solved_epoch}"
+    elif interrupted:
+        reason = "interrupted (resume to go on)"
+    elif early_stopped:
+        reason = "stopped early"
+    else:
+        reason = "ran its epochs unsolved"
+        final = [r for r in state.repairs if r["epoch"] == state.epoch]
+        if final:
+            what = "drift search" if final[-1].get("method") == "drift" else "repair"
+            reason += f"; the {what} gave up at {final[-1]['wrong_after']} wrong cells"
+        if state.kept_attempt is not None:
+            reason += f"; the run keeps attempt {state.kept_attempt + 1}'s circuit"
+    ends.append({"attempt": len(state.restarts) + 1, "epoch": state.epoch, "reason": reason})
+    return ends
 
 
 def _summary(
@@ -719,6 +764,7 @@ def _summary(
         "stall_loss": p.stall_loss,
         "stalls": state.stalls,
         "restarts": state.restarts,
+        "attempt_ends": attempt_ends(state, interrupted, early_stopped),
         "kept_attempt": state.kept_attempt,
         "kept_lowest": state.kept_lowest,
         "wall_seconds": round(state.elapsed, 3),

@@ -136,7 +136,8 @@ def train_epochs(
         run.dispatch("before_step")
         lr = state.preset.lr_at(epoch, state.target_epochs)
         soft, hard = batches.step(run, x, y, lr, state.preset.weight_decay)
-        row = _record(run, EpochMetrics(epoch, soft, hard, run.seconds()))
+        attempt = 1 + len(state.restarts)
+        row = _record(run, EpochMetrics(epoch, soft, hard, run.seconds(), attempt, lr))
         run.dispatch("after_step", row)
         if run.stop_reason is not None or run.interrupt.requested:
             break
@@ -147,6 +148,12 @@ def train_epochs(
     run.bar.close()  # the searches at the end show bars of their own
     if state.epoch == state.target_epochs:
         run.dispatch("end_run")
+
+
+def note(run: Run, **fields: Any) -> None:
+    """Adds what a policy found in this epoch (`validation`, `repair`) to its row, before
+    metrics.csv gets it (the CSV writer acts after the other policies)."""
+    run.state.metrics[-1] = run.state.metrics[-1]._replace(**fields)
 
 
 def _record(run: Run, row: EpochMetrics) -> EpochMetrics:

@@ -31,7 +31,7 @@ from ..repair import VALIDATION_SAMPLES, VALIDATION_SEED
 from ..repair import repair as repair_circuit
 from ..runstate import EpochMetrics, RunState
 from ..tensorboard_log import TensorBoardLog
-from .loop import Policy, Run
+from .loop import Policy, Run, note
 
 # The validation check during training (`validate` on `logicars.repair`'s
 # VALIDATION_SAMPLES inputs of VALIDATION_SEED) draws from its own training-time stream,
@@ -112,8 +112,10 @@ class SolveCheck(Policy):
         if row.hard_loss != 0 or run.state.solved_epoch is not None:
             return
         if solves(run.model, run.state.preset):
+            note(run, validation="passed")
             run.solved()
         else:
+            note(run, validation="failed")
             self.failed = True
 
 
@@ -170,7 +172,11 @@ class Repair(Policy):
         last = max((r["epoch"] for r in state.repairs), default=None)
         if last is not None and state.epoch - last < REPAIR_EVERY:
             return
-        if self.repaired(run, REPAIR_BUDGET):
+        solved = self.repaired(run, REPAIR_BUDGET)
+        last = state.repairs[-1]
+        after = "passed" if solved else "unconfirmed" if last["wrong_after"] == 0 else "failed"
+        note(run, repair=last["wrong_after"], validation=after)
+        if solved:
             run.solved()
 
     def end_attempt(self, run: Run, stalled: bool) -> None:
@@ -196,8 +202,14 @@ class Repair(Policy):
             seed=VALIDATION_SEED,
             method="greedy",
         )
-        state.repairs.append({"epoch": state.epoch, **result.to_dict()})
-        return result.wrong_after == 0 and confirmed(run.model, state.preset)
+        record = {"epoch": state.epoch, **result.to_dict()}
+        state.repairs.append(record)
+        if result.wrong_after != 0:
+            return False
+        # 0 wrong cells on the validation draw; the confirmation draw decides (a repair
+        # that passes one and not the other is why such an attempt may still restart).
+        record["confirmed"] = confirmed(run.model, state.preset)
+        return record["confirmed"]
 
     def final_repair(self, run: Run) -> bool:
         """The repair at the end of an unsolved attempt that came close (some epoch's hard
@@ -235,7 +247,10 @@ class Repair(Policy):
         # The changed gates as a count: a long search changes thousands.
         record = {**result.to_dict(), "changes": len(result.changes)}
         state.repairs.append({"epoch": state.epoch, "method": "drift", **record})
-        return result.wrong_after == 0 and confirmed(run.model, state.preset)
+        if result.wrong_after != 0:
+            return False
+        record["confirmed"] = confirmed(run.model, state.preset)
+        return record["confirmed"]
 
 
 # ---- attempts -------------------------------------------------------------------------
@@ -288,10 +303,11 @@ def keep_if_best(model: Model, state: RunState, run_dir: Path) -> None:
         }
 
 
-def restart(model: Model, state: RunState) -> Model:
-    """A fresh model (new wiring and logits, fresh optimizer) for the next attempt."""
+def restart(model: Model, state: RunState, reason: str = "restarted at its length") -> Model:
+    """A fresh model (new wiring and logits, fresh optimizer) for the next attempt;
+    `reason`: why the ending attempt ended (summary.json's `restarts` and `attempt_ends`)."""
     seed = restart_seed(state.seed, len(state.restarts) + 1)
-    state.restarts.append({"epoch": state.epoch, "seed": seed})
+    state.restarts.append({"epoch": state.epoch, "seed": seed, "reason": reason})
     state.zero_streak = 0
     state.kept_lowest = None  # the ending attempt's: `best_attempt` keeps it
     return Model(model.spec, seed)
@@ -306,6 +322,26 @@ def best_of_attempts(model: Model, state: RunState, run_dir: Path) -> Model:
     state.kept_attempt = best["attempt"]
     state.kept_lowest = best.get("kept_lowest")
     return Model.load(run_dir / BEST_ATTEMPT_NAME)
+
+
+def attempt_end_reason(state: RunState, stalled: bool) -> str:
+    """Why an unsolved attempt ends now: it stalled, or ran its length, and what the
+    repair at its end did, if one ran."""
+    p = state.preset
+    if stalled:
+        return (
+            f"stalled: lowest hard loss {attempt_lowest(state):g} above {p.stall_loss:g} "
+            f"after {p.stall_epochs} epochs"
+        )
+    reason = "restarted at its length"
+    last = [r for r in state.repairs if r["epoch"] == state.epoch]
+    if last:
+        r = last[-1]
+        if r["wrong_after"] == 0 and not r.get("confirmed", True):
+            reason += "; the repaired circuit passed the validation draw, not the confirmation"
+        else:
+            reason += f"; the repair gave up at {r['wrong_after']} wrong cells"
+    return reason
 
 
 class Attempts(Policy):
@@ -326,7 +362,7 @@ class Attempts(Policy):
         if state.solved_epoch is not None:
             return  # the final repair solved it: the attempt goes on
         keep_if_best(run.model, state, run.run_dir)
-        run.model = restart(run.model, state)
+        run.model = restart(run.model, state, attempt_end_reason(state, stalled))
         if stalled:
             state.stalls += 1
             state.target_epochs += self.stall
@@ -450,7 +486,8 @@ class Callbacks(Policy):
             solved_epoch=state.solved_epoch,
         )
         try:
-            asked = run_callbacks(self.callbacks, row, context)
+            # the row as metrics.csv has it (with the epoch's validation and repair)
+            asked = run_callbacks(self.callbacks, state.metrics[-1], context)
         except Exception:
             run.checkpoint()  # the run resumes from this epoch
             raise
