@@ -118,10 +118,11 @@ def test_a_metrics_path_that_is_not_a_regular_file_is_refused(tmp_path: Path, ki
     with pytest.raises(ValueError, match=f"metrics.csv is not a regular file \\({what}\\)"):
         train(None, resume=run, epochs=4, quiet=True)
     assert (run / "model.safetensors").read_bytes() == before
-    # A new run into a directory whose metrics.csv is such a file is refused alike.
+    # A new run into a directory whose metrics.csv is such a file is refused alike (a
+    # directory holding only that is not a run: refused as such, issue 43).
     (tmp_path / "new").mkdir()
     os.mkfifo(tmp_path / "new" / "metrics.csv")
-    with pytest.raises(ValueError, match="is not a regular file \\(a FIFO\\)"):
+    with pytest.raises(ValueError, match="not a logicars run \\(it holds 'metrics.csv'\\)"):
         train("gol", epochs=1, out=tmp_path / "new", quiet=True)
     (tmp_path / "new" / "metrics.csv").unlink()
     os.rmdir(tmp_path / "new")
