@@ -43,7 +43,7 @@ from . import _core
 from .callbacks import Callback, check_callbacks
 from .evaluate import evaluate
 from .export import active_gates
-from .files import write_atomic
+from .files import open_append, write_atomic
 from .loggers import make_logger
 from .model import Model, check_int, load_checkpoint
 from .plots import (  # noqa: F401 (write_frames_gif: importable from here too)
@@ -263,7 +263,7 @@ def _start_metrics_csv(path: Path, rows: list[EpochMetrics]) -> BinaryIO:
             "into this run directory"
         )
     write_atomic(path, _metrics_csv(rows).encode())
-    return open(path, "ab")
+    return open_append(path)  # issue 43: never through a symlink swapped in meanwhile
 
 
 def _file_kind(mode: int) -> str:
