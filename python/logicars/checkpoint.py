@@ -38,7 +38,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import stat
 import struct
 from dataclasses import dataclass
@@ -48,7 +47,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Union
 import numpy as np
 
 from .errors import CheckpointError, CheckpointMemoryError
-from .files import write_atomic
+from .files import json_depth, write_atomic
 from .spec import ModelSpec, legacy_lr
 
 if TYPE_CHECKING:
@@ -271,21 +270,11 @@ def _read_header(path: Path, f: BinaryIO, size: int) -> tuple[int, dict[str, Any
     return n, header
 
 
-# Strings, so that brackets inside them do not count as nesting.
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
-
-
 def _bounded_json(path: Path, what: str, text: str) -> Any:
     """`json.loads(text)`, refusing nesting deeper than `MAX_JSON_DEPTH` (which would
     otherwise end in RecursionError) with CheckpointError."""
-    stripped = np.frombuffer(_JSON_STRING.sub("", text).encode("utf-8"), dtype=np.uint8)
-    depth = (
-        (stripped == ord("[")).astype(np.int64)
-        + (stripped == ord("{"))
-        - (stripped == ord("]"))
-        - (stripped == ord("}"))
-    )
-    if depth.size and int(np.cumsum(depth).max()) > MAX_JSON_DEPTH:
+    # The one depth rule of the package's JSON readers (`logicars.files`).
+    if json_depth(text) > MAX_JSON_DEPTH:
         raise CheckpointError(
             f"{path}: invalid checkpoint metadata: {what} is nested deeper than "
             f"{MAX_JSON_DEPTH} levels"

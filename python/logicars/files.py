@@ -227,6 +227,12 @@ def read_text(path: PathLike, what: str, limit: int = MAX_TEXT_BYTES, follow: bo
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 
 
+def json_depth(text: str) -> int:
+    """The deepest nesting of a JSON text's arrays and objects (brackets inside strings
+    not counted), without parsing it."""
+    return _bracket_depth(_JSON_STRING.sub("", text))
+
+
 def loads_json(text: str | bytes, what: str, max_depth: int = MAX_DEPTH) -> Any:
     """`json.loads(text)` refusing nesting deeper than `max_depth` (counted before
     parsing, so never RecursionError), with a one-line ValueError naming `what`."""
@@ -235,7 +241,7 @@ def loads_json(text: str | bytes, what: str, max_depth: int = MAX_DEPTH) -> Any:
             text = text.decode("utf-8")
         except UnicodeDecodeError as e:
             raise ValueError(f"{what}: not UTF-8 text ({e.reason})") from None
-    if _bracket_depth(_JSON_STRING.sub("", text)) > max_depth:
+    if json_depth(text) > max_depth:
         raise ValueError(f"{what}: JSON nested deeper than {max_depth} levels")
     try:
         return json.loads(text)
