@@ -529,3 +529,32 @@ def test_a_points_planted_links_are_not_shipped(tmp_path: Path) -> None:
     os.mkfifo(point / "pipe")
     with deadline():
         assert set(_run_files(point) or {}) == {"point.json"}
+
+
+def liar_npz(tmp: Path, name: str, member: str = "states") -> Path:
+    """A 300-byte .npz whose member's header claims 10^12 bytes (a MemoryError)."""
+    import zipfile
+
+    from numpy.lib import format as npy
+
+    buf = io.BytesIO()
+    npy.write_array_header_1_0(buf, {"descr": "|u1", "fortran_order": False, "shape": (10**12,)})
+    buf.write(b"\0" * 100)
+    path = tmp / name
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr(f"{member}.npy", buf.getvalue())
+    return path
+
+
+def test_npz_members_are_checked_before_they_are_allocated(tmp_path: Path) -> None:
+    from logicars.recorded import load_recording
+
+    path = liar_npz(tmp_path, "rec.npz")
+    refused(lambda: files.load_npz(path, "archive", 1 << 30), "claims 1,000,000,000,000")
+    refused(lambda: load_recording(path), "not a readable .npz recording", "claims")
+    buf = io.BytesIO()
+    np.savez(buf, states=np.array([1, "a"], dtype=object))
+    refused(lambda: files.load_npz(buf.getvalue(), "archive", 1 << 30), "Python objects")
+    np.savez_compressed(tmp_path / "big.npz", states=np.zeros(1 << 20, np.uint8))
+    refused(lambda: files.load_npz(tmp_path / "big.npz", "archive", 1 << 19), "over")
+    assert files.load_npz(tmp_path / "big.npz", "archive", 1 << 21)["states"].size == 1 << 20

@@ -373,3 +373,45 @@ def open_append(path: PathLike) -> BinaryIO:
     """`path` opened for appending (a log such as metrics.csv) without following a
     symlink (`open_nofollow`)."""
     return os.fdopen(open_nofollow(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "ab")
+
+
+# ---- arrays -------------------------------------------------------------------------------
+
+
+def load_npz(source: PathLike | bytes, what: str, limit: int) -> dict[str, Any]:
+    """The arrays of an `.npz` archive (a path, read as a bounded regular file, or its
+    bytes), none pickled: every member's header is read first and must not claim more
+    data than the member holds (np.load allocates what a header says before it reads: a
+    300-byte member claiming 931 GB was a MemoryError), and all of them together at most
+    `limit` bytes (a zip bomb of zeros). ValueError naming `what` otherwise."""
+    import zipfile
+
+    import numpy as np
+    from numpy.lib import format as npy
+
+    data = source if isinstance(source, bytes) else read_bytes(source, what, limit)
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            members = [m for m in z.infolist() if not m.is_dir()]
+            if sum(m.file_size for m in members) > limit:
+                raise ValueError(f"its arrays hold over {limit:,} bytes")
+            out = {}
+            for m in members:
+                with z.open(m) as f:
+                    version = npy.read_magic(f)
+                    read = npy.read_array_header_1_0 if version == (1, 0) else None
+                    shape, _, dtype = (read or npy.read_array_header_2_0)(f)
+                    need = int(np.prod(shape, dtype=object)) * dtype.itemsize
+                    if dtype.hasobject:
+                        raise ValueError(f"member {m.filename!r} holds Python objects")
+                    if need > m.file_size:
+                        raise ValueError(
+                            f"member {m.filename!r} claims {need:,} bytes in {m.file_size:,}"
+                        )
+                with z.open(m) as f:
+                    out[m.filename.removesuffix(".npy")] = npy.read_array(f, allow_pickle=False)
+            return out
+    except (zipfile.BadZipFile, EOFError, OSError, RuntimeError) as e:
+        raise ValueError(f"{what}: not a readable .npz archive ({e})") from None
+    except ValueError as e:
+        raise ValueError(f"{what}: not a readable .npz archive ({e})") from None

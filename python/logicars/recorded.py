@@ -171,12 +171,13 @@ def load_recording(path: PathLike) -> Recording:
         raise FileNotFoundError(f"{path}: no such recording file")
     if os.path.getsize(path) > MAX_FILE_BYTES:
         raise ValueError(f"{path}: larger than {MAX_FILE_BYTES >> 20} MB, not a recording")
+    from ._core import memory_cap_mb
+    from .files import load_npz
+
     try:
-        with np.load(path, allow_pickle=False) as npz:
-            if not hasattr(npz, "files"):
-                raise ValueError("expected an .npz archive with a 'states' array")
-            data = {k: npz[k] for k in npz.files}
-    except (OSError, ValueError, EOFError) as e:
+        # Headers checked before anything is allocated (issue 43: a lying member).
+        data = load_npz(path, "recording", memory_cap_mb() << 20)
+    except ValueError as e:
         raise ValueError(f"{path}: not a readable .npz recording ({e})") from None
     if "states" not in data:
         raise ValueError(f"{path}: no 'states' array (found: {', '.join(data) or 'none'})")
