@@ -558,3 +558,11 @@ def test_npz_members_are_checked_before_they_are_allocated(tmp_path: Path) -> No
     np.savez_compressed(tmp_path / "big.npz", states=np.zeros(1 << 20, np.uint8))
     refused(lambda: files.load_npz(tmp_path / "big.npz", "archive", 1 << 19), "over")
     assert files.load_npz(tmp_path / "big.npz", "archive", 1 << 21)["states"].size == 1 << 20
+
+
+def test_a_parameter_file_with_a_lying_member_is_a_checkpoint_error(tmp_path: Path) -> None:
+    import logicars
+    from logicars.errors import CheckpointError
+
+    path = liar_npz(tmp_path, "params.npz", member="perceive_logits_0")
+    refused(lambda: logicars.Model.from_npz(path), "claims", exc=CheckpointError)

@@ -465,20 +465,20 @@ class Model:
             mode = os.stat(path).st_mode
             if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
                 raise CheckpointError(f"{path}: not a regular file (a FIFO, device or socket)")
-            with np.load(Path(path), allow_pickle=False) as z:
-                if "config" not in z.files:
-                    raise CheckpointError(
-                        f"{path}: no 'config' entry; not a logicars/fixture npz file"
-                    )
-                config = json.loads(str(z["config"]))
-                spec = ModelSpec.from_dict(config)
-                lr = legacy_lr(config)
-                n_p, n_u = len(spec.perceive.layers) - 1, len(spec.update.layers) - 1
-                pw = [z[f"perceive_wires_{i}"] for i in range(n_p)]
-                uw = [z[f"update_wires_{i}"] for i in range(n_u)]
-                params = {
-                    k: z[k] for k in z.files if k.startswith(("perceive_logits_", "update_logits_"))
-                }
+            from .files import load_npz
+
+            # Every member's header checked before anything is allocated (issue 43).
+            z = load_npz(Path(path), str(path), _core.memory_cap_mb() << 20)
+            if "config" not in z:
+                raise CheckpointError(f"{path}: no 'config' entry; not a logicars/fixture npz file")
+            config = json.loads(str(z["config"]))
+            spec = ModelSpec.from_dict(config)
+            lr = legacy_lr(config)
+            n_p, n_u = len(spec.perceive.layers) - 1, len(spec.update.layers) - 1
+            pw = [z[f"perceive_wires_{i}"] for i in range(n_p)]
+            uw = [z[f"update_wires_{i}"] for i in range(n_u)]
+            logits = ("perceive_logits_", "update_logits_")
+            params = {k: v for k, v in z.items() if k.startswith(logits)}
             model = cls.from_parts(spec, pw, uw, params)
             model.lr = lr
             return model
