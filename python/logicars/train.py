@@ -468,9 +468,9 @@ def train(
     tensorboard_dir = _check_tensorboard(tensorboard)
     if preset is None and resume is None:
         raise ValueError("a preset is required unless resuming a run")
-    if resume is not None:
-        for name in sorted(set(given) & resume_settings(Resume.NEW_RUN)):
-            raise ValueError(new_run_only_message(name))
+    refused = sorted(set(given) & resume_settings(Resume.NEW_RUN)) if resume is not None else []
+    if refused:
+        raise ValueError(new_run_only_message(refused[0]))
     epochs = given.get("epochs", None if config is None else config.epochs)
     chosen = (
         None if preset is None else _resolve_preset(preset, spec, epochs, size, bool(asynchronous))
