@@ -378,18 +378,21 @@ def open_append(path: PathLike) -> BinaryIO:
 # ---- arrays -------------------------------------------------------------------------------
 
 
-def load_npz(source: PathLike | bytes, what: str, limit: int) -> dict[str, Any]:
+def load_npz(
+    source: PathLike | bytes, what: str, limit: int, follow: bool = True
+) -> dict[str, Any]:
     """The arrays of an `.npz` archive (a path, read as a bounded regular file, or its
     bytes), none pickled: every member's header is read first and must not claim more
     data than the member holds (np.load allocates what a header says before it reads: a
     300-byte member claiming 931 GB was a MemoryError), and all of them together at most
-    `limit` bytes (a zip bomb of zeros). ValueError naming `what` otherwise."""
+    `limit` bytes (a zip bomb of zeros). ValueError naming `what` otherwise. `follow=False`
+    for a file inside a run directory (`open_regular`)."""
     import zipfile
 
     import numpy as np
     from numpy.lib import format as npy
 
-    data = source if isinstance(source, bytes) else read_bytes(source, what, limit)
+    data = source if isinstance(source, bytes) else read_bytes(source, what, limit, follow)
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as z:
             members = [m for m in z.infolist() if not m.is_dir()]
