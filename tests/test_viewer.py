@@ -22,6 +22,7 @@ from conftest import FIXTURES
 from test_bitsliced import random_model
 
 import logicars
+import logicars.cli
 import logicars.viewer
 from logicars.datasets import checkerboard_target
 
@@ -447,3 +448,84 @@ def test_page_makes_no_network_request(browser: Any, checkerboard_run: Path) -> 
     assert failed == []
     errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     assert errors == []
+
+
+# ---- layout, colours and the notebook frame (issue 45) ----------------------------------
+
+
+def test_a_grown_silhouette_keeps_its_images_colours(tmp_path: Path) -> None:
+    """A black square on white trains white as 1: the page draws 1 white and 0 black,
+    as the image (and the run's GIF); the lizard stays green on white."""
+    from PIL import Image
+
+    pixels = np.full((12, 12, 3), 255, dtype=np.uint8)
+    pixels[3:9, 3:9] = 0
+    Image.fromarray(pixels).save(tmp_path / "square.png")
+    preset = logicars.preset_for_kind(f"grow:{tmp_path / 'square.png'}")
+    model = logicars.Model(preset.spec)
+    palette = logicars.viewer.page_config(model, preset)["palette"]
+    assert palette["colours"] == ["#000000", "#ffffff"]
+    lizard = logicars.get_preset("lizard")
+    colours = logicars.viewer.page_config(logicars.Model(lizard.spec), lizard)["palette"]
+    assert colours["colours"][0] == "#ffffff" and colours["colours"][1] != "#000000"
+
+
+def _controls_in_view(browser: Any) -> None:
+    height, width = browser.execute_script("return [window.innerHeight, window.innerWidth]")
+    for element in ("play", "step", "reset", "speed", "size", "view", "status"):
+        top, bottom = browser.execute_script(
+            "const r = document.getElementById(arguments[0]).getBoundingClientRect();"
+            "return [r.top, r.bottom]",
+            element,
+        )
+        assert 0 <= top and bottom <= height, f"#{element} at {top}..{bottom} of {height}"
+    right = browser.execute_script(
+        "return document.getElementById('grid').getBoundingClientRect().right"
+    )
+    assert right <= width, f"the grid ends at {right} of {width} px"
+
+
+@pytest.mark.parametrize("side", [16, 256])
+def test_controls_stay_in_view_at_any_grid_size(
+    browser: Any, gol_run: Path, tmp_path: Path, side: int
+) -> None:
+    page = tmp_path / "page.html"
+    page.write_text(model_of(gol_run).export("html"))
+    try:
+        for size in ((1400, 1000), (800, 600)):  # wide, and a laptop-sized window
+            browser.set_window_size(*size)
+            open_page(browser, page)
+            browser.execute_script("logicars.configure({size: arguments[0]})", side)
+            _controls_in_view(browser)
+            browser.execute_script("logicars.configure({size: 96})")  # the issue's change
+            _controls_in_view(browser)
+    finally:
+        browser.set_window_size(1400, 1000)
+
+
+@pytest.mark.parametrize("side", [16, 256])
+def test_live_frame_fits_its_page_in_a_notebook(
+    browser: Any, gol_run: Path, tmp_path: Path, side: int
+) -> None:
+    """`logicars.live(run)` as Jupyter shows it: the frame takes its page's height (no
+    scrollbar of its own) instead of a fixed 640 px."""
+    import time
+
+    live = logicars.live(gol_run)
+    host = tmp_path / "notebook.html"
+    host.write_text(f"<!doctype html><body style='width:900px'>{live._repr_html_()}</body>")
+    browser.get(host.resolve().as_uri())
+    frame = browser.find_element("tag name", "iframe")
+    browser.switch_to.frame(frame)
+    browser.execute_script("logicars.configure({size: arguments[0]})", side)
+    inner = browser.execute_script(
+        "return Math.ceil(document.documentElement.getBoundingClientRect().height)"
+    )
+    browser.switch_to.default_content()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        outer = browser.execute_script("return arguments[0].clientHeight", frame)
+        if outer >= inner:
+            break
+        time.sleep(0.05)
+    assert inner <= outer <= inner + 40, (inner, outer)

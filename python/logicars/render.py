@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .runstate import EpochMetrics
     from .sweep import SweepReport
 
-from .markup import escape_html
+from .markup import escape_html, script_json
 from .spec import DEFAULT_WEIGHT_DECAY
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -244,11 +244,27 @@ def _run_file(path: Path) -> bytes | None:
 
 def _iframe(page: str, height: int) -> str:
     # srcdoc keeps the page in the output (no file, no server); the sandbox lets its
-    # scripts run but keeps it apart from the notebook.
+    # scripts run but keeps it apart from the notebook. The page posts its height
+    # (viewer.html's reportHeight) and the frame takes it, so it shows whole, with no
+    # scrollbar of its own; `height` is the frame's height until then.
+    import hashlib
+
+    # Named by the page, so the same run displays the same HTML.
+    fid = "logicars-live-" + hashlib.sha1(page.encode("utf-8")).hexdigest()[:12]
+    listener = (
+        "(function () {"
+        f" var f = document.getElementById({script_json(fid)});"
+        " window.addEventListener('message', function (e) {"
+        "  if (!f || e.source !== f.contentWindow || !e.data) return;"
+        "  var h = e.data.logicarsPageHeight;"
+        "  if (typeof h === 'number' && h > 0) f.style.height = Math.min(h, 8000) + 'px';"
+        " });"
+        "})();"
+    )
     return (
-        f'<iframe srcdoc="{escape_html(page)}" sandbox="allow-scripts" '
+        f'<iframe id="{fid}" srcdoc="{escape_html(page)}" sandbox="allow-scripts" '
         f'title="live circuit" style="width:100%;height:{height}px;border:1px solid #8884">'
-        "</iframe>"
+        f"</iframe><script>{listener}</script>"
     )
 
 

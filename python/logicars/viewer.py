@@ -114,8 +114,36 @@ def _palette(model: Model, preset: Preset | None) -> dict[str, Any]:
         ]
         return {"channels": list(loss), "colours": colours}
     if preset is not None and preset.task_kind.startswith("grow:"):  # a silhouette
-        return {"channels": [loss[0]], "colours": [_WHITE, _LIZARD]}
+        return {"channels": [loss[0]], "colours": _silhouette_colours(preset.task_kind)}
     return {"channels": [loss[0]], "colours": [_BLACK, _WHITE]}
+
+
+def _silhouette_colours(kind: str) -> list[str]:
+    """A grown silhouette in its image's own colours: cells of 0 and of 1 as the mean
+    colour of the image's pixels that became 0 and 1 (over white where transparent). A
+    black heart on white, whose white trains as 1, shows as a black heart on white. The
+    lizard's green on white; without its image (a run moved from it) the GIF's grey."""
+    from .tasks import LIZARD, load_image, silhouette, split_kind
+
+    _, arg = split_kind(kind)
+    if arg == LIZARD:
+        return [_WHITE, _LIZARD]
+    try:
+        image = load_image(arg)
+    except (OSError, ValueError):
+        return [_BLACK, _WHITE]
+    bits = silhouette(image) > 0.5
+    # Premultiplied RGB over a white page: rgb + (1 - alpha).
+    shown = image[..., :3] + (1.0 - image[..., 3:])
+    colours = []
+    for value, fallback in ((False, _BLACK), (True, _WHITE)):
+        cells = shown[bits == value]
+        if not len(cells):
+            colours.append(fallback)
+            continue
+        rgb = np.clip(np.round(cells.mean(axis=0) * 255), 0, 255).astype(int)
+        colours.append("#{:02x}{:02x}{:02x}".format(*rgb))
+    return colours
 
 
 def _start(preset: Preset | None) -> dict[str, Any]:
