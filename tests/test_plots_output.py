@@ -99,3 +99,18 @@ def test_rollout_gif_has_every_step_of_a_20_step_preset(tmp_path) -> None:
     assert len(pixels) == preset.spec.num_steps + 1
     with Image.open(tmp_path / "rollout.gif") as gif:
         assert gif.n_frames == preset.spec.num_steps + 1
+
+
+def test_gate_bar_labels_stay_below_the_titles() -> None:
+    """gates.png (`analyze`): the tallest bar's count is drawn under its axes' title."""
+    from logicars.analyze import GATE_NAMES, _plot_gates
+
+    counts = {g: (2000 if g == "A" else i * 7) for i, g in enumerate(GATE_NAMES)}
+    res = {"perceive": counts, "update": counts, "active_perceive": 9, "active_update": 9}
+    fig = _plot_gates(res, logicars.get_preset("gol").task())
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        title = ax.title.get_window_extent(renderer)
+        labels = [t for t in ax.texts if t.get_text()]
+        assert labels and max(t.get_window_extent(renderer).y1 for t in labels) < title.y0

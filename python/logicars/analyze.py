@@ -648,7 +648,11 @@ def _plot_gates(res: dict[str, Any], task: Task) -> Any:
         ax.set_xticks(range(16))
         ax.set_xticklabels(GATE_NAMES, rotation=70, fontsize=7)
         ax.set_yscale("symlog")
+        # Headroom above the tallest bar (a factor on the log part), so its label stays
+        # below the title instead of running into it.
+        ax.set_ylim(0, max(1, max(counts)) * 4)
         ax.set_title(f"{part}: {res[f'active_{part}']} active (gray: pass-through)", fontsize=9)
+    fig.tight_layout()
     return fig
 
 
