@@ -58,6 +58,7 @@ def test_a_file_round_trips_with_its_encoding(tmp_path: Path) -> None:
         assert z["encoding"].shape == (4, 2)
     back = load_recording(path)
     assert np.array_equal(back.states, rec.states) and np.array_equal(back.test, rec.test)
+    assert back.symmetric and back.periodic
     task = make_task(f"data:{path}")
     assert isinstance(task, RecordedTask) and task.channels == 2
     assert split_kind(f"data:{path}") == ("data", str(path))
@@ -73,6 +74,7 @@ def test_the_record_rebuilds_the_task_without_the_file(tmp_path: Path) -> None:
     assert isinstance(back, RecordedTask)
     assert np.array_equal(back.recording.states, task.recording.states)
     assert (back.batch, back.num_steps, back.hidden, back.periodic) == (3, 1, 0, True)
+    assert back.recording.symmetric
     for a, b in zip(back.holdout(), task.holdout()):
         assert np.array_equal(a, b)
 
@@ -200,3 +202,25 @@ def test_a_learnt_circuit_reproduces_unseen_recordings_on_a_4x_grid(
     # reproduced exactly frame after frame for 9 steps.
     wrong, cells = _fresh_rollout_exact(tmp_path / "run", make, 48, seed=12345)
     assert wrong == 0, f"{wrong} of {cells} cells wrong"
+
+
+def test_an_experiment_file_gives_hidden_channels_and_steps(tmp_path: Path) -> None:
+    """`[model] channels` above the recording's bits are hidden channels, `num_steps` the
+    steps of a rollout from each run's first frame; the run keeps the recording, so it
+    loads and resumes with the file gone."""
+    from logicars.runs import load_run
+
+    automata.brians_brain(runs=4, steps=6, size=8).save(tmp_path / "bb.npz")
+    (tmp_path / "bb.toml").write_text(
+        'task = "data:bb.npz"\n[model]\nchannels = 4\nnum_steps = 3\n'
+        "[training]\nepochs = 3\nbatch = 2\n"
+    )
+    logicars.train(tmp_path / "bb.toml", out=tmp_path / "run", quiet=True, threads=1)
+    (tmp_path / "bb.npz").unlink()
+    run = load_run(tmp_path / "run")
+    assert run.preset is not None
+    task = run.preset.task()
+    assert isinstance(task, RecordedTask)
+    assert (task.channels, task.hidden, task.num_steps, task.batch) == (4, 2, 3, 2)
+    again = logicars.train(resume=tmp_path / "run", epochs=5, quiet=True, threads=1)
+    assert len(again.metrics) == 5

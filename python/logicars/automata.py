@@ -133,7 +133,7 @@ BRIANS_BRAIN_ENCODING = np.array([[0, 0], [1, 0], [0, 1]], dtype=np.uint8)
 
 
 def wireworld(
-    runs: int = 8, steps: int = 12, size: int = 12, test_scale: int = 4, seed: int = 0
+    runs: int = 16, steps: int = 12, size: int = 12, test_scale: int = 4, seed: int = 0
 ) -> Recording:
     """Wireworld from random soups (mostly conductor, some heads and tails): `runs` runs
     of `steps` frames on `size` x `size`, the held-out ones on a `test_scale` times
@@ -145,7 +145,7 @@ def wireworld(
 
 
 def brians_brain(
-    runs: int = 8, steps: int = 12, size: int = 12, test_scale: int = 4, seed: int = 0
+    runs: int = 16, steps: int = 12, size: int = 12, test_scale: int = 4, seed: int = 0
 ) -> Recording:
     """Brian's Brain from random soups (as `wireworld`)."""
     return _recording(
@@ -156,7 +156,7 @@ def brians_brain(
 
 def elementary(
     rule: int = 110,
-    runs: int = 8,
+    runs: int = 16,
     steps: int = 12,
     size: int = 12,
     test_scale: int = 4,
@@ -173,7 +173,7 @@ def elementary(
 
 def life_like(
     rule: str = "B36/S23",
-    runs: int = 8,
+    runs: int = 16,
     steps: int = 12,
     size: int = 12,
     test_scale: int = 4,

@@ -352,9 +352,10 @@ def with_recorded_task(preset: Preset, record: dict[str, Any] | None) -> Preset:
     if record is None:
         return preset  # `Preset` gives a preset's name its own task
     kind = str(record.get("task_kind", ""))
-    if ":" not in kind:
-        # A Task built in Python: the three kinds rebuild from their record; a custom
-        # subclass does not (the preset then names no task).
+    if ":" not in kind or record.get("kind") == "data":
+        # A Task built in Python: the kinds rebuild from their record; a custom subclass
+        # does not (the preset then names no task). A recording (`data:`) rebuilds from
+        # the bits its record holds, so the run never needs the file again.
         task = task_from_dict(record)
         return preset if task is None else dataclasses.replace(preset, custom_task=task)
     pixels = record.get("tile", record.get("image"))
