@@ -226,6 +226,10 @@ class GrowthBatches:
         elif self.task.growth != "grow" and hard_loss == 0:
             self._start_pool(epoch)
 
+    def reset(self) -> None:
+        """A fresh wiring learns to grow again: back to the start grid alone."""
+        self.pool, self.pooling_from, self.drawn = None, None, None
+
     def _start_pool(self, epoch: int) -> None:
         self.pooling_from = epoch
         self.pool = np.repeat(self.start.astype(np.uint8), self.pool_size, axis=0)

@@ -137,6 +137,7 @@ class Preset:
         return make_task(
             self.task_kind,
             self.task_pixels,
+            growth=self.config.growth or "grow",
             channels=s.channels,
             height=self.height,
             width=self.width,

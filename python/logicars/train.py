@@ -91,6 +91,7 @@ from .training.policies import (  # noqa: F401 (the constants: importable from h
     drift_due,
     restart_seed,
 )
+from .training.pool import PoolBatches
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -646,7 +647,7 @@ def _train_epochs(
         policies = [*default_policies(model, state, run_dir), _MetricsCsv(metrics_file)]
         policies.append(Callbacks(callbacks, board))
         with bar, metrics_file:
-            train_epochs(run, _batch_source(state, dataset), policies, checkpoint_every)
+            train_epochs(run, _batch_source(state, dataset, run_dir), policies, checkpoint_every)
             os.fsync(metrics_file.fileno())
         early_stopped = run.stop_reason is not None
         unfinished = state.epoch < state.target_epochs and not early_stopped
@@ -678,9 +679,12 @@ def _train_epochs(
     )
 
 
-def _batch_source(state: RunState, dataset: Any) -> BatchSource:
-    """Where the run's batches come from: a fresh batch of the task every epoch, drawn
-    from the run's data stream."""
+def _batch_source(state: RunState, dataset: Any, run_dir: Path) -> BatchSource:
+    """Where the run's batches come from: a persisting or regenerating growth task's pool
+    (`training.pool`), else a fresh batch of the task every epoch, drawn from the run's
+    data stream."""
+    if getattr(dataset, "growth", "grow") != "grow":
+        return PoolBatches(dataset, state.preset.config, state.seed, run_dir)
     return TaskBatches(dataset)
 
 

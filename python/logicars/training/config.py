@@ -428,6 +428,37 @@ class TrainConfig:
         check=Count(1), resume=Resume.PER_CALL, recorded=Recorded.NOT, metavar="N",
         none_is_value=True,
     )  # fmt: skip
+    growth: str | None = _setting(
+        None, help="what a grow: task's circuit must do (logicars.growth): grow the target "
+        "at its step T (the paper's), persist (then hold it, trained on a sample pool of "
+        "its own later states) or regrow (hold it and regrow it after damage); default: "
+        "the preset's, else grow",
+        check=Choice(("grow", "persist", "regrow")), resume=Resume.FIXED,
+        recorded=Recorded.PRESET, metavar="MODE",
+    )  # fmt: skip
+    pool_size: int = _setting(
+        32, help="with --growth persist or regrow: the grids of the sample pool",
+        check=Count(2, MAX_GRID), resume=Resume.FIXED, recorded=Recorded.PRESET,
+        metavar="N", before=32,
+    )  # fmt: skip
+    pool_batch: int = _setting(
+        4, help="with --growth persist or regrow: the pool's grids per training step (the "
+        "start grid among them; with regrow, one of them damaged)",
+        check=Count(2, MAX_GRID), resume=Resume.FIXED, recorded=Recorded.PRESET,
+        metavar="B", before=4,
+    )  # fmt: skip
+    pool_lr: float | None = _setting(
+        None, help="with --growth persist or regrow: the learning rate once the pool takes "
+        "over (default: --lr)",
+        check=OptimizerNumber(rule="lr"), resume=Resume.CHANGES, recorded=Recorded.PRESET,
+        metavar="LR",
+    )  # fmt: skip
+    hold: int = _setting(
+        0, help="with --growth persist or regrow: the loss also reads the N states after "
+        "step T of the pool's rollouts (0: only step T)",
+        check=Count(0, 2**20), resume=Resume.FIXED, recorded=Recorded.PRESET, metavar="N",
+        before=0,
+    )  # fmt: skip
     notebook_epochs: int | None = _setting(
         None, help="the reference notebook's epochs where `epochs` is larger",
         check=Count(1), resume=Resume.PER_CALL, recorded=Recorded.NOT, cli=False,

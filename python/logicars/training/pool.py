@@ -1,0 +1,67 @@
+"""The batch source of persisting and regenerating growth: `logicars.growth.GrowthBatches`
+in the training loop, its pool kept beside the checkpoint."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..files import read_bytes, write_atomic
+from ..growth import GrowthBatches
+from .loop import BatchSource, Run
+
+POOL_NAME = "pool.npz"
+
+
+class PoolBatches(BatchSource):
+    """Each epoch's batch from `GrowthBatches`; the step that returns the hard circuit's
+    last states, which go back into the pool; the pool saved with every checkpoint (and
+    read back when the run resumes), so that a resumed run draws what the straight one
+    does."""
+
+    def __init__(self, task: Any, config: Any, seed: int, run_dir: Path) -> None:
+        self.batches = GrowthBatches(
+            task, seed, pool_size=config.pool_size, batch=config.pool_batch, hold=config.hold
+        )
+        self.pool_lr = config.pool_lr
+        self.path = run_dir / POOL_NAME
+        if self.path.exists():  # a resumed run's pool
+            data = read_bytes(self.path, "the growth pool", limit=1 << 30)
+            with np.load(io.BytesIO(data), allow_pickle=False) as saved:
+                self.batches.load_state({k: saved[k] for k in saved.files})
+
+    def batch(self, run: Run) -> tuple[np.ndarray, np.ndarray]:
+        return self.batches.sample(run.state.epoch + 1)
+
+    def step(
+        self, run: Run, x: np.ndarray, y: np.ndarray, lr: float, weight_decay: float
+    ) -> tuple[float, float]:
+        b = self.batches
+        if b.pooling and self.pool_lr is not None:
+            lr = self.pool_lr
+        soft, hard, last = run.model.train_step_at(
+            x,
+            y,
+            steps=b.steps,
+            loss_from=b.loss_from,
+            lr=lr,
+            weight_decay=weight_decay,
+            keep_last=b.pooling,
+        )
+        b.keep(run.state.epoch + 1, hard, last)
+        return soft, hard
+
+    def end_attempt(self, run: Run, stalled: bool) -> None:
+        self.batches.reset()
+
+    def checkpoint(self, run: Run) -> None:
+        state = self.batches.state()
+        if not state:
+            self.path.unlink(missing_ok=True)  # a restarted attempt has no pool yet
+        else:
+            buf = io.BytesIO()
+            np.savez(buf, **{k: np.asarray(v) for k, v in state.items()})
+            write_atomic(self.path, buf.getvalue())
