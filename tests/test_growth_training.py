@@ -1,0 +1,119 @@
+"""Persisting and regenerating growth through `logicars.train` (issue 40): the pool phase
+and its checkpoint, on a grow: task of one's own image (tests/data/heart-10x10.png, a
+white heart on black). The slow tests train it on seeds outside the tuning (0-19) and
+reporting (100-139) ranges and check what `evaluate` reports on fresh damages."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import logicars
+from logicars import growth
+from logicars.errors import InvalidValueError
+from logicars.evaluate import evaluate
+
+HEART = Path(__file__).parent / "data" / "heart-10x10.png"
+
+EXPERIMENT = """description = "a 10x10 heart of one's own"
+task = "grow:heart.png"
+[model]
+channels = 16
+kernels = 4
+perceive = [8, 4, 2]
+update = [256, 256, 256, 128, 64, 32, 16]
+num_steps = 10
+periodic = false
+loss_channels = [0]
+binarize_states = true
+[training]
+batch = 1
+epochs = {epochs}
+seed = {seed}
+lr = 0.05
+relax = "softmax"
+drift_budget = 0
+restart_every = 2000
+growth = "{growth}"
+pool_lr = {pool_lr}
+"""
+
+
+def _experiment(
+    tmp_path: Path, growth_mode: str, seed: int, epochs: int, pool_lr: float = 0.01
+) -> Path:
+    shutil.copy(HEART, tmp_path / "heart.png")
+    path = tmp_path / f"heart-{growth_mode}.toml"
+    text = EXPERIMENT.format(epochs=epochs, seed=seed, growth=growth_mode, pool_lr=pool_lr)
+    path.write_text(text)
+    return path
+
+
+def test_growth_is_an_option_of_grow_tasks_only(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="option of grow: tasks"):
+        logicars.train("gol", growth="persist", epochs=1, out=tmp_path / "r", quiet=True)
+    with pytest.raises(InvalidValueError, match="growth must be one of"):
+        logicars.train("lizard", growth="heal", epochs=1, out=tmp_path / "s", quiet=True)
+
+
+def _pool_from_the_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pool phase from the first epoch, whatever the circuit grows: so that a few
+    epochs exercise it."""
+    init = growth.GrowthBatches.__init__
+
+    def pooling_init(self: growth.GrowthBatches, *args: object, **kw: object) -> None:
+        init(self, *args, **kw)  # type: ignore[arg-type]
+        self._start_pool(0)
+
+    monkeypatch.setattr(growth.GrowthBatches, "__init__", pooling_init)
+
+
+@pytest.mark.parametrize("growth_mode", ["persist", "regrow"])
+def test_a_pool_run_resumes_as_the_straight_run(
+    growth_mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _pool_from_the_start(monkeypatch)
+    path = _experiment(tmp_path, growth_mode, seed=3, epochs=8)
+    straight = logicars.train(path, out=tmp_path / "straight", quiet=True, checkpoint_every=4)
+    part = logicars.train(path, epochs=4, out=tmp_path / "part", quiet=True)
+    assert (tmp_path / "part" / "pool.npz").is_file()
+    resumed = logicars.train(resume=tmp_path / "part", epochs=8, quiet=True)
+    losses = [(r.soft_loss, r.hard_loss) for r in straight.metrics]
+    assert losses == [(r.soft_loss, r.hard_loss) for r in resumed.metrics]
+    for name, value in straight.model.params().items():
+        np.testing.assert_array_equal(value, resumed.model.params()[name])
+    with (
+        np.load(tmp_path / "straight" / "pool.npz") as a,
+        np.load(tmp_path / "part" / "pool.npz") as b,
+    ):
+        assert np.array_equal(a["pool"], b["pool"])
+    assert part.summary["preset"] == straight.summary["preset"]
+
+
+def _summary(run: logicars.train.RunResult) -> dict:  # type: ignore[name-defined]
+    return json.loads((run.run_dir / "summary.json").read_text())
+
+
+@pytest.mark.slow
+def test_a_persisting_heart_holds_its_target(tmp_path: Path) -> None:
+    """Seed 200's persisting circuit grows the heart and holds it exactly to 10T."""
+    run = logicars.train(
+        _experiment(tmp_path, "persist", 200, 4000), out=tmp_path / "r", quiet=True
+    )
+    result = evaluate(run.model, run.preset)
+    assert result.passed and result.growth is not None
+    assert result.growth.holds_until == growth.REPORT_HORIZON * 10
+    assert _summary(run)["hard_eval"]["passed"]
+
+
+@pytest.mark.slow
+def test_a_regenerating_heart_regrows_after_damage(tmp_path: Path) -> None:
+    """Seed 200's regenerating circuit also regrows at least 80% of fresh damages."""
+    run = logicars.train(_experiment(tmp_path, "regrow", 200, 6000), out=tmp_path / "r", quiet=True)
+    result = evaluate(run.model, run.preset, seed=7)
+    assert result.passed and result.growth is not None
+    assert result.growth.regrow_share >= 0.8
