@@ -25,6 +25,7 @@ import logicars
 import logicars.cli
 import logicars.viewer
 from logicars.datasets import checkerboard_target
+from logicars.runs import load_run
 
 # ---- trained circuits -----------------------------------------------------------------
 
@@ -529,3 +530,37 @@ def test_live_frame_fits_its_page_in_a_notebook(
             break
         time.sleep(0.05)
     assert inner <= outer <= inner + 40, (inner, outer)
+
+
+def test_a_regenerating_circuit_regrows_on_the_page(browser: Any, tmp_path: Path) -> None:
+    """The page of a regenerating circuit (tests/data: the 10x10 heart trained with
+    `growth = "regrow"`, seed 0): grown, cut with the brush, it grows back to the target,
+    as the engine does."""
+    source = Path(__file__).parent / "data" / "heart-regrow-seed0.safetensors"
+    model_file = tmp_path / "heart.safetensors"
+    model_file.write_bytes(source.read_bytes())
+    assert logicars.cli.main(["view", str(model_file), "--no-open"]) == 0
+    run = load_run(model_file)
+    assert run.preset is not None
+    task = run.preset.task()
+    steps = task.num_steps
+    start = task.start(np.random.default_rng(0), 1, task.height, task.width).astype(np.uint8)
+    target = task.image[..., 0] > 0.5
+    # The cuts the engine regrows: a 3x3 square centred on a cell of the heart.
+    regrown = []
+    for r, c in np.argwhere(target):
+        cut = np.zeros((1, task.height, task.width), np.uint8)
+        cut[0, max(r - 1, 0) : r + 2, max(c - 1, 0) : c + 2] = 1
+        out = run.model.simulate(start, 2 * steps, damage=cut, damage_steps=(steps - 1, steps))
+        if np.array_equal(out[0, ..., 0] > 0, target):
+            regrown.append((int(r), int(c), out[0]))
+    assert len(regrown) >= 0.8 * target.sum()  # most cuts regrow
+    open_page(browser, tmp_path / "heart.html")
+    for r, c, want in regrown[:3]:
+        browser.execute_script("logicars.reset(); logicars.step(arguments[0])", steps)
+        assert np.array_equal(read_state(browser, 16)[..., 0] > 0, target)  # grown
+        browser.execute_script("logicars.damage(arguments[0], arguments[1], 3)", r, c)
+        assert not np.array_equal(read_state(browser, 16)[..., 0] > 0, target)  # cut
+        browser.execute_script("logicars.step(arguments[0])", steps)
+        state = read_state(browser, 16)
+        assert np.array_equal(state, want)  # regrown, bit for bit as the engine

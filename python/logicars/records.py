@@ -31,6 +31,8 @@ order. A line with `"kind": "seed"` is one run (one seed) of the sweep:
   `{name: {"samples", "solved", "passed", "required", ...}}`), `validation` (whether the
   run stopped on a passed validation check), `wide` (`{"solved", "samples"}` on
   `WIDE_SAMPLES` more inputs, seed `WIDE_SEED`).
+  A grown image's `checks` add `wrong_by_step`: the final circuit's wrong loss-channel
+  cells at every step from 0 to 10T from its start grid (`logicars.growth`).
 - `active_gates`: gates of the hard circuit that are not a pass-through.
 - `build`: logicars version, SIMD level, threads, CPU where known.
 - `source`: `"run"` (written from the run directory), or where a transcribed value comes
@@ -188,7 +190,13 @@ def record_from_run(
             "stall_loss",
             "drift_budget",
             "target_epochs",
+            "growth",
+            "pool_size",
+            "pool_batch",
+            "pool_lr",
+            "hold",
         )
+        if k in s
     }
     cfg = s.get("config", {})
     given.update({k: cfg.get(k) for k in ("binarize_states", "binarize_every", "chunk_cells")})
@@ -220,6 +228,8 @@ def record_from_run(
             "named": ev.get("checks"),
             "validation": s.get("solved_epoch") is not None,
             "wide": wide_check(d, s["preset"]) if wide else None,
+            # A grown image's wrong cells at every step from 0 to 10T (`evaluate`).
+            **({"wrong_by_step": ev["wrong_by_step"]} if "wrong_by_step" in ev else {}),
         },
         active_gates=s.get("active_gates"),
         build=build,

@@ -754,6 +754,13 @@ def _summary(
         "lr_decay_from": p.lr_decay_from,
         "lr_end": p.lr_end,
         "relax": model.spec.relax.to_dict(),
+        # What a grow: task's circuit must do, and the sample pool that trained it.
+        "growth": p.config.growth or "grow",
+        **(
+            {k: getattr(p.config, k) for k in ("pool_size", "pool_batch", "pool_lr", "hold")}
+            if p.config.growth not in (None, "grow")
+            else {}
+        ),
         "final_soft_loss": None if last is None else last.soft_loss,
         "final_hard_loss": None if last is None else last.hard_loss,
         "first_epoch_hard_zero": state.first_zero,
