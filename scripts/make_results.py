@@ -334,6 +334,10 @@ def render_results(data: Path = DATA) -> tuple[str, list[str]]:
             out += seed_table(args[0], data)
         elif kind == "cells":
             out += cells_table(args[0], args[1], data)
+        elif kind == "growth-table":
+            out += growth_table(args, data)
+        elif kind == "growth-plot":
+            out.append(f"![wrong cells against step, T to 10T](img/results/{args[0]}){rest}")
         else:
             raise SystemExit(f"results.template.md: unknown directive {{{{{kind}}}}}")
     return "\n".join(out) + "\n", solving
@@ -421,6 +425,8 @@ def main() -> None:
     RESULTS.write_text(text, encoding="utf-8")
     RELAXATIONS.write_text(relax, encoding="utf-8")
     solving_plot(solving, IMAGES / "solve-rate.png")
+    for png, names in growth_plots((DATA / "results.template.md").read_text(encoding="utf-8")):
+        growth_plot(names, IMAGES / png)
     relax_plot(*RELAX_PLOT)
     print(RESULTS, RELAXATIONS, IMAGES / "solve-rate.png", RELAX_PLOT[1])
 
@@ -482,6 +488,108 @@ def relax_plot(name: str, path: Path, data: Path = DATA) -> None:
     ax.set_title("Held-out check solved, by relaxation")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+# ---- growth that persists and regrows (logicars.growth) ----------------------------------
+
+
+def _growth_mode(r: Record) -> str:
+    return (r.get("options") or {}).get("growth") or "grow"
+
+
+def _named(r: Record, prefix: str) -> dict[str, Any]:
+    named = need(r, "checks", "named")
+    return next(v for k, v in named.items() if k.startswith(prefix))
+
+
+def growth_table(names: list[str], data: Path = DATA) -> list[str]:
+    """Per sweep and growth mode: the seeds whose final circuit grows the target, holds it
+    through 4T and regrows at least 80% of fresh damages (`evaluate`'s checks), and the
+    wall time per working circuit (every attempt and search counted; working: what its
+    mode requires)."""
+    lines = [
+        "| sweep | seeds | growth | pool lr | grows | persists to 4T | regrows >= 80% "
+        "| median regrown | wall s per working circuit |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name in names:
+        rows, _ = load(name, data)
+        groups: dict[tuple[str, Any], list[Record]] = {}
+        for r in rows:
+            key = (_growth_mode(r), (r.get("options") or {}).get("pool_lr"))
+            groups.setdefault(key, []).append(r)
+        for (mode, pool_lr), rs in groups.items():
+            seeds = [int(r["seed"]) for r in rs]
+            grows = sum(bool(_named(r, "grown")["passed"]) for r in rs)
+            persists = sum(bool(_named(r, "persists")["passed"]) for r in rs)
+            regrow = [_named(r, "regrows") for r in rs]
+            regrows = sum(bool(g["passed"]) for g in regrow)
+            shares = [g["solved"] / g["samples"] for g in regrow]
+            working = sum(_works(r) for r in rs)
+            seconds = sum(float(r["seconds"]) for r in rs)
+            per = f"{seconds / working:.0f}" if working else "none works"
+            n = len(rs)
+            lines.append(
+                f"| {name} | {min(seeds)}-{max(seeds)} | {mode} | {pool_lr or '-'} "
+                f"| {_percent(grows, n)}) | {_percent(persists, n)}) | {_percent(regrows, n)}) "
+                f"| {np.median(shares):.0%} | {per} |"
+            )
+    return lines
+
+
+def _works(r: Record) -> bool:
+    """The run's circuit does what its growth mode asks (`Evaluation.passed`)."""
+    mode = _growth_mode(r)
+    checks = [_named(r, "grown")]
+    if mode != "grow":
+        checks.append(_named(r, "persists"))
+    if mode == "regrow":
+        checks.append(_named(r, "regrows"))
+    return all(c["passed"] for c in checks)
+
+
+GROWTH_PLOT = re.compile(r"^\{\{growth-plot ([^ }]+)((?: [^ }]+)+)\}\}", re.M)
+
+
+def growth_plots(template: str) -> list[tuple[str, list[str]]]:
+    """The growth plots the template asks for: (file name, sweeps)."""
+    return [(m.group(1), m.group(2).split()) for m in GROWTH_PLOT.finditer(template)]
+
+
+def growth_plot(names: list[str], path: Path) -> None:
+    """Wrong cells against step (in multiples of T, 1 to 10) of each run's final circuit,
+    one panel per growth mode: thin lines per seed, the median bold."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    curves: dict[str, list[np.ndarray]] = {}
+    steps = 1
+    for name in names:
+        for r in load(name, data=DATA)[0]:
+            wrong = (r.get("checks") or {}).get("wrong_by_step")
+            if wrong is None:
+                continue
+            steps = (len(wrong) - 1) // 10
+            curves.setdefault(_growth_mode(r), []).append(np.asarray(wrong[steps:], float))
+    modes = [m for m in ("grow", "persist", "regrow") if m in curves]
+    fig, axes = plt.subplots(1, len(modes), figsize=(4.2 * len(modes), 3.2), sharey=True)
+    for ax, mode in zip(np.atleast_1d(axes), modes):
+        t = np.arange(steps, 10 * steps + 1) / steps
+        for c in curves[mode]:
+            ax.plot(t, c, color="tab:blue", alpha=0.25, lw=0.8)
+        ax.plot(t, np.median(curves[mode], axis=0), color="black", lw=2, label="median")
+        ax.set_title(f"{mode}: {len(curves[mode])} seeds")
+        ax.set_xlabel("step / T")
+        ax.set_yscale("symlog", linthresh=1)
+        ax.axvline(4, color="grey", ls=":", lw=1)
+    np.atleast_1d(axes)[0].set_ylabel("wrong cells (symlog)")
+    np.atleast_1d(axes)[0].legend(loc="upper left", frameon=False)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110, metadata={"Software": None})
     plt.close(fig)
 
 
