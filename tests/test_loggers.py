@@ -7,6 +7,7 @@ from __future__ import annotations
 import glob
 import json
 import struct
+import time
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +85,7 @@ def test_mlflow_logs_params_metrics_and_artefacts_to_a_local_store(tmp_path: Pat
         r.hard_loss for r in result.metrics
     ]
     assert run.data.metrics["final_hard_loss"] == result.metrics[-1].hard_loss
+    assert run.data.metrics["heldout_samples"] == result.summary["hard_eval"]["samples"]
     names = {a.path for a in client.list_artifacts(logger.run_id)}
     assert {"summary.json", "metrics.csv", "model.safetensors", "rollout", "gate_ops"} <= names
     local = Path(client.download_artifacts(logger.run_id, "summary.json", str(tmp_path)))
@@ -107,6 +109,8 @@ def _wandb_records(path: str) -> list[Any]:
             pos += left
             continue
         chunk, pos = data[pos + 7 : pos + 7 + length], pos + 7 + length
+        if len(chunk) < length:
+            break  # a record still being written
         buf = chunk if kind in (1, 2) else buf + chunk
         if kind in (1, 4):  # a whole record, or its last piece
             record = pb.Record()
@@ -122,7 +126,13 @@ def test_wandb_logs_offline_without_network(tmp_path: Path, monkeypatch) -> None
     result = train_with(logger, tmp_path / "run")
     files = glob.glob(str(tmp_path / "run" / "wandb" / "offline-run-*" / "run-*.wandb"))
     assert len(files) == 1
+    # W&B's service completes the file just after `finish` returns: wait for its end.
+    deadline = time.monotonic() + 60
     records = _wandb_records(files[0])
+    while not any(r.WhichOneof("record_type") == "exit" for r in records):
+        assert time.monotonic() < deadline, "the W&B run file never got its exit record"
+        time.sleep(0.2)
+        records = _wandb_records(files[0])
     history = [
         {i.key or "/".join(i.nested_key): i.value_json for i in r.history.item}
         for r in records

@@ -158,10 +158,10 @@ def final_numbers(result: Any) -> dict[str, float]:
         value = s.get(key)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             out[key] = float(value)
-    held = s.get("heldout")
+    held = s.get("hard_eval")  # the held-out report (`logicars.evaluate`)
     if isinstance(held, dict):
-        for key in ("solved", "samples"):
-            if isinstance(held.get(key), int):
+        for key in ("solved", "samples", "wrong_cells"):
+            if isinstance(held.get(key), int) and not isinstance(held.get(key), bool):
                 out[f"heldout_{key}"] = float(held[key])
     return out
 
