@@ -182,7 +182,7 @@ def test_every_option_a_file_sets_reaches_the_run(
         name
         for name, declared in toml_settings("training").items()
         if declared.recorded is not Recorded.PRESET
-    } - {"init", "notebook_epochs", "drift_budget", "restart_every"}  # tested elsewhere
+    } - {"init", "notebook_epochs", "drift_budget", "restart_every", "log"}  # tested elsewhere
     assert set(values) | set(hard_st) | set(table) == run_options
     seen = []
     for i, chosen in enumerate((values, hard_st, table)):
