@@ -117,3 +117,17 @@ def test_a_regenerating_heart_regrows_after_damage(tmp_path: Path) -> None:
     result = evaluate(run.model, run.preset, seed=7)
     assert result.passed and result.growth is not None
     assert result.growth.regrow_share >= 0.8
+
+
+def test_a_pool_run_is_the_same_on_any_thread_count(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _pool_from_the_start(monkeypatch)
+    path = _experiment(tmp_path, "regrow", seed=5, epochs=5)
+    one = logicars.train(path, out=tmp_path / "one", quiet=True, threads=1)
+    two = logicars.train(path, out=tmp_path / "two", quiet=True, threads=2)
+    assert [(r.soft_loss, r.hard_loss) for r in one.metrics] == [
+        (r.soft_loss, r.hard_loss) for r in two.metrics
+    ]
+    for name, value in one.model.params().items():
+        np.testing.assert_array_equal(value, two.model.params()[name])
