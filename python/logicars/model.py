@@ -312,6 +312,15 @@ class Model:
         """Raises `MemoryLimitError` when training on `batch` grids of `height` x `width`
         over rollouts of `steps` steps (default: the spec's) would need buffers over
         `LOGICARS_MAX_MEMORY_MB`: `train` checks it before it makes the run directory."""
+        # The batch's inputs and targets alone, in Python's integers: the engine's own
+        # product of the sizes can wrap (2^31 each is 2^93 cells), issue 43.
+        need = 8 * batch * height * width * self._spec.channels
+        cap = _core.memory_cap_mb()
+        if need > cap << 20:
+            raise _core.MemoryLimitError(
+                f"a grid of {batch}x{height}x{width} cells needs at least {need >> 20} MB of "
+                f"buffers, more than the limit of {cap} MB (set LOGICARS_MAX_MEMORY_MB to raise it)"
+            )
         self._engine.check_training_memory(batch, height, width, steps)
 
     def simulate(
