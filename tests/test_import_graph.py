@@ -128,11 +128,24 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 #   call them; the page reads a preset's task for its start states;
 # - the checkpoint format sits with the model (`Model.save`/`Model.load`).
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("base", ("_core", "files", "markup", "progress", "runlock", "tensorboard_log", "callbacks")),
+    (
+        "base",
+        (
+            "_core",
+            "files",
+            "markup",
+            "progress",
+            "runlock",
+            "tensorboard_log",
+            "callbacks",
+            "draws",
+            "outcome",
+        ),
+    ),
     ("errors", ("errors",)),
     ("spec", ("spec",)),
     ("training settings", ("training.config",)),  # TrainConfig: a Preset holds one
-    ("tasks", ("tasks", "datasets", "recorded", "automata")),
+    ("tasks", ("tasks", "datasets", "recorded", "automata", "growth")),
     ("presets", ("presets",)),
     ("circuit presentation", ("export", "viewer", "plots", "render")),
     ("model", ("checkpoint", "model")),
@@ -145,6 +158,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "training.interrupts",
             "training.loop",
             "training.policies",
+            "training.pool",
             "train",
             "sweep",
             "bench",
@@ -152,6 +166,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "analyze",
             "display",
             "loggers",
+            "records",
         ),
     ),
     ("package", ("",)),  # logicars/__init__.py: the public names
