@@ -1,7 +1,8 @@
 """Persisting and regenerating growth through `logicars.train` (issue 40): the pool phase
 and its checkpoint, on a grow: task of one's own image (tests/data/heart-10x10.png, a
 white heart on black). The slow tests train it on seeds outside the tuning (0-19) and
-reporting (100-139) ranges and check what `evaluate` reports on fresh damages."""
+reporting (100-139) ranges (200 and 201, run once before the tests named them) and check
+what `evaluate` reports on fresh damages."""
 
 from __future__ import annotations
 
@@ -112,8 +113,8 @@ def test_a_persisting_heart_holds_its_target(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_a_regenerating_heart_regrows_after_damage(tmp_path: Path) -> None:
-    """Seed 200's regenerating circuit also regrows at least 80% of fresh damages."""
-    run = logicars.train(_experiment(tmp_path, "regrow", 200, 6000), out=tmp_path / "r", quiet=True)
+    """Seed 201's regenerating circuit also regrows at least 80% of fresh damages."""
+    run = logicars.train(_experiment(tmp_path, "regrow", 201, 6000), out=tmp_path / "r", quiet=True)
     result = evaluate(run.model, run.preset, seed=7)
     assert result.passed and result.growth is not None
     assert result.growth.regrow_share >= 0.8
