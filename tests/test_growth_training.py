@@ -40,16 +40,13 @@ relax = "softmax"
 drift_budget = 0
 restart_every = 2000
 growth = "{growth}"
-pool_lr = {pool_lr}
 """
 
 
-def _experiment(
-    tmp_path: Path, growth_mode: str, seed: int, epochs: int, pool_lr: float = 0.01
-) -> Path:
+def _experiment(tmp_path: Path, growth_mode: str, seed: int, epochs: int) -> Path:
     shutil.copy(HEART, tmp_path / "heart.png")
     path = tmp_path / f"heart-{growth_mode}.toml"
-    text = EXPERIMENT.format(epochs=epochs, seed=seed, growth=growth_mode, pool_lr=pool_lr)
+    text = EXPERIMENT.format(epochs=epochs, seed=seed, growth=growth_mode)
     path.write_text(text)
     return path
 
