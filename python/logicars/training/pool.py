@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..files import read_bytes, write_atomic
+from ..files import load_npz, write_atomic
 from ..growth import GrowthBatches
 from .loop import BatchSource, Run
 
@@ -29,9 +29,7 @@ class PoolBatches(BatchSource):
         self.pool_lr = config.pool_lr
         self.path = run_dir / POOL_NAME
         if self.path.exists():  # a resumed run's pool
-            data = read_bytes(self.path, "the growth pool", limit=1 << 30)
-            with np.load(io.BytesIO(data), allow_pickle=False) as saved:
-                self.batches.load_state({k: saved[k] for k in saved.files})
+            self.batches.load_state(load_npz(self.path, "the growth pool", 1 << 30, follow=False))
 
     def batch(self, run: Run) -> tuple[np.ndarray, np.ndarray]:
         return self.batches.sample(run.state.epoch + 1)
