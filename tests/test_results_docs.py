@@ -98,6 +98,8 @@ def test_a_sweep_of_runs_becomes_records(tmp_path: Path) -> None:
     assert r["epochs"] == summary["epochs"] == 3 and r["attempts"] == 1
     assert r["seconds"] == summary["wall_seconds"]
     assert r["checks"]["held_out"]["samples"] == 512
+    assert r["checks"]["held_out"]["passed"] is summary["hard_eval"]["passed"]
+    assert r["checks"]["named"] == summary["hard_eval"]["checks"]  # e.g. "exhaustive"
     assert r["checks"]["validation"] is (summary["solved_epoch"] is not None)
     assert r["build"]["logicars_version"] == logicars.__version__
     assert r["lowest_hard_loss"] is not None and r["lowest_hard_epoch"] in (1, 2, 3)

@@ -26,7 +26,8 @@ order. A line with `"kind": "seed"` is one run (one seed) of the sweep:
   ran); `first_hard_zero_epoch`: the first epoch with hard loss 0 on the training batch;
   `lowest_hard_loss`, `lowest_hard_epoch`: the lowest hard loss and its first epoch.
 - `repairs`, `repair_changes`: repair searches run, and the gates (ops) they changed.
-- `checks`: `held_out` (`{"solved", "samples"}`, the summary's held-out check),
+- `checks`: `held_out` (`{"solved", "samples", "passed"}`, the summary's held-out
+  check; `passed` null where not recorded: solved == samples decides),
   `named` (`evaluate`'s named checks as the summary records them, where it does:
   `{name: {"samples", "solved", "passed", "required", ...}}`), `validation` (whether the
   run stopped on a passed validation check), `wide` (`{"solved", "samples"}` on
@@ -223,7 +224,12 @@ def record_from_run(
         repairs=len(repairs),
         repair_changes=changes,
         checks={
-            "held_out": {"solved": ev.get("solved"), "samples": ev.get("samples")},
+            "held_out": {
+                "solved": ev.get("solved"),
+                "samples": ev.get("samples"),
+                # what the task asks (a persisting circuit: grown and held), where recorded
+                "passed": ev.get("passed"),
+            },
             # evaluate's named checks (exhaustive, fresh starts, grown, persists, regrows)
             "named": ev.get("checks"),
             "validation": s.get("solved_epoch") is not None,
