@@ -33,8 +33,12 @@ pub struct GridShape {
 }
 
 impl GridShape {
+    /// Cells of all grids; saturates rather than wraps, so that an absurd shape fails
+    /// the size and memory checks instead of passing them as a small one.
     pub fn cells(&self) -> usize {
-        self.batch * self.height * self.width
+        self.batch
+            .saturating_mul(self.height)
+            .saturating_mul(self.width)
     }
 }
 

@@ -248,7 +248,9 @@ impl SlotSim {
     }
 
     fn cells(&self) -> usize {
-        self.batch * self.geo.height * self.geo.width
+        (self.batch)
+            .saturating_mul(self.geo.height)
+            .saturating_mul(self.geo.width)
     }
 
     /// 64-bit words per block.

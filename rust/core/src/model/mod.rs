@@ -413,11 +413,14 @@ impl Model {
     pub fn hard_circuit(&mut self) -> &Circuit {
         let relax = self.spec.relax;
         let per_gate = self.per_gate();
+        // On the package's pool: rayon's global one may not start (RAYON_NUM_THREADS).
         let current = self.hard_circuit.as_ref().is_some_and(|(ops, _)| {
-            let pairs = (self.logits.par_chunks(per_gate), ops.par_iter());
-            pairs
-                .into_par_iter()
-                .all(|(l, &op)| relax.hard_op(l) as u8 == op)
+            threads::pool().install(|| {
+                let pairs = (self.logits.par_chunks(per_gate), ops.par_iter());
+                pairs
+                    .into_par_iter()
+                    .all(|(l, &op)| relax.hard_op(l) as u8 == op)
+            })
         });
         if !current {
             let ops = self.hard_ops();
