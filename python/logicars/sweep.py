@@ -678,8 +678,9 @@ def point_record(run_dir: Path) -> dict[str, Any] | None:
 
     `status`: `done`, `interrupted` (stopped by Ctrl-C, resumable), `partial` (a
     checkpoint but no summary: killed), `failed` (`error.txt`) or `started`.
-    `solved`: every held-out input solved (`summary.json`'s `hard_eval`), finished runs
-    only. `seconds_to_hard_zero`: training seconds to the first epoch with hard loss 0.
+    `solved`: the final circuit passes its check (`summary.json`'s `hard_eval`: every
+    held-out input, and what a growth mode asks too), finished runs only.
+    `seconds_to_hard_zero`: training seconds to the first epoch with hard loss 0.
     `solved_epoch`, `solved_seconds`: when the run first passed `train`'s validation
     check (the stop of `stop_on_solve`).
     `hard_minus_soft`: final hard loss minus final soft loss.
@@ -715,7 +716,9 @@ def point_record(run_dir: Path) -> dict[str, Any] | None:
     zero = summary["first_epoch_hard_zero"]
     soft, hard = summary["final_soft_loss"], summary["final_hard_loss"]
     row.update(
-        solved=row["status"] == "done" and ev["solved"] == ev["samples"],
+        # What the task asks (`evaluate`'s `passed`: a persisting circuit must also hold
+        # its target), or every held-out input for summaries from before it was recorded.
+        solved=row["status"] == "done" and bool(ev.get("passed", ev["solved"] == ev["samples"])),
         held_out_solved=ev["solved"],
         held_out_samples=ev["samples"],
         trained_epochs=summary["epochs"],
