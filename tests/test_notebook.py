@@ -94,9 +94,10 @@ def test_tutorial_runs_in_a_fresh_kernel(tmp_path: Path, monkeypatch: pytest.Mon
     assert any('class="logicars-model"' in h and "pruned circuit" in h for h in html)
     assert any('class="logicars-run"' in h and "data:image/png;base64," in h for h in html)
     assert any('class="logicars-sweep"' in h and "4 trained" in h for h in html)
-    assert any(h.startswith('<iframe srcdoc="') for h in html)  # logicars.live
-    animations = [h for h in html if 'class="logicars-animation"' in h]
-    assert len(animations) >= 4 and all("data:image/gif;base64," in h for h in animations)
+    assert any(h.startswith('<iframe id="logicars-live-') for h in html)  # logicars.live
+    # logicars.show: players (play, pause, step, scrub, speed) with their frames inline.
+    players = [h for h in html if "logicars-player" in h]
+    assert len(players) >= 4 and all('class="lc-play"' in h for h in players)
     # Training and the sweep show tqdm's notebook widget, not text bars on stderr.
     assert sum(WIDGET_VIEW in o.get("data", {}) for o in outputs) >= 4
     stderr = "".join(o["text"] for o in outputs if o.output_type == "stream" and o.name == "stderr")
