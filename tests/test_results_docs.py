@@ -71,8 +71,13 @@ def test_the_template_cites_only_recorded_sweeps() -> None:
     template = (ROOT / "docs" / "data" / "results.template.md").read_text()
     names = set()
     for m in make_results.DIRECTIVE.finditer(template):
-        args = m.group(2).split()
-        names |= set(args if m.group(1) == "solving-table" else args[:1])
+        kind, args = m.group(1), m.group(2).split()
+        if kind in ("solving-table", "growth-table"):
+            names |= set(args)  # every argument a sweep
+        elif kind == "growth-plot":
+            names |= set(args[1:])  # the image's file name, then the sweeps
+        else:
+            names |= set(args[:1])
     for name in names:
         assert (ROOT / "docs" / "data" / "sweeps" / f"{name}.jsonl").is_file(), name
 
