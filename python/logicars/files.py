@@ -156,7 +156,8 @@ class MissingFileError(FileNotFoundError, ValueError):
     `ValueError` like every other refusal of a file."""
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a file of this `st_mode` is, in words (for a refusal's message)."""
     kinds = (
         (stat.S_ISDIR, "a directory"),
         (stat.S_ISLNK, "a symbolic link"),
@@ -188,7 +189,7 @@ def open_regular(
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise ValueError(f"{what} {p} is {_kind(st.st_mode)}; expected a regular file")
+            raise ValueError(f"{what} {p} is {file_kind(st.st_mode)}; expected a regular file")
         if st.st_size > limit:
             raise ValueError(f"{what} {p}: {st.st_size:,} bytes, over the limit of {limit:,} bytes")
         # Back to blocking reads: regular files never block, and some readers mind.
@@ -356,7 +357,7 @@ def open_nofollow(path: PathLike, flags: int, mode: int = 0o666) -> int:
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise ValueError(f"{p} is {_kind(st.st_mode)}; expected a regular file; remove it")
+            raise ValueError(f"{p} is {file_kind(st.st_mode)}; expected a regular file; remove it")
         if st.st_nlink > 1:
             raise ValueError(
                 f"{p} has {st.st_nlink} hard links; remove it (writing it would change "

@@ -43,7 +43,7 @@ from . import _core
 from .callbacks import Callback, check_callbacks
 from .evaluate import evaluate
 from .export import active_gates
-from .files import open_append, write_atomic
+from .files import file_kind, open_append, write_atomic
 from .loggers import make_logger
 from .model import Model, check_int, load_checkpoint
 from .plots import (  # noqa: F401 (write_frames_gif: importable from here too)
@@ -260,23 +260,11 @@ def _start_metrics_csv(path: Path, rows: list[EpochMetrics]) -> BinaryIO:
         raise ValueError(f"{path}: cannot inspect the metrics file: {e.strerror or e}") from None
     if mode is not None and not stat.S_ISREG(mode):
         raise ValueError(
-            f"{path} is not a regular file ({_file_kind(mode)}); move it away to train "
+            f"{path} is not a regular file ({file_kind(mode)}); move it away to train "
             "into this run directory"
         )
     write_atomic(path, _metrics_csv(rows).encode())
     return open_append(path)  # issue 43: never through a symlink swapped in meanwhile
-
-
-def _file_kind(mode: int) -> str:
-    kinds = (
-        (stat.S_ISDIR, "a directory"),
-        (stat.S_ISLNK, "a symbolic link"),
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-    )
-    return next((name for test, name in kinds if test(mode)), "not a regular file")
 
 
 def _check_tensorboard(tensorboard: Any) -> Path | bool | None:
