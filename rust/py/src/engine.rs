@@ -198,15 +198,10 @@ impl Engine {
         lr: f64,
         weight_decay: f64,
     ) -> PyResult<(f64, f64)> {
-        // Checked as given: 1e300 is refused as 1e300, not as its float32 infinity.
-        core::optim::check_lr(lr).map_err(to_py)?;
-        core::optim::check_weight_decay(weight_decay).map_err(to_py)?;
-        let (shape, xs, ys) = self.inputs(&x, &y)?;
-        let ms = masks.as_ref().map(|m| slice("masks", m)).transpose()?;
-        self.hard = None;
-        let model = &mut self.model;
-        py.detach(|| model.train_step(xs, ys, shape, ms, lr as f32, weight_decay as f32))
-            .map_err(to_py)
+        let steps = self.model.spec().num_steps;
+        let (soft, hard, _) =
+            self.train_step_at(py, x, y, masks, lr, weight_decay, steps, steps, false)?;
+        Ok((soft, hard))
     }
 
     /// `train_step` on a rollout of `steps` steps whose loss is the mean over the states
@@ -226,6 +221,7 @@ impl Engine {
         loss_from: usize,
         keep_last: bool,
     ) -> PyResult<StepResult<'py>> {
+        // Checked as given: 1e300 is refused as 1e300, not as its float32 infinity.
         core::optim::check_lr(lr).map_err(to_py)?;
         core::optim::check_weight_decay(weight_decay).map_err(to_py)?;
         let (shape, xs, ys) = self.inputs(&x, &y)?;
