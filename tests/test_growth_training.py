@@ -129,3 +129,17 @@ def test_a_pool_run_is_the_same_on_any_thread_count(
     ]
     for name, value in one.model.params().items():
         np.testing.assert_array_equal(value, two.model.params()[name])
+
+
+def test_a_persisting_run_keeps_its_lowest_circuit(tmp_path: Path) -> None:
+    """With no drift budget, a persisting run still tracks the circuit of its lowest hard
+    loss (which is how an unsolved one ends with the circuit that grew its target);
+    growing only does not."""
+    path = _experiment(tmp_path, "persist", seed=3, epochs=6)
+    persist = logicars.train(path, out=tmp_path / "p", quiet=True, checkpoint_every=2)
+    assert (tmp_path / "p" / "lowest.safetensors").is_file()
+    assert persist.summary["drift_budget"] == 0
+    path = _experiment(tmp_path, "grow", seed=3, epochs=6)
+    grow = logicars.train(path, out=tmp_path / "g", quiet=True, checkpoint_every=2)
+    assert not (tmp_path / "g" / "lowest.safetensors").exists()
+    assert grow.summary["growth"] == "grow"

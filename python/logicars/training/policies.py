@@ -388,11 +388,13 @@ def same_circuit(a: Model, b: Model) -> bool:
 
 class LowestCircuit(Policy):
     """The parameters of the current attempt's lowest training hard loss, for a run with a
-    drift budget: an unsolved attempt ends with them when they score better on the
-    validation check than its last, so that its final repair and drift search start from
-    the closest circuit training reached (late in a long run the hard loss swings by tens
-    of cells from one epoch to the next). Written to LOWEST_NAME with each checkpoint, so
-    that a resumed run ends as the straight one does."""
+    drift budget or a growth mode that must hold its target: an unsolved attempt ends with
+    them when they score better on the validation check than its last, so that its final
+    repair and drift search start from the closest circuit training reached (late in a
+    long run the hard loss swings by tens of cells from one epoch to the next), and a
+    persisting run that never held its target keeps at least the circuit that grew it.
+    Written to LOWEST_NAME with each checkpoint, so that a resumed run ends as the
+    straight one does."""
 
     def __init__(self, model: Model, state: RunState, run_dir: Path) -> None:
         self.path = run_dir / LOWEST_NAME
@@ -413,7 +415,9 @@ class LowestCircuit(Policy):
 
     def before_step(self, run: Run) -> None:
         # The parameters the coming step measures its hard loss on, when tracked.
-        tracked = run.state.drift_budget > 0 and run.state.solved_epoch is None
+        state = run.state
+        growth = state.preset.config.growth not in (None, "grow")
+        tracked = (state.drift_budget > 0 or growth) and state.solved_epoch is None
         self.before = run.model.params() if tracked else None
 
     def after_step(self, run: Run, row: EpochMetrics) -> None:
