@@ -280,8 +280,12 @@ def test_pattern_kind_solves_fresh_random_starts(
     image = _png(tmp_path / "diag.png", tile, "L")
     run = tmp_path / "run"
     out = _cli(capsys, "train", f"pattern:{image}", "--quiet", "--out", str(run))
-    assert "solves 16/16 held-out inputs" in out
-    assert json.loads((run / "summary.json").read_text())["solved_epoch"] is not None
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["solved_epoch"] is not None
+    # evaluate's 1024 fresh starts: the circuit may miss a rare one, at most 1%.
+    ev = summary["hard_eval"]
+    assert ev["samples"] == 1024 and ev["samples"] - ev["solved"] <= 10, ev
+    assert f"solves {ev['solved']}/1024 held-out inputs" in out
 
 
 def test_custom_task_run_resumes_only_with_its_task(tmp_path: Path) -> None:
