@@ -34,7 +34,7 @@ def test_callbacks_that_only_read_do_not_change_the_run(tmp_path: Path) -> None:
     rng = np.random.default_rng(0)
 
     def evaluating(row: EpochMetrics, context: logicars.EpochContext) -> None:
-        checks.append(evaluate(context.model, context.preset, samples=4)["wrong_cells"])
+        checks.append(evaluate(context.model, context.preset, samples=4).wrong_cells)
         x, _ = context.preset.task().sample(rng)
         context.model.rollout(x, hard=True)
 

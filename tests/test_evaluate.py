@@ -35,7 +35,7 @@ def test_custom_rule_counts_all_512_boards() -> None:
     preset = logicars.presets.preset_for_kind("life:B36/S23")
     model = logicars.Model(preset.spec, seed=1)
     result = evaluate(model, preset, samples=20)
-    assert (result["samples"], result["cells"]) == (512, 512 * 9)
+    assert (result.samples, result.cells) == (512, 512 * 9)
 
 
 def test_checkerboard_fresh_starts_in_any_phase() -> None:
@@ -71,7 +71,7 @@ def test_growth_preset_uses_its_start_grid() -> None:
     # A fresh model passes its zero start through: every lit target pixel is wrong.
     x, y = preset.task().sample(np.random.default_rng(0))
     out = model.rollout(x, hard=True)
-    assert result["wrong_cells"] == int(np.sum(out[..., :3] != y[..., :3]))
+    assert result.wrong_cells == int(np.sum(out[..., :3] != y[..., :3]))
 
 
 def test_bad_arguments() -> None:

@@ -16,8 +16,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_hostile_inputs import fifo, png, png_header
+from test_hostile_inputs import deadline, fifo, png, png_header
 
 import logicars
 from logicars.cli import main
@@ -34,20 +33,6 @@ from logicars.sweep import POINT_FILE, report
 from logicars.viewer import page_html
 
 SECONDS = 20.0  # a case that hangs fails here instead
-
-
-@contextmanager
-def deadline(seconds: float = SECONDS) -> Iterator[None]:
-    def fire(signum: int, frame: object) -> None:
-        raise TimeoutError(f"took over {seconds} s (hung?)")
-
-    old = signal.signal(signal.SIGALRM, fire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
 
 
 def snapshot(root: Path) -> dict[str, Any]:
@@ -71,7 +56,7 @@ def snapshot(root: Path) -> dict[str, Any]:
 
 def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
     capsys.readouterr()
-    with deadline():
+    with deadline(SECONDS):
         code = main(list(argv))
     return code, capsys.readouterr().err
 
@@ -318,7 +303,7 @@ def test_one_damaged_point_blocks_neither_the_report_nor_the_sweep(
     if bad.exists() or bad.is_symlink():
         bad.unlink()
     make(bad)
-    with deadline():
+    with deadline(SECONDS):
         rows = report(sweep_dir).rows
     assert points[1].name in {r["name"] for r in rows}
     # The same sweep again (it writes the report too): the good point is skipped, the
@@ -380,7 +365,7 @@ def test_a_hostile_summary_is_shown_escaped(run: Path, fields: str) -> None:
     summary = json.loads((run / "summary.json").read_text())
     summary.update(SUMMARIES[fields])
     (run / "summary.json").write_text(json.dumps(summary))
-    with deadline():
+    with deadline(SECONDS):
         page = load_run(run)._repr_html_()
     assert "<img" not in page.replace('<img src="data:', "")  # only the run's own pictures
     assert "&lt;img src=x" in page or fields != "preset"  # shown, as text
@@ -452,7 +437,7 @@ def test_a_run_with_special_files_still_opens(
     analyze and repair; a FIFO hung them."""
     (run / name).unlink()
     make(run / name)
-    with deadline():
+    with deadline(SECONDS):
         loaded = load_run(run)
         assert "logicars run" in loaded._repr_html_()
     code, err = cli(capsys, "export", str(run), "--format", "c", "--out", str(run / "c.c"))

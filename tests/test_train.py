@@ -731,7 +731,7 @@ def test_a_run_with_a_drift_budget_ends_with_its_lowest_circuit_when_it_scores_b
     kept = logicars.Model(plain.model.spec, 3)
     kept.set_params(lowest)
     check = evaluate(kept, logicars.get_preset("gol"), samples=64, seed=1)
-    assert search["wrong_before"] == check["wrong_cells"]
+    assert search["wrong_before"] == check.wrong_cells
 
     def stop_at_3(row: EpochMetrics, context: object) -> None:
         if row.epoch == 3:

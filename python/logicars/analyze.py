@@ -186,9 +186,9 @@ def gol_accuracy(model: Any, task: Task, rng: np.random.Generator, quick: bool) 
     )
     diverged = np.flatnonzero(np.any(frames != exact_frames, axis=(1, 2)))
     return {
-        "boards_correct": boards["solved"],
-        "boards": boards["samples"],
-        "cell_accuracy_512": 1.0 - boards["wrong_cells"] / boards["cells"],
+        "boards_correct": boards.solved,
+        "boards": boards.samples,
+        "cell_accuracy_512": 1.0 - boards.wrong_cells / boards.cells,
         "grid": [size, size],
         "steps": steps,
         "one_step_cell_accuracy": float(np.mean(one_step == frames[1:])),

@@ -125,10 +125,6 @@ class Evaluation:
             d["wrong_by_step"] = self.growth.wrong_by_step
         return d
 
-    def __getitem__(self, key: str) -> Any:
-        # The dict `evaluate` returned before it was typed (`check["solved"]`).
-        return self.to_dict()[key]
-
 
 def evaluate(
     model: Model, preset: Preset | Task, samples: int | None = None, seed: int = 0

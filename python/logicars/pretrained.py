@@ -95,7 +95,7 @@ def pretrained(name: str) -> LoadedRun:
     it was trained) and `.directory` (the current directory, where outputs go).
 
         >>> run = logicars.pretrained("lizard")
-        >>> logicars.evaluate(run.model, run.preset)["solved"]
+        >>> logicars.evaluate(run.model, run.preset).solved
         1
     """
     preset = get_preset(name)

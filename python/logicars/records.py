@@ -160,7 +160,7 @@ def wide_check(run_dir: Path, preset: str) -> dict[str, int]:
 
     model = Model.load(run_dir / "model.safetensors")
     check = evaluate(model, get_preset(preset), samples=WIDE_SAMPLES, seed=WIDE_SEED)
-    return {"solved": int(check["solved"]), "samples": int(check["samples"])}
+    return {"solved": check.solved, "samples": check.samples}
 
 
 def record_from_run(

@@ -93,6 +93,6 @@ def run(args: argparse.Namespace) -> int:
         f"cells in {result.evaluations} candidates, {len(result.changes)} gates changed "
         f"({result.seconds:.1f} s)"
     )
-    print(f"held-out check: {check['solved']} of {check['samples']} inputs solved")
+    print(f"held-out check: {check.solved} of {check.samples} inputs solved")
     print(f"wrote {out}")
     return 0

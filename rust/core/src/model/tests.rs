@@ -63,17 +63,19 @@ fn refused_calls_draw_no_masks() {
     assert_eq!(m.mask_draws, 1);
 }
 
+/// A small synchronous model with two loss channels.
+const SYNC_SPEC: &str = r#"{"channels": 2, "periodic": true, "num_steps": 2, "async": false,
+    "loss_channels": [0, 1],
+    "perceive": {"n_kernels": 2, "layers": [9, 8, 4],
+                 "connections": ["first_kernel", "unique"]},
+    "update": {"layers": [18, 12, 6, 4, 2],
+               "connections": ["unique", "unique", "unique", "unique"]}}"#;
+
 /// The hard circuit is cached across steps, but follows the logits: after new ones,
 /// a step's hard loss is that of a fresh model holding them.
 #[test]
 fn the_hard_loss_follows_changed_logits() {
-    let json = r#"{"channels": 2, "periodic": true, "num_steps": 2, "async": false,
-        "loss_channels": [0, 1],
-        "perceive": {"n_kernels": 2, "layers": [9, 8, 4],
-                     "connections": ["first_kernel", "unique"]},
-        "update": {"layers": [18, 12, 6, 4, 2],
-                   "connections": ["unique", "unique", "unique", "unique"]}}"#;
-    let spec = Spec::from_json(json).unwrap();
+    let spec = Spec::from_json(SYNC_SPEC).unwrap();
     let mut m = Model::new(spec.clone(), 7).unwrap();
     let x: Vec<f32> = (0..24).map(|i| (i % 3 == 0) as u8 as f32).collect();
     let y: Vec<f32> = (0..24).map(|i| (i % 3 == 1) as u8 as f32).collect();
@@ -162,13 +164,7 @@ fn absurd_step_counts_are_refused_before_allocating() {
 }
 
 fn sync_model_with_random_logits() -> Model {
-    let json = r#"{"channels": 2, "periodic": true, "num_steps": 2, "async": false,
-        "loss_channels": [0, 1],
-        "perceive": {"n_kernels": 2, "layers": [9, 8, 4],
-                     "connections": ["first_kernel", "unique"]},
-        "update": {"layers": [18, 12, 6, 4, 2],
-                   "connections": ["unique", "unique", "unique", "unique"]}}"#;
-    let mut m = Model::new(Spec::from_json(json).unwrap(), 3).unwrap();
+    let mut m = Model::new(Spec::from_json(SYNC_SPEC).unwrap(), 3).unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(11);
     let logits: Vec<f32> = (0..m.logits().len())
         .map(|_| rng.random::<f32>() * 4.0 - 2.0)
