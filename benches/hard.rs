@@ -41,11 +41,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use logicars_core::float::kernels::CHUNK;
 use logicars_core::gates::{N_OPS, PASS_A};
 use logicars_core::hard::{
     default_engine, simulate, Circuit, HardEngine, SimOptions, Simulator, StepMask,
 };
+use logicars_core::simd::DEFAULT_CHUNK_CELLS;
 use logicars_core::{GridShape, Model, PerceiveSpec, Spec, UpdateSpec, Wiring};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -84,7 +84,7 @@ fn gol_spec() -> Spec {
         relax: Default::default(),
         binarize_states: false,
         binarize_every: 1,
-        chunk_cells: CHUNK,
+        chunk_cells: DEFAULT_CHUNK_CELLS,
     }
 }
 

@@ -1,5 +1,5 @@
 //! The float kernels on their own: one gate layer forward and backward, `width` gates
-//! over a previous layer of `width` rows wired at random, on one arena chunk (`CHUNK`
+//! over a previous layer of `width` rows wired at random, on one arena chunk (`DEFAULT_CHUNK_CELLS`
 //! cells) and on 1024 cells; and the checkerboard's whole perception block (16 kernels
 //! on each of 8 channels, layers [9, 8, 4, 2]) on one chunk, exactly the gates the
 //! compiled step runs. `cargo bench -p logicars-core --bench kernels`.
@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use logicars_core::aligned::AlignedVec;
-use logicars_core::float::kernels::{self, Lanes, CHUNK};
+use logicars_core::float::kernels::{self, Lanes};
 use logicars_core::float::program::{self, BackInstr, Backward, Gates, Instr, Program};
+use logicars_core::simd::{simd_level, DEFAULT_CHUNK_CELLS};
 use logicars_core::{Model, PerceiveSpec, Spec, UpdateSpec, Wiring};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -68,7 +69,7 @@ fn random_rows(len: usize, rng: &mut ChaCha8Rng) -> AlignedVec {
 }
 
 fn gate_layer(c: &mut Criterion) {
-    let level = kernels::simd_level();
+    let level = simd_level();
     let mut rng = ChaCha8Rng::seed_from_u64(1);
     let mut group = c.benchmark_group(format!("gate_layer_{}", level.name()));
     for width in [8, 64, 512] {
@@ -76,9 +77,9 @@ fn gate_layer(c: &mut Criterion) {
         let coefs: Vec<[f32; 4]> = (0..width)
             .map(|_| std::array::from_fn(|_| rng.random_range(-1.0..1.0)))
             .collect();
-        for cells in [CHUNK, 1024] {
-            let chunks = cells / CHUNK;
-            let rows = 2 * width * CHUNK;
+        for cells in [DEFAULT_CHUNK_CELLS, 1024] {
+            let chunks = cells / DEFAULT_CHUNK_CELLS;
+            let rows = 2 * width * DEFAULT_CHUNK_CELLS;
             let mut act = random_rows(chunks * rows, &mut rng);
             let mut grad = random_rows(chunks * rows, &mut rng);
             let mut acc = AlignedVec::<f64>::zeros(4 * width);
@@ -135,7 +136,7 @@ fn checkerboard_spec() -> Spec {
         relax: Default::default(),
         binarize_states: false,
         binarize_every: 1,
-        chunk_cells: CHUNK,
+        chunk_cells: DEFAULT_CHUNK_CELLS,
     }
 }
 
@@ -148,7 +149,7 @@ fn keep<T: Copy>(v: &[T], pred: impl Fn(&T) -> bool) -> Vec<T> {
 /// gates of the training pass (one row per activation) and the matching end of the
 /// backward list, picked out by their parameters (perception parameters come first).
 fn perception_block(c: &mut Criterion) {
-    let level = kernels::simd_level();
+    let level = simd_level();
     let spec = checkerboard_spec();
     let model = Model::new(spec.clone(), 23).expect("valid spec");
     let step = Program::compile(&spec, model.perceive_wires(), model.update_wires());
@@ -173,12 +174,12 @@ fn perception_block(c: &mut Criterion) {
     let coefs: Vec<[f32; 4]> = (0..step.n_params)
         .map(|_| std::array::from_fn(|_| rng.random_range(-1.0..1.0)))
         .collect();
-    let mut act = random_rows(step.gates.n_rows * CHUNK, &mut rng);
-    let mut grad = random_rows(back.n_rows * CHUNK, &mut rng);
+    let mut act = random_rows(step.gates.n_rows * DEFAULT_CHUNK_CELLS, &mut rng);
+    let mut grad = random_rows(back.n_rows * DEFAULT_CHUNK_CELLS, &mut rng);
     let mut acc = AlignedVec::<f64>::zeros(step.n_coefs());
     let mut group = c.benchmark_group(format!("perception_{}", level.name()));
-    group.throughput(Throughput::Elements((n * CHUNK) as u64));
-    let id = format!("checkerboard_{n}_gates_{CHUNK}_cells");
+    group.throughput(Throughput::Elements((n * DEFAULT_CHUNK_CELLS) as u64));
+    let id = format!("checkerboard_{n}_gates_{DEFAULT_CHUNK_CELLS}_cells");
     group.bench_function(BenchmarkId::new("forward", &id), |b| {
         b.iter(|| kernels::forward(&gates, &coefs, &mut act, Lanes::WHOLE, level))
     });

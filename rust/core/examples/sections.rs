@@ -3,7 +3,7 @@
 //! `cargo run -r -p logicars-core --example sections -- [lizard]`.
 //!
 //! Each figure is the best of 30 rounds of 20 calls on one thread, so other jobs on
-//! the machine inflate it less than a wall-clock epoch. A gate on a row of `CHUNK`
+//! the machine inflate it less than a wall-clock epoch. A gate on a row of `DEFAULT_CHUNK_CELLS`
 //! cells needs 3 multiply-adds per cell forward and 7 multiplies or multiply-adds per
 //! cell backward (`kernels.rs`): that work over the measured peak of one thread is the
 //! fastest the pass could run.
@@ -11,9 +11,10 @@
 use std::time::Instant;
 
 use logicars_core::aligned::AlignedVec;
-use logicars_core::float::kernels::{self, Lanes, CHUNK};
+use logicars_core::float::kernels::{self, Lanes};
 use logicars_core::float::program::{Backward, Gates, Program};
 use logicars_core::peak;
+use logicars_core::simd::{simd_level, DEFAULT_CHUNK_CELLS};
 use logicars_core::{Model, Spec};
 
 mod specs;
@@ -44,12 +45,12 @@ fn main() {
     let coefs: Vec<[f32; 4]> = (0..p.n_params)
         .map(|i| std::array::from_fn(|k| ((i * 7 + k * 13) % 17) as f32 / 17.0 - 0.3))
         .collect();
-    let level = kernels::simd_level();
+    let level = simd_level();
     // Cache-aligned, as the engine's arenas are.
     let filled = |len: usize, v: f32| AlignedVec::from_slice(&vec![v; len]);
-    let mut act = filled(p.gates.n_rows * CHUNK, 0.5);
-    let mut rollout_act = filled(p.rollout.n_rows * CHUNK, 0.5);
-    let mut grad = filled(p.backward.n_rows * CHUNK, 0.1);
+    let mut act = filled(p.gates.n_rows * DEFAULT_CHUNK_CELLS, 0.5);
+    let mut rollout_act = filled(p.rollout.n_rows * DEFAULT_CHUNK_CELLS, 0.5);
+    let mut grad = filled(p.backward.n_rows * DEFAULT_CHUNK_CELLS, 0.1);
     let mut acc = AlignedVec::<f64>::zeros(p.n_coefs());
 
     // Perception gates come first in the forward list, last in the backward list.
@@ -97,11 +98,11 @@ fn main() {
     // Nanoseconds per gate on one row, and the share of the FMA peak that is.
     let per_gate = |us: f64, gates: usize, ops: f64| {
         let ns = us * 1e3 / gates as f64;
-        (ns, ops * CHUNK as f64 / (ns * 1e-9) / peak)
+        (ns, ops * DEFAULT_CHUNK_CELLS as f64 / (ns * 1e-9) / peak)
     };
     println!(
         "{n} gates ({n_perceive} perception), {} rows ({} in the rollout, {} gradient), \
-         {CHUNK} cells per row, {}, peak {:.1} G FMA lanes/s",
+         {DEFAULT_CHUNK_CELLS} cells per row, {}, peak {:.1} G FMA lanes/s",
         p.gates.n_rows,
         p.rollout.n_rows,
         p.backward.n_rows,
@@ -138,7 +139,7 @@ fn main() {
         run_backward(&p.backward, &act, &mut grad, &mut acc);
     });
     let total = rollout + pair;
-    let ideal = (2.0 * FORWARD_OPS + BACKWARD_OPS) * (n * CHUNK) as f64 / peak * 1e6;
+    let ideal = (2.0 * FORWARD_OPS + BACKWARD_OPS) * (n * DEFAULT_CHUNK_CELLS) as f64 / peak * 1e6;
     println!(
         "one chunk-step (rollout, then forward and backward in turn): {total:.1} us; \
          at the FMA peak {ideal:.1} us ({:.0}%)",

@@ -10,6 +10,7 @@ pub mod aligned;
 pub mod error;
 pub mod float;
 pub mod gates;
+pub mod grid;
 pub mod hard;
 pub mod interrupt;
 pub mod memory;
@@ -17,12 +18,13 @@ pub mod model;
 pub mod optim;
 pub mod peak;
 pub mod relax;
+pub mod simd;
 pub mod spec;
 pub mod threads;
 pub mod wiring;
 
 pub use error::{Error, Result};
-pub use float::GridShape;
+pub use grid::GridShape;
 pub use memory::cap_mb as memory_cap_mb;
 pub use model::{
     param_layout, Decoding, DriftOutcome, DriftTask, LossSteps, Model, ParamInfo, StepOutcome,

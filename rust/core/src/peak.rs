@@ -8,7 +8,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use crate::float::kernels::SimdLevel;
+use crate::simd::SimdLevel;
 use crate::threads;
 
 /// Independent accumulators: latency (4 cycles) × FMA issue per cycle (2) plus margin.
@@ -29,7 +29,7 @@ const PAUSE: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// FMA lane-operations (`x·y + z` on one f32) per second summed over every thread of
 /// the engine's pool, with the instructions of `level` (the kernels' is
-/// `kernels::simd_level()`; a level this CPU lacks runs portable code). `Portable`
+/// `simd::simd_level()`; a level this CPU lacks runs portable code). `Portable`
 /// counts a separate multiply and add as one operation. All threads run at once; each
 /// times its own chains, and the sum of each thread's best round is the peak, so a
 /// round in which another process took one core spoils only that thread's figure.
@@ -130,7 +130,7 @@ mod x86 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::float::kernels::simd_level;
+    use crate::simd::simd_level;
 
     /// One dependent scalar multiply-add after another: the slowest honest loop.
     fn scalar_per_s() -> f64 {

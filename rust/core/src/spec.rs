@@ -4,9 +4,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{value_err, Error, Result};
-use crate::float::kernels::{CHUNK, LANES, MAX_CHUNK};
 use crate::memory;
 use crate::relax::Relax;
+use crate::simd::{DEFAULT_CHUNK_CELLS, LANES, MAX_CHUNK_CELLS};
 use crate::wiring::Wiring;
 
 /// The perception block: `n_kernels` networks sharing one wiring per layer.
@@ -61,11 +61,11 @@ pub struct Spec {
 }
 
 fn default_chunk() -> usize {
-    CHUNK
+    DEFAULT_CHUNK_CELLS
 }
 
 fn is_default_chunk(cells: &usize) -> bool {
-    *cells == CHUNK
+    *cells == DEFAULT_CHUNK_CELLS
 }
 
 fn every_step() -> u64 {
@@ -185,9 +185,9 @@ impl Spec {
             return value_err!("binarize_every applies only with binarize_states");
         }
         let w = self.chunk_cells;
-        if w == 0 || !w.is_multiple_of(LANES) || w > MAX_CHUNK {
+        if w == 0 || !w.is_multiple_of(LANES) || w > MAX_CHUNK_CELLS {
             return value_err!(
-                "chunk_cells must be a multiple of {LANES} from {LANES} to {MAX_CHUNK}, got {w}"
+                "chunk_cells must be a multiple of {LANES} from {LANES} to {MAX_CHUNK_CELLS}, got {w}"
             );
         }
         self.relax.validate()?;

@@ -97,7 +97,7 @@ pub fn panic_for_tests(py: Python<'_>, message: &str) {
 /// kernels' SIMD level (`logicars_core::peak`). Takes tens of milliseconds.
 #[pyfunction]
 pub fn measure_fma_peak(py: Python<'_>) -> f64 {
-    py.detach(|| core::peak::fma_lane_ops_per_s(core::float::kernels::simd_level()))
+    py.detach(|| core::peak::fma_lane_ops_per_s(core::simd::simd_level()))
 }
 
 /// How this extension was built and which SIMD kernels it runs.
@@ -125,10 +125,7 @@ pub fn build_info() -> Vec<(&'static str, String)> {
             .to_string(),
         ),
         ("target_features", features.join(",")),
-        (
-            "simd_level",
-            core::float::kernels::simd_level().name().to_string(),
-        ),
+        ("simd_level", core::simd::simd_level().name().to_string()),
         ("hard_engine", hard::default_engine().name().to_string()),
         ("threads", core::threads::num_threads().to_string()),
     ]

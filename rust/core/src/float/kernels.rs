@@ -6,18 +6,8 @@
 // The kernels index several rows by one lane counter on purpose: it is what vectorises.
 #![allow(clippy::needless_range_loop)]
 
-use std::sync::OnceLock;
-
 use super::program::{BackInstr, Backward, Gates, Instr};
-
-/// Cells per chunk unless the spec says otherwise (`Spec::chunk_cells`): one arena row.
-/// The width sets the order of the per-chunk gradient sums, so changing it changes the
-/// last bits of training and with them which seeds reach hard loss 0; the presets'
-/// default seeds were chosen with their own widths (docs/performance.md).
-pub const CHUNK: usize = 64;
-
-/// The widest chunk the kernels are compiled for (`on_lanes`).
-pub const MAX_CHUNK: usize = 8 * LANES;
+use crate::simd::{lanes_used, SimdLevel, DEFAULT_CHUNK_CELLS, LANES, MAX_CHUNK_CELLS};
 
 /// A chunk in its arena: rows of `width` floats, of which the first `cells` lanes
 /// (rounded up to whole SIMD blocks) are computed.
@@ -30,68 +20,9 @@ pub struct Lanes {
 impl Lanes {
     /// Every lane of a chunk of the default width.
     pub const WHOLE: Lanes = Lanes {
-        cells: CHUNK,
-        width: CHUNK,
+        cells: DEFAULT_CHUNK_CELLS,
+        width: DEFAULT_CHUNK_CELLS,
     };
-}
-
-/// Instruction set the kernels run with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SimdLevel {
-    /// Whatever the build's target features allow, multiply and add kept separate.
-    Portable,
-    /// AVX2 with fused multiply-add.
-    Avx2,
-    /// AVX-512 with fused multiply-add.
-    Avx512,
-}
-
-impl SimdLevel {
-    /// Whether this CPU has the instructions of `self` (portable code runs anywhere).
-    pub fn is_supported(self) -> bool {
-        #[cfg(target_arch = "x86_64")]
-        {
-            let fma = is_x86_feature_detected!("fma");
-            match self {
-                SimdLevel::Portable => true,
-                SimdLevel::Avx2 => fma && is_x86_feature_detected!("avx2"),
-                SimdLevel::Avx512 => fma && is_x86_feature_detected!("avx512f"),
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            self == SimdLevel::Portable
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            SimdLevel::Portable => "portable",
-            SimdLevel::Avx2 => "avx2+fma",
-            SimdLevel::Avx512 => "avx512+fma",
-        }
-    }
-}
-
-/// The best level this CPU supports, or the one forced by `LOGICARS_SIMD`
-/// (`portable`, `avx2`, `avx512`; a level the CPU lacks falls back to the best it has).
-pub fn simd_level() -> SimdLevel {
-    static LEVEL: OnceLock<SimdLevel> = OnceLock::new();
-    *LEVEL.get_or_init(|| {
-        let best = detect();
-        match std::env::var("LOGICARS_SIMD").as_deref() {
-            Ok("portable") => SimdLevel::Portable,
-            Ok("avx2") if best != SimdLevel::Portable => SimdLevel::Avx2,
-            _ => best,
-        }
-    })
-}
-
-fn detect() -> SimdLevel {
-    [SimdLevel::Avx512, SimdLevel::Avx2]
-        .into_iter()
-        .find(|level| level.is_supported())
-        .unwrap_or(SimdLevel::Portable)
 }
 
 /// Sets the CPU to flush denormal floats to zero while alive, restoring the previous
@@ -239,14 +170,6 @@ fn forward_impl<A: MulAdd, const W: usize, const N: usize>(
             out[i] = A::mul_add(A::mul_add(c3, a[i], c2), b[i], lin);
         }
     }
-}
-
-/// Lanes summed in one SIMD register's worth.
-pub(crate) const LANES: usize = 16;
-
-/// The lanes the kernels read and write in a chunk of `cells` cells: whole SIMD blocks.
-pub fn lanes_used(cells: usize) -> usize {
-    cells.div_ceil(LANES) * LANES
 }
 
 /// A gate's four coefficient sums on one chunk, lane by lane, before their reduction.
@@ -494,7 +417,7 @@ fn check_arena(n_rows: usize, width: usize, arena: &[f32]) {
 
 fn check_lanes(lanes: Lanes) {
     assert!(
-        lanes.width <= MAX_CHUNK && lanes_used(lanes.cells) <= lanes.width,
+        lanes.width <= MAX_CHUNK_CELLS && lanes_used(lanes.cells) <= lanes.width,
         "a chunk's lanes must fit its row"
     );
 }
@@ -520,7 +443,7 @@ fn backward_portable<const W: usize, const N: usize>(
 }
 
 /// Calls `$kernel::<W, N>($args)` with `N` the chunk's cells rounded up to whole blocks
-/// (at most `MAX_CHUNK`, which `check_lanes` asserts) and `W` its row width where that is
+/// (at most `MAX_CHUNK_CELLS`, which `check_lanes` asserts) and `W` its row width where that is
 /// one the presets use (64, and the lizard's 80), else 0: the width read at run time.
 macro_rules! on_lanes {
     ($lanes:expr, $($kernel:ident)::+, $($args:expr),*) => {
@@ -542,7 +465,7 @@ macro_rules! on_lanes {
                 5 => $($kernel)::+::<0, { 5 * LANES }>($($args),*),
                 6 => $($kernel)::+::<0, { 6 * LANES }>($($args),*),
                 7 => $($kernel)::+::<0, { 7 * LANES }>($($args),*),
-                _ => $($kernel)::+::<0, MAX_CHUNK>($($args),*),
+                _ => $($kernel)::+::<0, MAX_CHUNK_CELLS>($($args),*),
             },
         }
     };
@@ -642,7 +565,7 @@ mod tests {
     #[test]
     #[cfg(target_arch = "x86_64")]
     fn avx512_sums_add_in_tree_order() {
-        if detect() != SimdLevel::Avx512 {
+        if SimdLevel::best_supported() != SimdLevel::Avx512 {
             return;
         }
         // Values of mixed magnitude, so that any other order of additions rounds differently.

@@ -7,5 +7,4 @@ pub mod program;
 mod wavefront;
 mod workspace;
 
-pub use workspace::GridShape;
 pub(crate) use workspace::{LossGrad, Workspace};

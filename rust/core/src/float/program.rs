@@ -581,8 +581,9 @@ fn dedup(a: u32, b: u32) -> impl Iterator<Item = u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::float::kernels::{self, Lanes, SimdLevel, CHUNK};
+    use crate::float::kernels::{self, Lanes};
     use crate::model::Model;
+    use crate::simd::{simd_level, SimdLevel, DEFAULT_CHUNK_CELLS};
 
     fn checkerboard_program() -> Program {
         let model = Model::new(checkerboard_program_spec(), 3).unwrap();
@@ -624,7 +625,7 @@ mod tests {
     fn partial_chunk_matches(p: &Program, row_len: usize) {
         let coefs = test_coefs(p);
         let (cells, blocks_end) = (20, 32);
-        let level = kernels::simd_level();
+        let level = simd_level();
         let patch = 9 * p.channels * row_len;
         let (act_len, grad_len) = (p.gates.n_rows * row_len, p.backward.n_rows * row_len);
         let (mut act_all, mut grad_all) = (vec![0f32; act_len], vec![0f32; grad_len]);
@@ -718,8 +719,8 @@ mod tests {
         let coefs = test_coefs(&whole);
         let n_patch = 9 * whole.channels;
         let run = |p: &Program, level: SimdLevel| {
-            let mut act = vec![f32::NAN; p.kept.gates.n_rows * CHUNK];
-            for (i, v) in act[..n_patch * CHUNK].iter_mut().enumerate() {
+            let mut act = vec![f32::NAN; p.kept.gates.n_rows * DEFAULT_CHUNK_CELLS];
+            for (i, v) in act[..n_patch * DEFAULT_CHUNK_CELLS].iter_mut().enumerate() {
                 *v = ((i * 31) % 11) as f32 / 10.0;
             }
             kernels::forward(&p.kept.gates, &coefs, &mut act, Lanes::WHOLE, level);
@@ -729,15 +730,16 @@ mod tests {
                 .out_rows
                 .iter()
                 .flat_map(|&r| {
-                    act[r as usize * CHUNK..][..CHUNK]
+                    act[r as usize * DEFAULT_CHUNK_CELLS..][..DEFAULT_CHUNK_CELLS]
                         .iter()
                         .map(|v| v.to_bits())
                 })
                 .collect();
-            let mut grad = vec![0f32; p.backward.n_rows * CHUNK];
+            let mut grad = vec![0f32; p.backward.n_rows * DEFAULT_CHUNK_CELLS];
             for &r in &p.backward.out_rows {
-                for i in 0..CHUNK {
-                    grad[r as usize * CHUNK + i] = ((i * 17 + r as usize) % 7) as f32 - 3.0;
+                for i in 0..DEFAULT_CHUNK_CELLS {
+                    grad[r as usize * DEFAULT_CHUNK_CELLS + i] =
+                        ((i * 17 + r as usize) % 7) as f32 - 3.0;
                 }
             }
             let mut acc = vec![0f64; p.n_coefs()];
@@ -749,14 +751,14 @@ mod tests {
                 let arenas = (&act[..], &mut grad[..]);
                 kernels::backward_instrs(part, rows, &coefs, arenas, &mut acc, Lanes::WHOLE, level);
             }
-            let patch: Vec<u32> = grad[..n_patch * CHUNK]
+            let patch: Vec<u32> = grad[..n_patch * DEFAULT_CHUNK_CELLS]
                 .iter()
                 .map(|v| v.to_bits())
                 .collect();
             let sums: Vec<u64> = acc.iter().map(|v| v.to_bits()).collect();
             (next, patch, sums)
         };
-        for level in [SimdLevel::Portable, kernels::simd_level()] {
+        for level in [SimdLevel::Portable, simd_level()] {
             assert!(run(&whole, level) == run(&replayed, level), "{level:?}");
         }
     }
@@ -770,12 +772,16 @@ mod tests {
             p.rollout.n_rows
         );
         let coefs = test_coefs(&p);
-        let mut full = vec![0f32; p.gates.n_rows * CHUNK];
-        let mut reused = vec![f32::NAN; p.rollout.n_rows * CHUNK];
-        for (i, v) in full[..9 * p.channels * CHUNK].iter_mut().enumerate() {
+        let mut full = vec![0f32; p.gates.n_rows * DEFAULT_CHUNK_CELLS];
+        let mut reused = vec![f32::NAN; p.rollout.n_rows * DEFAULT_CHUNK_CELLS];
+        for (i, v) in full[..9 * p.channels * DEFAULT_CHUNK_CELLS]
+            .iter_mut()
+            .enumerate()
+        {
             *v = ((i * 31) % 11) as f32 / 10.0;
         }
-        reused[..9 * p.channels * CHUNK].copy_from_slice(&full[..9 * p.channels * CHUNK]);
+        reused[..9 * p.channels * DEFAULT_CHUNK_CELLS]
+            .copy_from_slice(&full[..9 * p.channels * DEFAULT_CHUNK_CELLS]);
         kernels::forward(
             &p.gates,
             &coefs,
@@ -791,8 +797,14 @@ mod tests {
             SimdLevel::Portable,
         );
         for (&f, &r) in p.gates.out_rows.iter().zip(&p.rollout.out_rows) {
-            let (f, r) = (f as usize * CHUNK, r as usize * CHUNK);
-            assert_eq!(full[f..f + CHUNK], reused[r..r + CHUNK]);
+            let (f, r) = (
+                f as usize * DEFAULT_CHUNK_CELLS,
+                r as usize * DEFAULT_CHUNK_CELLS,
+            );
+            assert_eq!(
+                full[f..f + DEFAULT_CHUNK_CELLS],
+                reused[r..r + DEFAULT_CHUNK_CELLS]
+            );
         }
     }
 

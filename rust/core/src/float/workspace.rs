@@ -17,30 +17,14 @@ use super::program::Program;
 use super::wavefront;
 use crate::aligned::AlignedVec;
 use crate::error::{Error, Result};
+use crate::grid::GridShape;
 use crate::interrupt::Interrupt;
 use crate::memory;
+use crate::simd::{self, lanes_used, LANES, MAX_CHUNK_CELLS};
 use crate::threads;
 
 /// What a workspace buffer is, in the error when the system refuses one.
 const WHAT: &str = "a rollout buffer";
-
-/// Batch and spatial size of a grid; channels come from the model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct GridShape {
-    pub batch: usize,
-    pub height: usize,
-    pub width: usize,
-}
-
-impl GridShape {
-    /// Cells of all grids; saturates rather than wraps, so that an absurd shape fails
-    /// the size and memory checks instead of passing them as a small one.
-    pub fn cells(&self) -> usize {
-        self.batch
-            .saturating_mul(self.height)
-            .saturating_mul(self.width)
-    }
-}
 
 /// Where each cell's neighbours are, for one grid shape and boundary.
 pub(crate) struct Layout {
@@ -174,7 +158,7 @@ impl Runs {
 impl Layout {
     fn new(shape: GridShape, channels: usize, row_len: usize, periodic: bool) -> Layout {
         // Lanes are stored as u8 (`Run`, `Scatter`); `Spec::validate` checks the width.
-        assert!(row_len <= kernels::MAX_CHUNK && row_len.is_multiple_of(kernels::LANES));
+        assert!(row_len <= MAX_CHUNK_CELLS && row_len.is_multiple_of(LANES));
         let n_cells = shape.cells();
         let n_chunks = n_cells.div_ceil(row_len);
         let n_pad = n_chunks * row_len;
@@ -334,7 +318,7 @@ impl Layout {
             }
         };
         // The kernels read no lane past the last block holding cells.
-        let lanes = kernels::lanes_used(self.chunk_cells(k));
+        let lanes = lanes_used(self.chunk_cells(k));
         for e in 0..9 {
             for run in self.nbr.get(k, e) {
                 let at = run.at as usize;
@@ -627,7 +611,7 @@ impl Workspace {
     ) -> Result<()> {
         let pool = threads::pool();
         self.ensure_arenas(pool.current_num_threads())?;
-        let level = kernels::simd_level();
+        let level = simd::simd_level();
         let len = self.layout.state_len();
         let chunk_len = self.layout.chunk_state_len();
         let n_pad = self.layout.n_pad();
@@ -663,7 +647,7 @@ impl Workspace {
                 kernels::forward_instrs(perceive, rows, coefs, act, chunk, level);
                 let block = (t * n_chunks + k) * reuse.outputs * row_len;
                 // Only the lanes the kernels read: a quarter of the lizard's last chunk.
-                let lanes = kernels::lanes_used(cells);
+                let lanes = lanes_used(cells);
                 for &(row, j) in &reuse.rows {
                     let at = block + j as usize * row_len;
                     let src = &act[row as usize * row_len..][..lanes];
@@ -747,7 +731,7 @@ impl Workspace {
     ) -> Result<Vec<f64>> {
         let pool = threads::pool();
         self.ensure_arenas(pool.current_num_threads())?;
-        let level = kernels::simd_level();
+        let level = simd::simd_level();
         let chunk_len = self.layout.chunk_state_len();
         let n_pad = self.layout.n_pad();
         let row_len = self.layout.row_len;
@@ -827,7 +811,7 @@ impl Workspace {
                 let len = reuse.outputs * row_len;
                 let block = &perception[(t * n_chunks + k) * len..][..len];
                 // The lanes the rollout streamed out (all but in a last, partial chunk).
-                let lanes = kernels::lanes_used(cells);
+                let lanes = lanes_used(cells);
                 let dst = &mut act[reuse.first as usize * row_len..][..len];
                 if lanes == row_len {
                     dst.copy_from_slice(block);
@@ -959,9 +943,9 @@ impl Layout {
         // terms in entry order, then the pass-through. Entries with no source are +0,
         // and a sum that starts at +0 is never -0, so adding a zero of either sign (a
         // patch gradient's first gate stores it) leaves it as it is.
-        const BLOCK: usize = kernels::LANES;
+        const BLOCK: usize = LANES;
         let row_len = self.row_len;
-        let blocks = kernels::lanes_used(self.chunk_cells(k)) / BLOCK;
+        let blocks = lanes_used(self.chunk_cells(k)) / BLOCK;
         for (row, patch) in g
             .chunks_exact_mut(row_len)
             .zip(gpatch.chunks_exact(9 * row_len))
@@ -1375,7 +1359,7 @@ mod tests {
             for k in 0..layout.n_chunks {
                 let mut act = vec![f32::NAN; 9 * channels * row_len];
                 layout.fill_patch(&state, k, &mut act);
-                let lanes = kernels::lanes_used(layout.chunk_cells(k));
+                let lanes = lanes_used(layout.chunk_cells(k));
                 for lane in 0..row_len {
                     let n = k * row_len + lane;
                     for (c, e) in (0..channels).flat_map(|c| (0..9).map(move |e| (c, e))) {

@@ -2,7 +2,7 @@
 //! [`super::compile`] for how a float program becomes one.
 
 use super::kernels::{self, Kind, Op, Run};
-use crate::float::kernels::SimdLevel;
+use crate::simd::SimdLevel;
 
 /// How one patch word is built: channel, row offset index (0..3 for dr = -1, 0, 1),
 /// column offset index (0..3 for dc = -1, 0, 1), arena slot.

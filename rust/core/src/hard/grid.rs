@@ -24,7 +24,7 @@ use super::netlist::Netlist;
 use super::packing::{check_channel_read, Geo};
 use crate::aligned::AlignedVec;
 use crate::error::{shape_err, value_err, Result};
-use crate::float::GridShape;
+use crate::grid::GridShape;
 use crate::memory;
 use crate::threads;
 

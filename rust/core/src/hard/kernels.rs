@@ -3,8 +3,8 @@
 
 use crate::aligned::AlignedVec;
 use crate::error::Result;
-use crate::float::kernels::SimdLevel;
 use crate::memory;
+use crate::simd::SimdLevel;
 
 /// The four bitwise kernels every remaining gate is one of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

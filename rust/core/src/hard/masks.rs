@@ -7,7 +7,7 @@ use rayon::prelude::*;
 
 use super::packing::{pack_row, Geo};
 use crate::error::{shape_err, value_err, Error, Result};
-use crate::float::GridShape;
+use crate::grid::GridShape;
 use crate::memory;
 use crate::threads;
 

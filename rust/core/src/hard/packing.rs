@@ -10,7 +10,7 @@
 
 use rayon::prelude::*;
 
-use crate::float::GridShape;
+use crate::grid::GridShape;
 
 /// Sizes of one packed grid and how its edges behave.
 #[derive(Debug, Clone, Copy)]

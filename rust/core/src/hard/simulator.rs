@@ -14,10 +14,10 @@ use super::netlist::Netlist;
 use super::options::{is_frame, n_frames, SimOptions};
 use super::slots::{check_words, SlotSim};
 use crate::error::{shape_err, value_err, Error, Result};
-#[cfg(target_arch = "x86_64")]
-use crate::float::kernels::{self, SimdLevel};
-use crate::float::GridShape;
+use crate::grid::GridShape;
 use crate::memory;
+#[cfg(target_arch = "x86_64")]
+use crate::simd::{simd_level, SimdLevel};
 use crate::threads;
 
 /// Which engine runs a hard circuit.
@@ -78,9 +78,7 @@ pub fn jit_available() -> bool {
     *AVAILABLE.get_or_init(|| {
         #[cfg(target_arch = "x86_64")]
         {
-            Isa::Avx2.available()
-                && kernels::simd_level() != SimdLevel::Portable
-                && self_test(Isa::Avx2)
+            Isa::Avx2.available() && simd_level() != SimdLevel::Portable && self_test(Isa::Avx2)
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
@@ -164,7 +162,7 @@ pub fn default_engine() -> HardEngine {
             return HardEngine::Slots;
         }
         #[cfg(target_arch = "x86_64")]
-        if kernels::simd_level() == SimdLevel::Avx512 && jit_avx512_available() {
+        if simd_level() == SimdLevel::Avx512 && jit_avx512_available() {
             return HardEngine::JitAvx512;
         }
         if jit_available() {

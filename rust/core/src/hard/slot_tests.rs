@@ -5,10 +5,10 @@ use rand_chacha::ChaCha8Rng;
 
 use super::*;
 use crate::error::Error;
-use crate::float::kernels::CHUNK;
-use crate::float::GridShape;
 use crate::gates::{self, N_OPS};
+use crate::grid::GridShape;
 use crate::model::{Decoding, Model};
+use crate::simd::DEFAULT_CHUNK_CELLS;
 use crate::spec::{PerceiveSpec, Spec, UpdateSpec};
 use crate::threads;
 use crate::wiring::Wiring;
@@ -54,7 +54,7 @@ pub(crate) fn spec(
         relax: Default::default(),
         binarize_states: false,
         binarize_every: 1,
-        chunk_cells: CHUNK,
+        chunk_cells: DEFAULT_CHUNK_CELLS,
     }
 }
 

@@ -21,9 +21,9 @@ use super::kernels::Arena;
 use super::masks::{given_mask, random_mask, StepMask};
 use super::packing::{check_channel_read, pack_plane, Geo};
 use crate::error::{shape_err, value_err, Result};
-use crate::float::kernels::{self, SimdLevel};
-use crate::float::GridShape;
+use crate::grid::GridShape;
 use crate::memory;
+use crate::simd::{simd_level, SimdLevel};
 use crate::threads;
 
 /// What the buffers are, in the error when the system refuses them.
@@ -223,7 +223,7 @@ impl SlotSim {
             geo,
             batch: shape.batch,
             words,
-            level: kernels::simd_level(),
+            level: simd_level(),
             cur: memory::try_vec(geo.n_words * geo.channels, 0, WHAT)?,
             next: memory::try_vec(geo.n_words * geo.channels, 0, WHAT)?,
             mask: memory::try_vec(geo.n_words, 0, WHAT)?,

@@ -6,10 +6,10 @@ use rand_chacha::ChaCha8Rng;
 
 use super::slot_tests::{random_bits, random_model, shape, spec, to_f32};
 use super::*;
-use crate::float::kernels::{self, SimdLevel};
-use crate::float::GridShape;
 use crate::gates::N_OPS;
+use crate::grid::GridShape;
 use crate::model::{Decoding, Model};
+use crate::simd::{simd_level, SimdLevel};
 use crate::threads;
 
 /// The simulator's current grid.
@@ -23,7 +23,7 @@ fn read(sim: &Simulator) -> Vec<u8> {
 /// it must, or a broken kernel that fails the start-up self-test would skip every test.
 fn jit_here() -> bool {
     #[cfg(target_arch = "x86_64")]
-    if is_x86_feature_detected!("avx2") && kernels::simd_level() != SimdLevel::Portable {
+    if is_x86_feature_detected!("avx2") && simd_level() != SimdLevel::Portable {
         assert!(
             jit_available(),
             "this CPU has AVX2 but the JIT failed its self-test"
@@ -43,7 +43,7 @@ fn jit_engines() -> Vec<HardEngine> {
         return Vec::new();
     }
     #[cfg(target_arch = "x86_64")]
-    if is_x86_feature_detected!("avx512f") && kernels::simd_level() == SimdLevel::Avx512 {
+    if is_x86_feature_detected!("avx512f") && simd_level() == SimdLevel::Avx512 {
         assert!(
             jit_avx512_available(),
             "this CPU has AVX-512F but the AVX-512 JIT failed its self-test"

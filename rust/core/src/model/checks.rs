@@ -3,7 +3,8 @@
 
 use super::Model;
 use crate::error::{shape_err, value_err, Result};
-use crate::float::{GridShape, Workspace};
+use crate::float::Workspace;
+use crate::grid::GridShape;
 use crate::wiring::Wires;
 
 impl Model {

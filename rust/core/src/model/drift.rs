@@ -21,7 +21,7 @@ use rand_chacha::ChaCha8Rng;
 use super::Model;
 use crate::error::{shape_err, value_err, Result};
 use crate::float::program::Program;
-use crate::float::GridShape;
+use crate::grid::GridShape;
 use crate::hard::circuit::Output;
 use crate::hard::compile::op_table;
 use crate::hard::kernels::Kind;

@@ -5,7 +5,8 @@ use rayon::prelude::*;
 
 use super::{Decoding, LossSteps, Model};
 use crate::error::Result;
-use crate::float::{GridShape, LossGrad};
+use crate::float::LossGrad;
+use crate::grid::GridShape;
 use crate::hard::{Circuit, HardEngine, Masks, SimOptions, Simulator};
 use crate::memory;
 use crate::relax::{self, Relaxed};
