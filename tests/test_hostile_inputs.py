@@ -31,13 +31,8 @@ from logicars import files
 from logicars.errors import InvalidValueError
 from logicars.markup import escape_html, fill_template, plot_text, script_json
 from logicars.runtime import ENVIRONMENT, check_environment
-from logicars.sweep import (
-    MAX_POINTS,
-    _check_reachable,
-    expand_grid,
-    parse_seeds,
-    read_sweep_file,
-)
+from logicars.sweep import MAX_POINTS, expand_grid, parse_seeds, read_sweep_file
+from logicars.sweep.executors import check_reachable
 from logicars.tasks import MAX_TILE_CELLS, PatternTask, load_image, make_task, tile_bits
 
 SECOND = 2.0  # every refusal comes within this (a FIFO or /dev/zero would hang forever)
@@ -300,7 +295,7 @@ def test_sweep_files_of_the_wrong_shape(tmp_path: Path, name: str, text: str, ne
     ],
 )
 def test_unreachable_ray_addresses_fail_at_once(address: str, needle: str) -> None:
-    refused(lambda: _check_reachable(address, timeout=1.0), needle)
+    refused(lambda: check_reachable(address, timeout=1.0), needle)
 
 
 # ---- images ---------------------------------------------------------------------------------
@@ -519,7 +514,7 @@ def test_a_start_grid_file_is_checked_before_it_is_loaded(
 
 
 def test_a_points_planted_links_are_not_shipped(tmp_path: Path) -> None:
-    from logicars.sweep import _run_files
+    from logicars.sweep.executors import _run_files
 
     point = tmp_path / "p"
     point.mkdir()

@@ -523,6 +523,6 @@ def test_report_informs_when_nothing_solves(tmp_path: Path) -> None:
 
 
 def _fmt_cell(value: float) -> str:
-    from logicars.sweep import _fmt
+    from logicars.sweep.reporting import _fmt
 
     return f" {_fmt(value)} "

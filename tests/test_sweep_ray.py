@@ -15,7 +15,8 @@ from test_sweep import GRID, NAMES, same_run
 
 import logicars
 from logicars.cli import main
-from logicars.sweep import SweepResult, _RayExecutor, expand_grid
+from logicars.sweep import SweepResult, expand_grid
+from logicars.sweep.executors import RayExecutor
 
 pool_sweep = test_sweep.pool_sweep  # the fixture: the same sweep on the process pool
 
@@ -62,7 +63,7 @@ def test_ray_tasks_ship_files_back_without_shared_storage(
     pool_sweep: SweepResult,
     tmp_path: Path,
 ) -> None:
-    executor = _RayExecutor("local", None, 1, tmp_path)
+    executor = RayExecutor("local", None, 1, tmp_path)
     executor._token = ".sweep-driver-on-no-node"  # as if the nodes did not see tmp_path
     try:
         points = [p for p in expand_grid(GRID) if p.name in (NAMES[0], NAMES[5])]
