@@ -142,6 +142,28 @@ def test_pool_batches(growth: str) -> None:
     assert np.array_equal(again.sample(5)[0], batches.sample(5)[0])
 
 
+def test_pool_rollouts_of_drawn_lengths() -> None:
+    """`max_steps` > T: each pool batch runs a length drawn from T to `max_steps` (the
+    loss at its last step), the same on a resumed run; a fresh attempt starts at T."""
+    task = _task("persist")
+    batches = GrowthBatches(task, seed=3, pool_size=8, batch=4, max_steps=7, hold=1)
+    batches.keep(1, 0.0, None)
+    lengths = []
+    for epoch in range(2, 40):
+        batches.sample(epoch)
+        assert batches.steps == batches.loss_from + 1
+        lengths.append(batches.loss_from)
+    assert set(lengths) == set(range(3, 8))
+    again = GrowthBatches(task, seed=3, pool_size=8, batch=4, max_steps=7, hold=1)
+    again.load_state(batches.state())
+    again.sample(39)
+    assert again.loss_from == lengths[-1]
+    batches.reset()
+    assert (batches.steps, batches.loss_from) == (3, 3)
+    with pytest.raises(ValueError, match="longest rollout"):
+        GrowthBatches(task, seed=3, max_steps=2)
+
+
 def test_a_pool_larger_than_its_batch_is_required() -> None:
     with pytest.raises(ValueError, match="growth pool"):
         GrowthBatches(_task("persist"), seed=0, pool_size=2, batch=4)

@@ -43,11 +43,11 @@ growth = "{growth}"
 """
 
 
-def _experiment(tmp_path: Path, growth_mode: str, seed: int, epochs: int) -> Path:
+def _experiment(tmp_path: Path, growth_mode: str, seed: int, epochs: int, extra: str = "") -> Path:
     shutil.copy(HEART, tmp_path / "heart.png")
     path = tmp_path / f"heart-{growth_mode}.toml"
     text = EXPERIMENT.format(epochs=epochs, seed=seed, growth=growth_mode)
-    path.write_text(text)
+    path.write_text(text + extra)
     return path
 
 
@@ -70,12 +70,14 @@ def _pool_from_the_start(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(growth.GrowthBatches, "__init__", pooling_init)
 
 
-@pytest.mark.parametrize("growth_mode", ["persist", "regrow"])
+@pytest.mark.parametrize(
+    ("growth_mode", "extra"), [("persist", ""), ("regrow", "pool_steps = 17\n")]
+)
 def test_a_pool_run_resumes_as_the_straight_run(
-    growth_mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    growth_mode: str, extra: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _pool_from_the_start(monkeypatch)
-    path = _experiment(tmp_path, growth_mode, seed=3, epochs=8)
+    path = _experiment(tmp_path, growth_mode, seed=3, epochs=8, extra=extra)
     straight = logicars.train(path, out=tmp_path / "straight", quiet=True, checkpoint_every=4)
     part = logicars.train(path, epochs=4, out=tmp_path / "part", quiet=True)
     assert (tmp_path / "part" / "pool.npz").is_file()
@@ -90,6 +92,7 @@ def test_a_pool_run_resumes_as_the_straight_run(
     ):
         assert np.array_equal(a["pool"], b["pool"])
     assert part.summary["preset"] == straight.summary["preset"]
+    assert straight.summary["pool_steps"] == (17 if extra else None)
 
 
 def _summary(run: logicars.train.RunResult) -> dict:  # type: ignore[name-defined]

@@ -155,9 +155,12 @@ class GrowthBatches:
     draws `batch` of them, puts the start grid in place of the one furthest from the
     target, and (regrow) erases a damage disc in every channel of the `damaged` closest
     ones. The loss is at step T of each, so the grown pattern must come back to the target
-    T steps later: it becomes an attractor. `hold` > 0 also puts the loss on the `hold`
-    steps after T. Draws are keyed by seed and epoch (`draws.training_rng`); the pool is
-    part of the checkpoint (`state`, `load_state`).
+    T steps later: it becomes an attractor. With rollouts of T steps the pool's grids are
+    all at multiples of T, and a circuit can pass the target only there; `max_steps` > T
+    draws each batch's rollout length from T to `max_steps`, the loss at its last step, so
+    the pool holds grids of every age and the pattern must hold in between too. `hold` > 0
+    also puts the loss on the `hold` steps after that. Draws are keyed by seed and epoch
+    (`draws.training_rng`); the pool is part of the checkpoint (`state`, `load_state`).
     """
 
     def __init__(
@@ -168,13 +171,16 @@ class GrowthBatches:
         batch: int = POOL_BATCH,
         damaged: int = DAMAGED_PER_BATCH,
         hold: int = 0,
+        max_steps: int | None = None,
     ) -> None:
         self.task = task
         self.seed = int(seed)
         self.start, self.target_y = task.sample(np.random.default_rng(0), 1)
         self.pool_size, self.pool_batch = pool_size, batch
         self.damaged = damaged if task.growth == "regrow" else 0
-        self.loss_from = task.num_steps
+        self.num_steps = task.num_steps
+        self.max_steps = task.num_steps if max_steps is None else int(max_steps)
+        self.loss_from = task.num_steps  # the batch's rollout length, drawn by `sample`
         self.hold = hold
         self.pooling_from: int | None = None  # the epoch the pool phase began after
         self.pool: np.ndarray | None = None
@@ -183,6 +189,11 @@ class GrowthBatches:
             raise ValueError(
                 f"a growth pool needs 0 <= damaged ({self.damaged}) < batch ({batch}) "
                 f"<= pool size ({pool_size})"
+            )
+        if self.max_steps < self.num_steps:
+            raise ValueError(
+                f"the pool's longest rollout ({self.max_steps} steps) is shorter than the "
+                f"task's {self.num_steps}"
             )
 
     @property
@@ -204,6 +215,8 @@ class GrowthBatches:
         rng = draws.training_rng(self.seed, epoch)
         picked = rng.choice(len(self.pool), self.pool_batch, replace=False)
         grids = self.pool[picked]
+        if self.max_steps > self.num_steps:
+            self.loss_from = int(rng.integers(self.num_steps, self.max_steps + 1))
         loss_channels = self.task.loss_channels
         wrong = grids[..., loss_channels] != y[..., loss_channels]
         # Furthest from the target first: it makes way for the start grid.
@@ -229,6 +242,7 @@ class GrowthBatches:
     def reset(self) -> None:
         """A fresh wiring learns to grow again: back to the start grid alone."""
         self.pool, self.pooling_from, self.drawn = None, None, None
+        self.loss_from = self.num_steps
 
     def _start_pool(self, epoch: int) -> None:
         self.pooling_from = epoch

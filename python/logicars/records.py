@@ -196,6 +196,7 @@ def record_from_run(
             "pool_batch",
             "pool_lr",
             "hold",
+            "pool_steps",
         )
         if k in s
     }

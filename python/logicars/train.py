@@ -745,7 +745,10 @@ def _summary(
         # What a grow: task's circuit must do, and the sample pool that trained it.
         "growth": p.config.growth or "grow",
         **(
-            {k: getattr(p.config, k) for k in ("pool_size", "pool_batch", "pool_lr", "hold")}
+            {
+                k: getattr(p.config, k)
+                for k in ("pool_size", "pool_batch", "pool_lr", "hold", "pool_steps")
+            }
             if p.config.growth not in (None, "grow")
             else {}
         ),

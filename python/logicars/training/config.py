@@ -459,6 +459,12 @@ class TrainConfig:
         check=Count(0, 2**20), resume=Resume.FIXED, recorded=Recorded.PRESET, metavar="N",
         before=0,
     )  # fmt: skip
+    pool_steps: int | None = _setting(
+        None, help="with --growth persist or regrow: each pool batch runs a number of steps "
+        "drawn from T to this, the loss at the last (default: T, the task's steps; a longer "
+        "range asks the pattern to hold between multiples of T too)",
+        check=Count(1, 2**20), resume=Resume.FIXED, recorded=Recorded.PRESET, metavar="S",
+    )  # fmt: skip
     notebook_epochs: int | None = _setting(
         None, help="the reference notebook's epochs where `epochs` is larger",
         check=Count(1), resume=Resume.PER_CALL, recorded=Recorded.NOT, cli=False,

@@ -24,7 +24,12 @@ class PoolBatches(BatchSource):
 
     def __init__(self, task: Any, config: Any, seed: int, run_dir: Path) -> None:
         self.batches = GrowthBatches(
-            task, seed, pool_size=config.pool_size, batch=config.pool_batch, hold=config.hold
+            task,
+            seed,
+            pool_size=config.pool_size,
+            batch=config.pool_batch,
+            hold=config.hold,
+            max_steps=config.pool_steps,
         )
         self.pool_lr = config.pool_lr
         self.path = run_dir / POOL_NAME
