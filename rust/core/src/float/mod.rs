@@ -7,4 +7,4 @@ pub mod program;
 mod wavefront;
 mod workspace;
 
-pub(crate) use workspace::{LossGrad, Workspace};
+pub(crate) use workspace::{ForwardOptions, LossGrad, Workspace};

@@ -5,7 +5,7 @@ use rayon::prelude::*;
 
 use super::{Decoding, LossSteps, Model};
 use crate::error::Result;
-use crate::float::LossGrad;
+use crate::float::{ForwardOptions, LossGrad};
 use crate::grid::GridShape;
 use crate::hard::{Circuit, HardEngine, Masks, SimOptions, Simulator};
 use crate::memory;
@@ -127,8 +127,11 @@ impl Model {
                     .collect_into_vec(back_coefs)
             });
         }
-        let binarize = self.spec.binarizes_step(step);
-        self.forward(x, shape, steps, coefs, masks, (binarize, true), None)?;
+        let options = ForwardOptions {
+            binarize: self.spec.binarizes_step(step),
+            for_backward: true,
+        };
+        self.forward(x, shape, steps, coefs, masks, options, None)?;
         let loss = self.loss(y, per_cell, at, Some(grad_states));
         let ws = self.workspace.as_mut().unwrap();
         let back = if straight_through {
@@ -179,8 +182,11 @@ impl Model {
         keep_final: bool,
     ) -> Result<HardLoss> {
         let coefs = self.coefficients(Decoding::Hard);
-        let binarize = self.spec.binarize_states;
-        self.forward(x, shape, at.steps, &coefs, masks, (binarize, false), None)?;
+        let options = ForwardOptions {
+            binarize: self.spec.binarize_states,
+            for_backward: false,
+        };
+        self.forward(x, shape, at.steps, &coefs, masks, options, None)?;
         let loss = self.loss(y, per_cell, at, None);
         let last = keep_final.then(|| {
             let mut out = Vec::new();

@@ -15,7 +15,7 @@ use rayon::prelude::*;
 use self::checks::{check_finite, check_wires};
 use crate::error::{shape_err, value_err, Result};
 use crate::float::program::{param_offsets, Program};
-use crate::float::Workspace;
+use crate::float::{ForwardOptions, Workspace};
 use crate::gates::M;
 use crate::grid::GridShape;
 use crate::hard::Circuit;
@@ -298,8 +298,8 @@ impl Model {
         }
     }
 
-    /// Runs `steps` steps from `x` with already resolved masks, rounding every state
-    /// but the last with `binarize`; the states stay in the workspace.
+    /// Runs `steps` steps from `x` with already resolved masks (see `ForwardOptions`);
+    /// the states stay in the workspace.
     #[allow(clippy::too_many_arguments)]
     fn forward(
         &mut self,
@@ -308,7 +308,7 @@ impl Model {
         steps: usize,
         coefs: &[[f32; 4]],
         masks: Option<&[f32]>,
-        (binarize, for_backward): (bool, bool),
+        options: ForwardOptions,
         interrupt: Option<Interrupt<'_>>,
     ) -> Result<&mut Workspace> {
         self.check_grid("x", x, shape, self.spec.channels)?;
@@ -344,8 +344,7 @@ impl Model {
             coefs,
             steps,
             masks.is_some(),
-            binarize,
-            for_backward,
+            options,
             interrupt,
         )?;
         Ok(ws)
@@ -383,14 +382,17 @@ impl Model {
         let masks = self.resolve_masks(masks, shape, steps)?;
         let coefs = self.coefficients(decoding);
         let channels = self.spec.channels;
-        let binarize = self.spec.binarize_states;
+        let options = ForwardOptions {
+            binarize: self.spec.binarize_states,
+            for_backward: false,
+        };
         let ws = self.forward(
             x,
             shape,
             steps,
             &coefs,
             masks.as_deref(),
-            (binarize, false),
+            options,
             interrupt,
         )?;
         let first = if record { 0 } else { steps };
