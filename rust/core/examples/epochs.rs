@@ -1,27 +1,27 @@
-//! Runs checkerboard-preset training epochs on a fixed batch, for profilers
+//! Runs training epochs of the narrow model (`specs`) on a fixed batch, for profilers
 //! (perf, valgrind) and A/B timings:
-//! `cargo run -r -p logicars-core --example epochs -- [EPOCHS] [THREADS] [lizard]`
-//! (`lizard`: the lizard preset's model and grid instead).
+//! `cargo run -r -p logicars-core --example epochs -- [EPOCHS] [THREADS] [wide]`
+//! (`wide`: the wide model and its grid instead).
 
 use logicars_core::{threads, GridShape, Model, Spec};
 
 mod specs;
-use specs::{CHECKERBOARD, LIZARD};
+use specs::{NARROW, WIDE};
 
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
-    let lizard = args.last().is_some_and(|a| a == "lizard");
-    if lizard {
+    let wide = args.last().is_some_and(|a| a == "wide");
+    if wide {
         args.pop();
     }
     let args: Vec<usize> = args.iter().map(|a| a.parse().expect("a number")).collect();
     let epochs = args.first().copied().unwrap_or(20);
     threads::set_num_threads(args.get(1).copied().unwrap_or(1)).unwrap();
-    let spec = Spec::from_json(if lizard { LIZARD } else { CHECKERBOARD }).unwrap();
-    let side = if lizard { 20 } else { 16 };
-    let lr = if lizard { 0.06 } else { 0.05 }; // the presets' learning rates
+    let spec = Spec::from_json(if wide { WIDE } else { NARROW }).unwrap();
+    let side = if wide { 20 } else { 16 };
+    let lr = if wide { 0.06 } else { 0.05 }; // the learning rates of the presets these models come from
     let shape = GridShape {
-        batch: if lizard { 1 } else { 2 },
+        batch: if wide { 1 } else { 2 },
         height: side,
         width: side,
     };

@@ -1,6 +1,6 @@
 //! Times the float kernels on one chunk of a real compiled step, by pass and section,
 //! against the machine's measured FMA peak (docs/performance.md):
-//! `cargo run -r -p logicars-core --example sections -- [lizard]`.
+//! `cargo run -r -p logicars-core --example sections -- [wide]`.
 //!
 //! Each figure is the best of 30 rounds of 20 calls on one thread, so other jobs on
 //! the machine inflate it less than a wall-clock epoch. A gate on a row of `DEFAULT_CHUNK_CELLS`
@@ -18,7 +18,7 @@ use logicars_core::simd::{simd_level, DEFAULT_CHUNK_CELLS};
 use logicars_core::{Model, Spec};
 
 mod specs;
-use specs::{CHECKERBOARD, LIZARD};
+use specs::{NARROW, WIDE};
 
 /// Multiply-class operations per gate-cell in each pass.
 const FORWARD_OPS: f64 = 3.0;
@@ -38,8 +38,8 @@ fn best_us<F: FnMut()>(mut f: F) -> f64 {
 }
 
 fn main() {
-    let lizard = std::env::args().nth(1).is_some_and(|a| a == "lizard");
-    let spec = Spec::from_json(if lizard { LIZARD } else { CHECKERBOARD }).unwrap();
+    let wide = std::env::args().nth(1).is_some_and(|a| a == "wide");
+    let spec = Spec::from_json(if wide { WIDE } else { NARROW }).unwrap();
     let model = Model::new(spec, 3).unwrap();
     let p = Program::compile(model.spec(), model.perceive_wires(), model.update_wires());
     let coefs: Vec<[f32; 4]> = (0..p.n_params)

@@ -2,8 +2,8 @@
 //!
 //! The kernels read and write 64-float rows with 512-bit (or 256-bit) loads and stores.
 //! A `Vec<f32>` is only 16-byte aligned, so every such access straddled two cache lines
-//! and cost two; on the 64-byte boundary of this buffer the checkerboard's chunk-step
-//! fell from 126 to 104 us (`examples/sections.rs`, docs/performance.md).
+//! and cost two; on the 64-byte boundary of this buffer a chunk-step is markedly faster
+//! (`examples/sections.rs`, docs/performance.md).
 
 use std::ops::{Deref, DerefMut};
 

@@ -16,15 +16,15 @@ const CHAINS: usize = 12;
 /// f32 lanes per accumulator (one 512-bit register).
 const LANES: usize = 16;
 /// Iterations of one measurement: 12 × 16 × 2^18 ≈ 50 M lane-operations per thread,
-/// about 1 ms on one Zen 4 core: short, so that some rounds run undisturbed on a busy
+/// about a millisecond on one core: short, so that some rounds run undisturbed on a busy
 /// machine.
 const ITERATIONS: usize = 1 << 18;
 /// Measurements per call; each thread's best counts (other processes only ever slow
 /// it down).
 const ROUNDS: usize = 30;
 /// Pause between rounds, so the rounds span ~0.2 s: on a VM the host sometimes takes
-/// one vCPU for tens of milliseconds, and 30 back-to-back rounds fitted inside such a
-/// spell (a 2-thread peak of 61 G measured once against 118 G otherwise).
+/// one vCPU for tens of milliseconds, and 30 back-to-back rounds could all fit inside
+/// such a spell, halving the peak measured (docs/performance.md).
 const PAUSE: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// FMA lane-operations (`x·y + z` on one f32) per second summed over every thread of

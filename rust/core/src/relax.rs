@@ -390,8 +390,8 @@ impl GateNoise {
     }
 
     /// The gate's 16 draws at once: straight-line loops over arrays that the compiler
-    /// vectorises (libm's `ln`, called 32 times per gate, made `gumbel-st` epochs of
-    /// small-grid presets cost 2× softmax's). The same values as `draw`.
+    /// vectorises (libm's `ln`, called 32 times per gate, made `gumbel-st` epochs on small
+    /// grids much dearer than softmax's: docs/performance.md). The same values as `draw`.
     pub fn draws(&self) -> [f64; N_OPS] {
         let mut g = [0f64; N_OPS];
         for (op, g) in g.iter_mut().enumerate() {

@@ -36,7 +36,7 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
-/// A small model of the checkerboard preset's kind (debug builds run this test too).
+/// A small model of 8 channels (debug builds run this test too).
 fn spec(steps: usize, fire_rate: Option<f32>) -> Spec {
     let asynchronous = match fire_rate {
         Some(r) => format!(r#""async": true, "fire_rate": {r}"#),

@@ -1,7 +1,8 @@
-//! The model specs the examples run, as in `logicars/presets.py`.
+//! The model specs the examples run: two models of `logicars/presets.py`, a narrow
+//! one (8 channels) and a wide one (128 channels; docs/performance.md names them).
 
-/// The checkerboard preset: 8 channels, 20 steps on 16x16, zero padding.
-pub const CHECKERBOARD: &str = r#"{"channels": 8, "periodic": false, "num_steps": 20,
+/// The narrow model: 8 channels, 20 steps on 16x16, zero padding.
+pub const NARROW: &str = r#"{"channels": 8, "periodic": false, "num_steps": 20,
     "loss_channels": [0], "perceive": {"n_kernels": 16, "layers": [9, 8, 4, 2],
     "connections": ["first_kernel", "unique", "unique"]},
     "update": {"layers": [264, 256, 256, 256, 256, 256, 256, 256, 256, 256, 256,
@@ -10,8 +11,8 @@ pub const CHECKERBOARD: &str = r#"{"channels": 8, "periodic": false, "num_steps"
                     "unique", "unique", "unique", "unique", "unique", "unique", "unique",
                     "unique", "unique"]}}"#;
 
-/// The lizard preset: 128 channels, 12 steps on 20x20, periodic.
-pub const LIZARD: &str = r#"{"channels": 128, "periodic": true, "num_steps": 12,
+/// The wide model: 128 channels, 12 steps on 20x20, periodic.
+pub const WIDE: &str = r#"{"channels": 128, "periodic": true, "num_steps": 12,
     "loss_channels": [0], "perceive": {"n_kernels": 4, "layers": [9, 8, 4, 2, 1],
     "connections": ["first_kernel", "unique", "unique", "unique"]},
     "update": {"layers": [640, 512, 512, 512, 512, 512, 512, 512, 512, 256, 128],

@@ -112,8 +112,8 @@ impl Reduce for EachTree {
 /// that the `N` lanes read fit in a row.
 ///
 /// `W`: the row width when it is known at compile time (one of the widths `on_lanes`
-/// lists: the address of a row is then a shift or a constant multiply; with the width
-/// read at run time the lizard's epoch measured 5-8% slower), or 0.
+/// lists: the address of a row is then a shift or a constant multiply, measurably faster
+/// than a width read at run time: docs/performance.md), or 0.
 #[derive(Clone, Copy)]
 struct Rows<const W: usize> {
     at: *mut f32,
@@ -245,8 +245,8 @@ fn backward_gate_same_input<A: MulAdd, const N: usize>(
 /// How many gates ahead the backward asks for its coefficients and sums. A layer's
 /// gates are sorted by input row, so their parameters come in a shuffled order, and
 /// after the forward pass has streamed a whole arena through the cache each `acc` and
-/// `coefs` entry missed (lizard: 300 -> 230 us of backward per chunk-step). Prefetching
-/// the input rows as well, or in the forward pass, measured no faster.
+/// `coefs` entry missed. Prefetching the input rows as well, or in the forward pass, did
+/// not help (docs/performance.md).
 const PREFETCH_AHEAD: usize = 4;
 
 /// Hints the CPU to load the cache line at `p` (no-op off x86).
@@ -443,8 +443,9 @@ fn backward_portable<const W: usize, const N: usize>(
 }
 
 /// Calls `$kernel::<W, N>($args)` with `N` the chunk's cells rounded up to whole blocks
-/// (at most `MAX_CHUNK_CELLS`, which `check_lanes` asserts) and `W` its row width where that is
-/// one the presets use (64, and the lizard's 80), else 0: the width read at run time.
+/// (at most `MAX_CHUNK_CELLS`, which `check_lanes` asserts) and `W` its row width where
+/// that is one of the widths the presets use (64 and 80), else 0: the width read at run
+/// time.
 macro_rules! on_lanes {
     ($lanes:expr, $($kernel:ident)::+, $($args:expr),*) => {
         match ($lanes.width, lanes_used($lanes.cells)) {

@@ -83,8 +83,8 @@ pub struct Program {
 
 /// The forward pass kept for back-propagation, and the backward pass as segments that
 /// each first replay some forward gates. For a wide model every channel's hidden
-/// perception rows do not fit in cache next to the update network's (the lizard's 13,312
-/// rows are 3.4 MB per 64-cell chunk), so the kept pass stores one channel's hidden rows
+/// perception rows do not fit in cache next to the update network's (with 128 channels,
+/// megabytes per chunk), so the kept pass stores one channel's hidden rows
 /// at a time, and the backward recomputes a channel's hidden rows just before its
 /// perception gates. Every value and every sum is computed in the same order as with the
 /// whole arena kept, so the results are bit for bit the same.
@@ -120,7 +120,7 @@ pub struct Reuse {
 }
 
 /// Replay the perception when the whole forward arena of one chunk would take more than
-/// this many bytes (about an L2 cache; docs/performance.md, issue 18).
+/// this many bytes (about an L2 cache; docs/performance.md).
 const REPLAY_ABOVE_BYTES: usize = 1536 << 10;
 
 /// Row numbers handed out above a fixed base, recycling the freed ones most recent
@@ -585,12 +585,12 @@ mod tests {
     use crate::model::Model;
     use crate::simd::{simd_level, SimdLevel, DEFAULT_CHUNK_CELLS};
 
-    fn checkerboard_program() -> Program {
-        let model = Model::new(checkerboard_program_spec(), 3).unwrap();
+    fn eight_channel_program() -> Program {
+        let model = Model::new(eight_channel_spec(), 3).unwrap();
         Program::compile(model.spec(), model.perceive_wires(), model.update_wires())
     }
 
-    fn checkerboard_program_spec() -> Spec {
+    fn eight_channel_spec() -> Spec {
         Spec::from_json(
             r#"{"channels": 8, "periodic": false, "num_steps": 20, "loss_channels": [0],
                 "lr": 0.05, "perceive": {"n_kernels": 16, "layers": [9, 8, 4, 2],
@@ -616,7 +616,7 @@ mod tests {
     /// patches and zero gradients, and the other lanes left untouched (NaN stays NaN).
     #[test]
     fn a_partial_chunk_matches_the_whole_chunk_on_its_blocks() {
-        let p = checkerboard_program();
+        let p = eight_channel_program();
         for row_len in [64, 80, 128] {
             partial_chunk_matches(&p, row_len);
         }
@@ -706,7 +706,7 @@ mod tests {
     /// state, patch gradients and coefficient sums, bit for bit, as the whole arena kept.
     #[test]
     fn replaying_the_perception_changes_no_bit() {
-        let spec = checkerboard_program_spec();
+        let spec = eight_channel_spec();
         let model = Model::new(spec, 3).unwrap();
         let compile = |replay| {
             let (p, u) = (model.perceive_wires(), model.update_wires());
@@ -765,7 +765,7 @@ mod tests {
 
     #[test]
     fn rollout_rows_reused_and_results_identical() {
-        let p = checkerboard_program();
+        let p = eight_channel_program();
         assert!(
             p.rollout.n_rows * 3 < p.gates.n_rows,
             "{} rows",
@@ -810,7 +810,7 @@ mod tests {
 
     #[test]
     fn backward_gradient_rows_never_alias_and_start_with_a_store() {
-        let p = checkerboard_program();
+        let p = eight_channel_program();
         let back = &p.backward;
         let n_patch = 9 * p.channels;
         assert!(back.n_rows * 3 < p.gates.n_rows, "{} rows", back.n_rows);

@@ -2,8 +2,8 @@
 //! a chunk's next step starts as soon as the chunks it depends on have done this one,
 //! not when every chunk has. Which thread runs what changes no result: each task does
 //! the same work on the same data whenever it runs. What it buys is threads that never
-//! wait at the end of a step: the lizard's 6¼ chunks per step split over 2 threads as
-//! 3¼ and 3 in a wavefront, against 4 and 2¼ at worst with a barrier per step.
+//! wait at the end of a step: a grid of 6¼ chunks splits over 2 threads as 3¼ and 3 in
+//! a wavefront, against 4 and 2¼ at worst with a barrier per step.
 
 use std::sync::{Condvar, Mutex, MutexGuard};
 
@@ -77,7 +77,7 @@ where
     ready.extend((0..n_chunks).rev().map(|k| (0, k)));
     let workers = rayon::current_num_threads();
     // Worker `w` owns the chunks whose middle cell falls in the `w`-th equal share of
-    // the cells: the lizard's 6¼ chunks split 3 and 3¼ over two.
+    // the cells: 6¼ chunks split 3 and 3¼ over two.
     let total: usize = chunks.cells.iter().sum();
     let mut before = 0;
     let owner = (chunks.cells.iter())
@@ -120,7 +120,8 @@ impl Graph<'_> {
     /// Worker `w`: takes ready tasks until every task is done, first those of its own
     /// chunks, earliest step first, so that a chunk's rows mostly stay in one core's
     /// cache from step to step; then the lowest chunk, so that one thread runs the
-    /// chunks in the order a barrier per step did (any other order was 2% slower).
+    /// chunks in the order a barrier per step did (the orders tried besides were slower:
+    /// docs/performance.md).
     fn work(
         &self,
         w: usize,

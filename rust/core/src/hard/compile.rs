@@ -162,8 +162,8 @@ fn fold(program: &Program, ops: &[u8]) -> Folded {
         })
         .collect();
     let mut nodes: Vec<(Kind, u32, u32)> = Vec::new();
-    // Fx: the default SipHash was a tenth of a lizard compile (the drift search compiles
-    // once per candidate).
+    // Fx: the default SipHash was a visible share of a compile (docs/performance.md),
+    // and the drift search compiles once per candidate.
     let mut seen = FxHashMap::default();
     let mut folded_gates = 0;
     for ins in &program.gates.instrs {

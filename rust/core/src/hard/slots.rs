@@ -3,7 +3,7 @@
 //!
 //! **Step.** Words are processed in blocks of `L` consecutive words (1 to 64; see
 //! [`auto_words`]: the widest whose arena stays in L1, 64 words = 4096 cells for a
-//! trained GoL circuit); a slot of the arena is `[u64; L]`, so every gate is one
+//! small trained circuit); a slot of the arena is `[u64; L]`, so every gate is one
 //! branch-free bitwise operation on `64·L` bits: explicit AVX-512 instructions where the
 //! CPU has them, else what LLVM vectorises. Per block: shift the patch words in, run the
 //! gates kernel by kernel, write the outputs (blended with the old state under the
@@ -73,8 +73,8 @@ fn fill_block<const L: usize>(
     let nw = geo.nw;
     if nw == 1 {
         // One word per grid row (W ≤ 64): slot by slot, the block's rows in turn, one
-        // shift of one word each. By segments, a call per grid row and patch input, the
-        // lizard's hard loss took 9.5 µs per step; this way 7.
+        // shift of one word each: faster than by segments, a call per grid row and patch
+        // input (docs/performance.md).
         let n = end - base;
         let mut rows = [[None; 3]; L];
         let mut r = base % geo.height;
@@ -278,8 +278,8 @@ impl SlotSim {
                 .zip(x.par_chunks(w * c_n))
                 .for_each(|(words, cells)| {
                     // A row of one word (W <= 64) cell by cell, every channel at once:
-                    // the bytes in order (a wide model's 128 channels strided by C took
-                    // 1 ns per bit). Wider rows a word at a time.
+                    // the bytes in order (a wide model's 128 channels strided by C were
+                    // slow: docs/performance.md). Wider rows a word at a time.
                     if nw == 1 {
                         words.fill(0);
                         for (k, cell) in cells.chunks_exact(c_n).enumerate() {

@@ -246,9 +246,11 @@ fn damage_and_seeded_masks_match_on(engine: HardEngine) {
     }
 }
 
-/// A trained-size circuit (the GoL preset's shape) with enough live values to spill.
+/// A circuit of a trained model's size (one channel, 16 kernels, 17 layers of
+/// 128 gates, then narrowing)
+/// with enough live values to spill.
 #[test]
-fn gol_sized_circuit_matches_on_the_jit() {
+fn trained_size_circuit_matches_on_the_jit() {
     let mut hidden = vec![128; 17];
     hidden.extend([64, 32, 16, 8, 4, 2]);
     let sp = spec(1, 16, &[9, 8, 4, 2, 1], &hidden, true);

@@ -5,11 +5,10 @@
 //! task's inputs, and keep the flip when the wrong cells do not grow. The flips go in
 //! passes over every (gate, row), each pass in an order drawn from the seed. Keeping the
 //! moves that leave the count equal lets the search walk across the plateaus where a
-//! greedy search (strictly fewer wrong cells) stops: on the lizard, greedy repair stops
-//! 2–13 cells short, where drift keeps going (docs/results.md). A flip of a gate whose
-//! value cannot reach the next state under the current ops changes nothing and is kept
-//! without a run (about 3 flips in 10 on the lizard). Each other candidate compiles the
-//! circuit (about a third of its time on the lizard) and runs it on [`Planes`]: the
+//! greedy search (strictly fewer wrong cells) stops (docs/results.md). A flip of a gate
+//! whose value cannot reach the next state under the current ops changes nothing and is
+//! kept without a run, which spares many runs (docs/performance.md). Each other
+//! candidate compiles the circuit (a large part of its cost) and runs it on [`Planes`]: the
 //! slot engine's bit layout, but every gate over the whole grid at once, with the
 //! inputs, masks and targets packed once per search (a training grid is small: the slot
 //! engine's blocks, thread hand-overs and packing cost more than its gates).

@@ -13,9 +13,9 @@ use crate::relax::{self, Relaxed};
 use crate::spec::Spec;
 use crate::threads;
 
-/// The buffers of a training step, kept from one step to the next: a wide model's (the
-/// lizard's 1.6 MB) allocated afresh every step came back as ~400 page faults per step,
-/// ~3% of its time.
+/// The buffers of a training step, kept from one step to the next: a wide model's,
+/// allocated afresh every step, came back as page faults in every step
+/// (docs/performance.md).
 #[derive(Default)]
 pub(super) struct Scratch {
     relaxed: Vec<Relaxed>,
@@ -89,8 +89,8 @@ impl Model {
         let steps = at.steps;
         // One relaxation per gate (a softmax, with the step's noise) serves the forward,
         // the backward and the parameter gradient. Per-gate work, so running it on the
-        // pool changes no result, only the wall time (50k f64 exps would otherwise be a
-        // serial ~0.5 ms of every epoch).
+        // pool changes no result, only the wall time (a wide model's tens of thousands
+        // of f64 exps would otherwise run serially in every epoch).
         let pool = threads::pool();
         let relax = self.spec.relax;
         let (seed, step) = (self.mask_seed, self.optimizer.t);

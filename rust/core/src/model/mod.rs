@@ -108,7 +108,7 @@ pub struct Model {
     scratch: loss::Scratch,
     /// The circuit of the last bit-sliced hard loss and each gate's op it was compiled
     /// from: it only changes when some gate's most likely op does, which in training
-    /// is rare (none in the first 40 epochs of the checkerboard or the lizard).
+    /// is rare (docs/performance.md).
     hard_circuit: Option<(Vec<u8>, Circuit)>,
 }
 
@@ -411,8 +411,8 @@ impl Model {
     }
 
     /// The hard circuit of the current logits (each gate its most likely op), compiled
-    /// again only when a gate's most likely op changed (compiling took 0.1–0.3 ms of
-    /// every epoch on one thread).
+    /// again only when a gate's most likely op changed (a compile in every epoch was a
+    /// visible share of it: docs/performance.md).
     pub fn hard_circuit(&mut self) -> &Circuit {
         let relax = self.spec.relax;
         let per_gate = self.per_gate();
@@ -474,7 +474,7 @@ impl Model {
         let masks = self.resolve_masks(masks, shape, at.steps)?;
         // Run on a worker of the pool: its parallel loops (a dozen per epoch, two per
         // step in the hard loss) then start without waking the pool from outside each
-        // time, which costs ~10 us per loop on a VM.
+        // time, which is slow on a VM.
         let masks = masks.as_deref();
         // The bit-sliced hard loss takes given masks for one loss state only.
         let bits = loss::hard_bits(x, masks).filter(|(_, m)| m.is_none() || at.count() == 1);
