@@ -34,7 +34,7 @@ REQUIRED_PACKAGE_FILES = {
     "data/presets/checkerboard-async.toml",
     "data/presets/lizard.toml",
     "data/presets/colored-g.toml",
-    "viewer.html",
+    "viz/page.html",
 }
 # What a source build needs besides the package (sdist paths below its top folder).
 REQUIRED_SDIST_FILES = {

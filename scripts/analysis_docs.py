@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from logicars.analyze import analyze, plot_robustness
+from logicars.circuit.analyze import analyze, plot_robustness
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"

@@ -20,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from logicars.evaluate import evaluate
+from logicars.circuit.evaluate import evaluate
 from logicars.presets import PRESET_NAMES, get_preset
 from logicars.pretrained import _data_dir, pretrained, save_pretrained
 from logicars.runs import load_run

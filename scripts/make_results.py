@@ -376,7 +376,7 @@ def from_runs(runs: Path, train: bool) -> None:
         for f in ("loss.png", "rollout.gif"):
             shutil.copyfile(run_dir / f, IMAGES / f"{name}-{f}")
         from logicars.runs import load_run
-        from logicars.viewer import page_html
+        from logicars.viz.page import page_html
 
         run = load_run(run_dir)
         PAGES.mkdir(parents=True, exist_ok=True)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import logicars
 from logicars.runs import load_run
-from logicars.viewer import page_html
+from logicars.viz.page import page_html
 
 
 def open_browser():  # selenium's WebDriver; selenium comes with the test extra

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 import logicars
-from logicars.evaluate import heldout_inputs, wrong_cells
+from logicars.circuit.evaluate import heldout_inputs, wrong_cells
 
 # A frozen gate's logits: its op at +HOT, every other at -HOT (softmax weight ~ 1 - 3e-8).
 HOT = 10.0

@@ -18,7 +18,7 @@ from logicars.spec import ModelSpec, PerceiveSpec, UpdateSpec
 from logicars.tasks import PatternTask
 from logicars.train import active_gates
 
-an = importlib.import_module("logicars.analyze")  # `logicars.analyze` is the function
+an = importlib.import_module("logicars.circuit.analyze")  # `logicars.analyze` is the function
 C = 8
 OP_A = an.GATE_NAMES.index("A")
 

@@ -11,7 +11,7 @@ import pytest
 from test_train import losses, same_state, tiny_async_preset
 
 import logicars
-from logicars.evaluate import evaluate
+from logicars.circuit.evaluate import evaluate
 from logicars.model import load_checkpoint
 from logicars.train import EpochMetrics, restart_seed, train
 

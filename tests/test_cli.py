@@ -210,7 +210,7 @@ def test_cli_weight_decay_and_lr_reach_the_run(tmp_path: Path) -> None:
 def test_cli_repair_writes_a_repaired_model_of_the_run(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, method: str
 ) -> None:
-    from logicars.evaluate import validate
+    from logicars.circuit.evaluate import validate
     from logicars.runs import load_run
 
     run = tmp_path / "r"

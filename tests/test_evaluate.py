@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import logicars
+from logicars.circuit.evaluate import evaluate, validate
 from logicars.datasets import checkerboard_target, gol_boards, gol_step
-from logicars.evaluate import evaluate, validate
 
 
 def _wrong(out: np.ndarray, target: np.ndarray) -> tuple[int, int]:

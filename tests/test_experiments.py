@@ -172,7 +172,7 @@ def test_kind_task_from_python_is_rebuilt_from_its_run(tmp_path: Path) -> None:
     again = loaded.preset.task()
     assert isinstance(again, logicars.PatternTask) and again.to_dict() == task.to_dict()
     more = logicars.train(epochs=3, resume=run.run_dir, quiet=True)
-    assert more.summary["hard_eval"] == logicars.evaluate.evaluate(more.model, task).to_dict()
+    assert more.summary["hard_eval"] == logicars.evaluate(more.model, task).to_dict()
 
 
 def _fingerprint(run: logicars.RunResult) -> tuple[str, list[tuple[float, float]]]:

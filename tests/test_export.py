@@ -16,8 +16,8 @@ from conftest import FIXTURES
 from test_bitsliced import make_spec, random_model
 
 import logicars
+from logicars.circuit.export import Netlist
 from logicars.datasets import gol_boards, gol_step
-from logicars.export import Netlist
 
 GOL = logicars.get_preset("gol")
 
@@ -414,7 +414,7 @@ def test_cli_simulate_gol(
 ) -> None:
     from PIL import Image
 
-    from logicars.simulate import start_grid
+    from logicars.circuit.simulate import start_grid
 
     model = logicars.Model.load(trained_gol / "model.safetensors")
     npy, gif = tmp_path / "final.npy", tmp_path / "run.gif"
@@ -436,7 +436,7 @@ def test_cli_simulate_gol(
 def test_cli_simulate_async_and_damage(
     trained_gol: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    from logicars.simulate import start_grid
+    from logicars.circuit.simulate import start_grid
 
     model = logicars.Model.load(trained_gol / "model.safetensors")
     npy = tmp_path / "final.npy"
@@ -454,7 +454,7 @@ def test_cli_simulate_async_and_damage(
 
 
 def test_start_grid_of_grow_presets_is_centred() -> None:
-    from logicars.simulate import start_grid
+    from logicars.circuit.simulate import start_grid
 
     lizard = logicars.get_preset("lizard")
     x = start_grid(lizard, lizard.spec.channels, 9, 1, 0)
@@ -464,8 +464,8 @@ def test_start_grid_of_grow_presets_is_centred() -> None:
 
 
 def test_simulate_targets() -> None:
+    from logicars.circuit.simulate import target_grid
     from logicars.datasets import checkerboard_target
-    from logicars.simulate import target_grid
 
     board = logicars.get_preset("checkerboard")
     x = np.zeros((2, 12, 20, 8), np.uint8)

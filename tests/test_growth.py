@@ -11,7 +11,8 @@ import pytest
 
 import logicars
 from logicars import draws
-from logicars.evaluate import evaluate, heldout_inputs, validate
+from logicars.circuit.evaluate import evaluate, heldout_inputs, validate
+from logicars.circuit.repair import repair
 from logicars.growth import (
     DAMAGE_RADIUS,
     PERSIST_HORIZON,
@@ -20,7 +21,6 @@ from logicars.growth import (
     damage_discs,
     growth_checks,
 )
-from logicars.repair import repair
 from logicars.tasks import GrowTask, Task
 
 HEART = np.array(

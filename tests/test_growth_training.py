@@ -15,8 +15,8 @@ import pytest
 
 import logicars
 from logicars import growth
+from logicars.circuit.evaluate import evaluate
 from logicars.errors import InvalidValueError
-from logicars.evaluate import evaluate
 
 HEART = Path(__file__).parent / "data" / "heart-10x10.png"
 

@@ -108,8 +108,8 @@ def test_the_kept_hard_circuit_follows_the_logits() -> None:
     model = random_model(2, True, 7)
     rng = np.random.default_rng(2)
     x = (rng.random((2, 9, 70, 2)) < 0.5).astype(np.float32)
-    kept = model._hard_circuit()
-    assert model._hard_circuit() is kept
+    kept = model.hard_circuit()
+    assert model.hard_circuit() is kept
     # Widths and variants the kernels are compiled for, called twice each.
     for width in (70, 130, 70):
         xw = (rng.random((1, 5, width, 2)) < 0.5).astype(np.float32)
@@ -122,11 +122,11 @@ def test_the_kept_hard_circuit_follows_the_logits() -> None:
     name = next(n for n in params if n.startswith("update_logits_"))
     params[name] = rng.normal(size=params[name].shape).astype(np.float32) * 5
     model.set_params(params)
-    assert model._hard_circuit() is not kept
+    assert model.hard_circuit() is not kept
     np.testing.assert_array_equal(model.simulate(x, 2), model.rollout(x, 2, hard=True))
-    kept = model._hard_circuit()
+    kept = model.hard_circuit()
     model.train_step(x, x)
-    assert model._hard_circuit() is not kept
+    assert model.hard_circuit() is not kept
     np.testing.assert_array_equal(model.simulate(x, 2), model.rollout(x, 2, hard=True))
 
 

@@ -426,8 +426,8 @@ def test_fill_template_is_one_pass(values: dict[str, str], parts: list[str]) -> 
 @settings(max_examples=12, deadline=None, derandomize=True)
 @given(st.text(alphabet="$\\{}^_ab", min_size=1, max_size=12))
 def test_plot_titles_with_dollars_draw(title: str) -> None:
-    from logicars.plots import plot_losses
     from logicars.runstate import EpochMetrics
+    from logicars.viz.plots import plot_losses
 
     buf = io.BytesIO()
     plot_losses([EpochMetrics(1, 1.0, 2.0, 0.1)], buf, title=title)
@@ -507,7 +507,7 @@ def liar_npy(tmp: Path, name: str) -> Path:
 def test_a_start_grid_file_is_checked_before_it_is_loaded(
     tmp_path: Path, make: Callable[[Path, str], Path], needle: str
 ) -> None:
-    from logicars.simulate import read_start
+    from logicars.circuit.simulate import read_start
 
     path = make(tmp_path, "start.npy")
     refused(lambda: read_start(path, 1), str(path), needle)

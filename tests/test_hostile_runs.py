@@ -30,7 +30,7 @@ import logicars
 from logicars.cli import main
 from logicars.runs import load_run
 from logicars.sweep import POINT_FILE, report
-from logicars.viewer import page_html
+from logicars.viz.page import page_html
 
 SECONDS = 20.0  # a case that hangs fails here instead
 
@@ -412,7 +412,7 @@ def test_a_hostile_summary_is_shown_escaped(run: Path, fields: str) -> None:
     )
 )
 def test_any_summary_renders_without_markup_from_it(gol_run: Path, fields: dict[str, Any]) -> None:
-    from logicars.render import run_html
+    from logicars.viz.render import run_html
 
     loaded = load_run(gol_run)
     page = run_html(loaded.model, gol_run, fields, loaded.metrics, loaded.preset)
@@ -493,7 +493,7 @@ def test_a_description_or_title_cannot_break_the_page(text: str) -> None:
     preset = dataclasses.replace(logicars.get_preset("gol"), name=text, description=text)
     model = logicars.Model(preset.spec, 0)
     page = page_html(model, preset)
-    template = (Path(logicars.__file__).parent / "viewer.html").read_text()
+    template = (Path(logicars.__file__).parent / "viz" / "page.html").read_text()
     assert page.count("<script") == template.count("<script")
     assert page.count("</script>") == template.count("</script>")
     assert page.count("const KERNELS") == 1

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import logicars
-from logicars.evaluate import evaluate
+from logicars.circuit.evaluate import evaluate
 from logicars.presets import PRESET_NAMES
 from logicars.pretrained import available, open_run
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import logicars
-from logicars.evaluate import heldout_inputs, validate, wrong_cells
-from logicars.repair import RepairResult, repair, repair_on
+from logicars.circuit.evaluate import heldout_inputs, validate, wrong_cells
+from logicars.circuit.repair import RepairResult, repair, repair_on
 
 
 def _random_model(preset_name: str = "gol", relax: str = "softmax") -> logicars.Model:
@@ -161,7 +161,7 @@ def test_drift_undoes_a_planted_row_flip(relax: str) -> None:
 
 def _flip_row(model: logicars.Model, name: str, gate: int, row: int) -> None:
     """Flips a row of the gate's hard truth table (through `repair`'s own op setter)."""
-    from logicars.repair import _set_op
+    from logicars.circuit.repair import _set_op
 
     params = model.params()
     op = int(model.hard_ops()[name].reshape(-1)[gate])
@@ -217,7 +217,7 @@ def test_drift_in_chunks_is_one_search(monkeypatch: pytest.MonkeyPatch) -> None:
     # repair runs the engine's search in chunks (for its progress bar); each chunk goes
     # on from the candidate position where the last stopped, so the chunk size changes
     # nothing.
-    import logicars.repair as repair_module
+    import logicars.circuit.repair as repair_module
 
     preset = logicars.get_preset("colored-g")
     results = []
@@ -246,7 +246,7 @@ def test_the_library_and_the_command_line_share_the_defaults() -> None:
     import argparse
     import inspect
 
-    from logicars import repair as repair_module
+    from logicars.circuit import repair as repair_module
     from logicars.cli import repair as cli_repair
 
     parser = argparse.ArgumentParser()

@@ -113,8 +113,14 @@ def test_report_files_and_table(pool_sweep: SweepResult) -> None:
         assert row["hard_minus_soft"] == pytest.approx(
             summary["final_hard_loss"] - summary["final_soft_loss"]
         )
+    # The expected wall time to a working circuit: every run's seconds over the solved.
+    for cell in doc["cells"]:
+        rows_of = [r for r in doc["rows"] if r["options"]["lr"] == cell["options"]["lr"]]
+        solved = sum(r["solved"] for r in rows_of)
+        expected = sum(r["wall_seconds"] for r in rows_of) / solved if solved else None
+        assert cell["seconds_per_solved"] == pytest.approx(expected)
     lines = (out / "sweep.md").read_text().splitlines()
-    assert lines[0].startswith("| preset | lr | runs | solved | success |")
+    assert lines[0].startswith("| preset | lr | runs | solved | success | s per working circuit |")
     assert lines[2].startswith("| gol | 0.03 | 4 |") and lines[3].startswith("| gol | 0.05 | 4 |")
     assert pool_sweep.table == "\n".join(lines)
 

@@ -375,7 +375,7 @@ def test_a_tasks_boundary_and_steps_win_over_the_specs_as_documented() -> None:
     spec's (issue 42: it said they must match, yet a mismatch was taken silently): the
     run's spec gets the task's, and the held-out check runs a model on the task's."""
     import logicars
-    from logicars.evaluate import wrong_cells
+    from logicars.circuit.evaluate import wrong_cells
     from logicars.presets import preset_for_task
     from logicars.tasks import Task
 

@@ -18,9 +18,9 @@ import pytest
 from PIL import Image
 
 import logicars
+from logicars.circuit.evaluate import evaluate
 from logicars.datasets import checkerboard_target, gol_boards, gol_step, random_bits
 from logicars.errors import CheckpointError
-from logicars.evaluate import evaluate
 from logicars.model import load_checkpoint
 from logicars.presets import read_experiment
 from logicars.runs import load_run
@@ -939,7 +939,7 @@ def _fake_repairs(
     confirmation draw then passes if `confirmed`."""
     import importlib
 
-    from logicars.repair import RepairResult
+    from logicars.circuit.repair import RepairResult
 
     policies = importlib.import_module("logicars.training.policies")
     losses = iter(hard)

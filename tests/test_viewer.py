@@ -23,7 +23,7 @@ from test_bitsliced import random_model
 
 import logicars
 import logicars.cli
-import logicars.viewer
+import logicars.viz.page
 from logicars.datasets import checkerboard_target
 from logicars.runs import load_run
 
@@ -103,7 +103,7 @@ def test_checkerboard_page_is_one_small_self_contained_file(checkerboard_run: Pa
 
 
 def test_page_config_follows_the_preset() -> None:
-    page_config = logicars.viewer.page_config
+    page_config = logicars.viz.page.page_config
     lizard = logicars.get_preset("lizard")
     config = page_config(logicars.Model(lizard.spec), lizard)
     # The lizard's seed: every channel of the centre cell, on its own 20x20 grid.
@@ -129,9 +129,9 @@ def test_page_config_follows_the_preset() -> None:
 
 def test_kernels_split_big_circuits() -> None:
     net = random_model(logicars.get_preset("gol").spec, 11).netlist()
-    whole, spills = logicars.viewer.kernel_source(net)
+    whole, spills = logicars.viz.page.kernel_source(net)
     assert whole.count("function (") == 1 and spills == 0
-    split, spills = logicars.viewer.kernel_source(net, gates_per_kernel=16)
+    split, spills = logicars.viz.page.kernel_source(net, gates_per_kernel=16)
     assert split.count("function (") == -(-len(net.gates) // 16) and spills > 0
     # Every gate once, whatever the split.
     assert len(re.findall(r"const v\d+ = v", split)) == len(net.gates)
@@ -267,7 +267,7 @@ def test_split_kernels_step_like_the_engine(
 ) -> None:
     """A circuit split into many kernels (values passed through spill arrays)."""
     model = random_model(logicars.get_preset("checkerboard").spec, 5)
-    monkeypatch.setattr(logicars.viewer, "KERNEL_GATES", 16)
+    monkeypatch.setattr(logicars.viz.page, "KERNEL_GATES", 16)
     page = tmp_path / "split.html"
     page.write_text(model.export("html"))
     assert page.read_text().count("function (I, S, O") > 3
@@ -464,10 +464,10 @@ def test_a_grown_silhouette_keeps_its_images_colours(tmp_path: Path) -> None:
     Image.fromarray(pixels).save(tmp_path / "square.png")
     preset = logicars.preset_for_kind(f"grow:{tmp_path / 'square.png'}")
     model = logicars.Model(preset.spec)
-    palette = logicars.viewer.page_config(model, preset)["palette"]
+    palette = logicars.viz.page.page_config(model, preset)["palette"]
     assert palette["colours"] == ["#000000", "#ffffff"]
     lizard = logicars.get_preset("lizard")
-    colours = logicars.viewer.page_config(logicars.Model(lizard.spec), lizard)["palette"]
+    colours = logicars.viz.page.page_config(logicars.Model(lizard.spec), lizard)["palette"]
     assert colours["colours"][0] == "#ffffff" and colours["colours"][1] != "#000000"
 
 

@@ -9,9 +9,10 @@ Train the paper's experiments with `python -m logicars train <preset>`, or from 
 from __future__ import annotations
 
 from . import errors
-from .analyze import analyze  # the function shadows the submodule attribute
 from .callbacks import EpochContext, StopTraining
-from .display import Animation, LivePage, live, show
+from .circuit.analyze import analyze
+from .circuit.evaluate import Evaluation, evaluate
+from .circuit.repair import repair
 from .model import Model, Simulator
 from .presets import PRESETS, Preset, get_preset, preset_for_kind
 from .pretrained import pretrained
@@ -22,6 +23,7 @@ from .sweep import sweep  # the function shadows the submodule attribute
 from .tasks import GrowTask, LifeTask, PatternTask, RecordedTask, Task
 from .train import RunResult, train  # the function shadows the submodule attribute
 from .training.config import TrainConfig
+from .viz.display import Animation, LivePage, live, show
 
 __version__ = _version()
 
@@ -29,6 +31,7 @@ __all__ = [
     "PRESETS",
     "Animation",
     "EpochContext",
+    "Evaluation",
     "GrowTask",
     "LifeTask",
     "LivePage",
@@ -48,11 +51,13 @@ __all__ = [
     "analyze",
     "build_info",
     "errors",
+    "evaluate",
     "get_preset",
     "live",
     "num_threads",
     "preset_for_kind",
     "pretrained",
+    "repair",
     "set_num_threads",
     "show",
     "sweep",

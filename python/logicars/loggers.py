@@ -111,7 +111,7 @@ def hyperparameters(context: EpochContext) -> dict[str, Any]:
 def rollout_frames(context: EpochContext, max_frames: int = MAX_FRAMES) -> np.ndarray:
     """The hard circuit's rollout from the task's start on its own grid, as frames of the
     loss channels `(T, H, W, L)` uint8 (at most `max_frames`, sampled evenly)."""
-    from .simulate import start_grid
+    from .circuit.simulate import start_grid
 
     p, model = context.preset, context.model
     spec = model.spec

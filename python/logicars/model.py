@@ -24,7 +24,7 @@ from .errors import (
 from .spec import DEFAULT_LR, DEFAULT_WEIGHT_DECAY, ModelSpec, legacy_lr
 
 if TYPE_CHECKING:
-    from .export import Netlist
+    from .circuit.export import Netlist
     from .presets import Preset
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -162,7 +162,7 @@ class Model:
 
     def hard_ops(self) -> dict[str, np.ndarray]:
         """Each gate's op in the hard circuit (its most likely op, 0..15 in the order of
-        `logicars.analyze.GATE_NAMES`), by parameter name: shapes (K, out) and (out,)."""
+        `logicars.circuit.export.GATE_NAMES`), by parameter name: shapes (K, out) and (out,)."""
         info = [
             (name, shape[:-1] + [1], offset // shape[-1])
             for name, shape, offset in self._engine.param_info()
@@ -376,7 +376,7 @@ class Model:
         run = _run_arguments(
             self._spec, steps, fire_rate, seed, masks, damage, damage_steps, record
         )
-        return self._hard_circuit().simulate(
+        return self.hard_circuit().simulate(
             xa, steps, periodic=None if periodic is None else bool(periodic), **run
         )
 
@@ -432,17 +432,19 @@ class Model:
         step, perception counted per channel), `active_gates` (after folding constants,
         pass-throughs and NOTs, merging duplicates and dropping dead gates), by kernel
         (`and`, `and_not`, `or`, `xor`), arena `slots`, `patch_inputs` and `depth`."""
-        return dict(self._hard_circuit().stats())
+        return dict(self.hard_circuit().stats())
 
     def netlist(self) -> Netlist:
-        """The pruned hard circuit as inputs, gates and outputs (`logicars.export.Netlist`)."""
-        from .export import netlist
+        """The pruned hard circuit as inputs, gates and outputs
+        (`logicars.circuit.export.Netlist`)."""
+        from .circuit.export import netlist
 
         return netlist(self)
 
     def prune_report(self) -> dict[str, int]:
-        """Gate counts before and after each pruning stage (`logicars.export.prune_report`)."""
-        from .export import prune_report
+        """Gate counts before and after each pruning stage
+        (`logicars.circuit.export.prune_report`)."""
+        from .circuit.export import prune_report
 
         return prune_report(self)
 
@@ -451,14 +453,17 @@ class Model:
         the spec's boundary), `verilog` (one cell's combinational update), `digitaljs`
         (DigitalJS circuit JSON), `dot` (Graphviz) or `html` (a self-contained interactive
         page running the circuit; `preset`, a `Preset` or its name, sets its start states
-        and colours, see `logicars.viewer`)."""
-        from .export import export_text
+        and colours, see `logicars.viz.page`)."""
+        from .circuit.export import export_text
 
         return export_text(self, format, preset)
 
-    def _hard_circuit(self) -> _core.HardCircuit:
-        """The compiled hard circuit; the engine keeps it (and its JIT kernels) until the
-        logits change, so that calling `simulate` step by step does not recompile."""
+    def hard_circuit(self) -> _core.HardCircuit:
+        """The compiled hard circuit (each gate its most likely op, folded and pruned) that
+        `simulate`, `Simulator`, `netlist` and `export` run and read. The engine keeps it
+        (and its JIT kernels) until the logits change, so that calling `simulate` step by
+        step does not recompile; it is the model's at this call (later training makes a
+        new one)."""
         return self._engine.hard_circuit()
 
     # ---- files ------------------------------------------------------------------
@@ -535,8 +540,8 @@ class Model:
         return load_checkpoint(path)[0]
 
     def _repr_html_(self) -> str:
-        """Jupyter's display: spec, gate counts and learned ops (`logicars.render`)."""
-        from .render import model_html
+        """Jupyter's display: spec, gate counts and learned ops (`logicars.viz.render`)."""
+        from .viz.render import model_html
 
         return model_html(self)
 
@@ -680,7 +685,7 @@ class Simulator:
         self._spec = model.spec
         xa = _as_grid(x, self._spec.channels)
         p = None if periodic is None else bool(periodic)
-        self._sim = _core.Simulator(model._hard_circuit(), xa, periodic=p, engine=engine)
+        self._sim = _core.Simulator(model.hard_circuit(), xa, periodic=p, engine=engine)
 
     @property
     def engine(self) -> str:

@@ -154,7 +154,7 @@ def lowest_hard_loss(metrics_csv: Path) -> tuple[float, int] | None:
 
 def wide_check(run_dir: Path, preset: str) -> dict[str, int]:
     """The final circuit on `WIDE_SAMPLES` more inputs (seed `WIDE_SEED`)."""
-    from .evaluate import evaluate
+    from .circuit.evaluate import evaluate
     from .model import Model
     from .presets import get_preset
 

@@ -31,8 +31,8 @@ class LoadedRun:
     summary: dict[str, Any] | None = None
 
     def _repr_html_(self) -> str:
-        """Jupyter's display: the run's table, loss curve and rollout (`logicars.render`)."""
-        from .render import run_html
+        """Jupyter's display: the run's table, loss curve and rollout (`logicars.viz.render`)."""
+        from .viz.render import run_html
 
         return run_html(self.model, self.directory, self.summary, self.metrics, self.preset)
 

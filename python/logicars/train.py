@@ -41,16 +41,11 @@ from typing import Any, BinaryIO, Union
 
 from . import _core
 from .callbacks import Callback, check_callbacks
-from .evaluate import evaluate
-from .export import active_gates
+from .circuit.evaluate import evaluate
+from .circuit.export import active_gates
 from .files import file_kind, open_append, write_atomic
 from .loggers import make_logger
 from .model import Model, check_int, load_checkpoint
-from .plots import (  # noqa: F401 (write_frames_gif: importable from here too)
-    plot_losses,
-    write_frames_gif,
-    write_rollout_gif,
-)
 from .presets import Preset, preset_for_task, read_experiment, resolve_preset
 from .runlock import RunLock
 from .runstate import (  # noqa: F401 (EpochMetrics, TRAIN_STATE_KIND: importable from here too)
@@ -92,6 +87,11 @@ from .training.policies import (  # noqa: F401 (the constants: importable from h
     restart_seed,
 )
 from .training.pool import PoolBatches
+from .viz.plots import (  # noqa: F401 (write_frames_gif: importable from here too)
+    plot_losses,
+    write_frames_gif,
+    write_rollout_gif,
+)
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -123,8 +123,8 @@ class RunResult:
         return self.metrics[-1].soft_loss if self.metrics else None
 
     def _repr_html_(self) -> str:
-        """Jupyter's display: the run's table, loss curve and rollout (`logicars.render`)."""
-        from .render import run_html
+        """Jupyter's display: the run's table, loss curve and rollout (`logicars.viz.render`)."""
+        from .viz.render import run_html
 
         return run_html(self.model, self.run_dir, self.summary, self.metrics, self.preset)
 

@@ -37,15 +37,15 @@ from typing import TYPE_CHECKING, Any, Callable, Union
 
 import numpy as np
 
-from . import runs
+from .. import runs
+from ..files import save_atomic, write_atomic
+from ..markup import literal_plot_text
+from ..model import Simulator
+from ..tasks import LifeTask, Task, life_step
 from .export import GATE_NAMES, gate_histograms  # noqa: F401 (importable from here too)
-from .files import save_atomic, write_atomic
-from .markup import literal_plot_text
-from .model import Simulator
-from .tasks import LifeTask, Task, life_step
 
 if TYPE_CHECKING:
-    from .presets import Preset
+    from ..presets import Preset
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -72,7 +72,7 @@ def task_for(preset: str | Preset, model: Any | None = None) -> Task:
     """The task of a preset (a name, a task kind or a `Preset`), with the model's channels
     and steps when a model is given (`Preset.task()`); a Life-like rule keeps its one
     step, which its 512-board check is about."""
-    from .presets import resolve_preset
+    from ..presets import resolve_preset
 
     p = resolve_preset(preset) if isinstance(preset, str) else preset
     if model is not None:
@@ -413,7 +413,7 @@ def analyze(
     reset; `quick` halves the boards and runs 400 instead of 4000 robustness steps.
     Experiments that do not apply come back as `{"skipped": reason}`.
     """
-    from .model import Model, check_int
+    from ..model import Model, check_int
 
     seed = check_int("seed", seed, 0)
     if isinstance(experiments, str):

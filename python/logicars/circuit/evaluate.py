@@ -28,17 +28,17 @@ from typing import Any
 
 import numpy as np
 
-from . import draws
-from .growth import (
+from .. import draws
+from ..growth import (
     PERSIST_HORIZON,
     REGROW_DAMAGES,
     REPORT_HORIZON,
     GrowthChecks,
     growth_checks,
 )
-from .model import Model, check_int
-from .presets import Preset
-from .tasks import GrowTask, LifeTask, Task
+from ..model import Model, check_int
+from ..presets import Preset
+from ..tasks import GrowTask, LifeTask, Task
 
 # Fresh starts of `evaluate`'s check of a pattern: with 1024, a circuit that fails one
 # start in 200 shows it in all but ~1% of evaluations.

@@ -6,7 +6,7 @@ every export format from its netlist, so C, Verilog, DigitalJS and DOT all descr
 exactly the circuit `Model.simulate` runs. This module gives the netlist a numpy
 evaluator (used by the tests and handy for inspection), the gate counts of each pruning
 stage, and the `export` command. The `html` format, the circuit as an interactive page,
-is written in Python from the netlist (`logicars.viewer`).
+is written in Python from the netlist (`logicars.viz.page`).
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import _core
-from ._core import EXPORT_FORMATS
+from .. import _core
+from .._core import EXPORT_FORMATS
 
 if TYPE_CHECKING:
-    from .model import Model
-    from .viewer import PresetLike
+    from ..model import Model
+    from ..viz.page import PresetLike
 
 # Every export format: the engine's, and the interactive page.
 FORMATS = (*EXPORT_FORMATS, "html")
@@ -121,7 +121,7 @@ def gate_histograms(model: Model) -> dict:
 
 def netlist(model: Model) -> Netlist:
     """The netlist of the circuit `model.simulate` runs."""
-    inputs, gates, outputs = model._hard_circuit().netlist()
+    inputs, gates, outputs = model.hard_circuit().netlist()
     return Netlist(model.spec.channels, list(inputs), list(gates), list(outputs))
 
 
@@ -140,7 +140,7 @@ def prune_report(model: Model) -> dict[str, int]:
     - by kind (`and`, `and_not`, `or`, `xor`), `depth` and `patch_inputs` of the pruned
       circuit.
     """
-    stats = dict(model._hard_circuit().stats())
+    stats = dict(model.hard_circuit().stats())
     report = {
         "gates": model.spec.gates_per_cell(),
         "paper_active_gates": active_gates(model),
@@ -175,14 +175,14 @@ def format_prune_report(report: dict[str, int]) -> str:
 def export_text(model: Model, format: str, preset: PresetLike = None) -> str:
     """The model's pruned circuit as `c`, `verilog`, `digitaljs` or `dot` source text, or
     as an interactive `html` page (`preset`, a `Preset` or its name, gives the page its
-    start states and colours; see `logicars.viewer.page_html`)."""
+    start states and colours; see `logicars.viz.page.page_html`)."""
     if format not in FORMATS:
         raise ValueError(f"unknown export format {format!r}; expected one of {', '.join(FORMATS)}")
     if format == "html":
-        from .viewer import page_html
+        from ..viz.page import page_html
 
         return page_html(model, preset)
-    return model._hard_circuit().export(format)
+    return model.hard_circuit().export(format)
 
 
 def default_output(source: str | Path, format: str) -> Path:

@@ -31,10 +31,10 @@ from typing import Any
 
 import numpy as np
 
+from ..model import Model, check_int
+from ..presets import Preset
+from ..progress import progress_bar
 from .evaluate import heldout_inputs, wrong_cells
-from .model import Model, check_int
-from .presets import Preset
-from .progress import progress_bar
 
 # The searches `repair` offers (see its doc).
 REPAIR_METHODS = ("greedy", "drift")

@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from .model import _as_grid
-from .presets import Preset, fixed_start_task, preset_task
-from .tasks import LifeTask
+from ..model import _as_grid
+from ..presets import Preset, fixed_start_task, preset_task
+from ..tasks import LifeTask
 
 # The start states `start_grid` draws (else a `.npy` file: `read_start`).
 START_KINDS = ("seed", "random")
@@ -60,8 +60,8 @@ def read_start(path: str | os.PathLike[str], channels: int) -> np.ndarray:
     """A user's start state from a `.npy` file: `(B, H, W, C)` or one board `(H, W, C)`
     of 0/1 (bool or integers), as `(B, H, W, C)` uint8; a ValueError naming the file
     for anything else (the grid's checks are `Model.simulate`'s)."""
-    from ._core import memory_cap_mb
-    from .files import open_regular
+    from .._core import memory_cap_mb
+    from ..files import open_regular
 
     try:
         # A regular file (np.load would wait on a FIFO) no larger than the memory cap (a

@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..analyze import EXPERIMENTS, RESET_MODES, analyze, load_run, plot_robustness, summary_lines
+from ..circuit.analyze import (
+    EXPERIMENTS,
+    RESET_MODES,
+    analyze,
+    load_run,
+    plot_robustness,
+    summary_lines,
+)
 from .common import UsageError, int_at_least
 
 HELP = "the paper's experiments on trained runs (plots + analysis.json)"

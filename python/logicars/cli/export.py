@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..export import FORMATS, default_output, export_text, format_prune_report, prune_report
+from ..circuit.export import FORMATS, default_output, export_text, format_prune_report, prune_report
 from ..files import write_atomic
 
 HELP = "export a trained circuit as C, Verilog, DigitalJS, DOT or an interactive HTML page"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..repair import (
+from ..circuit.repair import (
     DEFAULT_BUDGET,
     DEFAULT_METHOD,
     REPAIR_METHODS,
@@ -59,9 +59,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..evaluate import evaluate
+    from ..circuit.evaluate import evaluate
+    from ..circuit.repair import repair
     from ..model import load_checkpoint
-    from ..repair import repair
     from ..runs import load_run
     from ..runstate import CHECKPOINT_NAME
 

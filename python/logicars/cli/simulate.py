@@ -1,4 +1,4 @@
-"""`logicars simulate`: run a trained circuit on a grid (see `logicars.simulate`)."""
+"""`logicars simulate`: run a trained circuit on a grid (see `logicars.circuit.simulate`)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import argparse
 
 import numpy as np
 
+from ..circuit.simulate import START_KINDS, read_start, start_grid, target_grid
 from ..files import save_atomic
 from ..presets import fixed_start_task, preset_task
-from ..simulate import START_KINDS, read_start, start_grid, target_grid
 from .common import UsageError, int_at_least
 
 HELP = "run a trained circuit on a grid (bit-sliced engine)"
@@ -62,8 +62,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..plots import write_frames_gif
     from ..pretrained import open_run
+    from ..viz.plots import write_frames_gif
 
     run = open_run(args.model)
     model, preset, spec = run.model, run.preset, run.model.spec

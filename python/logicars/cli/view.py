@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..viewer import page_html
+from ..viz.page import page_html
 
 HELP = "write a trained circuit's interactive page and open it in the browser"
 
@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     import sys
     import webbrowser
 
-    from ..export import default_output
+    from ..circuit.export import default_output
     from ..pretrained import open_run
 
     run = open_run(args.model)

@@ -78,7 +78,7 @@ class SweepResult:
 
     def _repr_html_(self) -> str:
         """Jupyter's display: what this call did, the per-cell table and the plot."""
-        from ..render import sweep_html
+        from ..viz.render import sweep_html
 
         return sweep_html(self.report, self.counts, self.interrupted, self.until_solved_reached)
 

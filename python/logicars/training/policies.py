@@ -23,12 +23,12 @@ from typing import Any
 import numpy as np
 
 from ..callbacks import Callback, EpochContext, run_callbacks
+from ..circuit.evaluate import validate
+from ..circuit.repair import VALIDATION_SAMPLES, VALIDATION_SEED
+from ..circuit.repair import repair as repair_circuit
 from ..errors import CheckpointError
-from ..evaluate import validate
 from ..model import Model
 from ..presets import Preset
-from ..repair import VALIDATION_SAMPLES, VALIDATION_SEED
-from ..repair import repair as repair_circuit
 from ..runstate import EpochMetrics, RunState
 from ..tensorboard_log import TensorBoardLog
 from .loop import Policy, Run, note

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 
-from .errors import InvalidValueError, ShapeError
+from ..errors import InvalidValueError, ShapeError
 from .render import (  # noqa: F401 (model_html, run_html, sweep_html: importable from here too)
     _BOX,
     LIVE_HEIGHT,
@@ -33,7 +33,7 @@ from .render import (  # noqa: F401 (model_html, run_html, sweep_html: importabl
 )
 
 if TYPE_CHECKING:
-    from .presets import Preset
+    from ..presets import Preset
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -55,7 +55,7 @@ class LivePage:
 
     def save(self, path: PathLike) -> None:
         """Writes the page as a file (what `logicars view --no-open` writes)."""
-        from .files import write_atomic
+        from ..files import write_atomic
 
         write_atomic(path, self.html.encode("utf-8"))
 
@@ -68,15 +68,15 @@ class LivePage:
 
 def live(source: Any, preset: Preset | str | None = None, height: int = LIVE_HEIGHT) -> LivePage:
     """The live page of a trained circuit, shown inline in Jupyter: play, step, damage
-    cells with the mouse (see `logicars.viewer`).
+    cells with the mouse (see `logicars.viz.page`).
 
     `source` is a `Model`, what `train` returns, a `LoadedRun` or a run directory or model
     file (`logicars.runs.load_run`); `preset` (a `Preset` or its name) overrides the run's,
     which sets the page's start states and colours.
     """
-    from .model import Model, check_int
-    from .runs import LoadedRun, load_run
-    from .train import RunResult
+    from ..model import Model, check_int
+    from ..runs import LoadedRun, load_run
+    from ..train import RunResult
 
     height = check_int("height", height, 100)
     if isinstance(source, Model):
@@ -119,7 +119,7 @@ class Animation:
 
     def save(self, path: PathLike) -> None:
         """Writes the animation: the player as a page for a `.html` path, else the GIF."""
-        from .files import write_atomic
+        from ..files import write_atomic
 
         if os.fspath(path).lower().endswith((".html", ".htm")):
             page = f"<!doctype html><meta charset=utf-8><title>{_esc(self.caption)}</title>"
@@ -255,7 +255,7 @@ def show(
         board: which board of a batch to show.
         max_frames: longer sequences are sampled evenly (first and last frame kept).
     """
-    from .model import check_int
+    from ..model import check_int
     from .plots import write_frames_gif
 
     arr = np.asarray(frames)

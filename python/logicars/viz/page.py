@@ -5,7 +5,7 @@ model's pruned circuit (`Model.netlist()`) bit-sliced over 32-bit words in JavaS
 32 cells of a row per word, one word array per channel. This module writes the circuit as
 straight-line JavaScript (one `const` per gate), so the browser compiles the circuit
 itself rather than interpreting a gate list; the engine around it (shifts for the 3x3
-neighbourhood, boundaries, async masks, drawing) is `viewer.html` in this package.
+neighbourhood, boundaries, async masks, drawing) is `page.html` beside this module.
 
 The page's scripting API is `window.logicars` (documented in the page and in the README).
 """
@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 
-from .markup import escape_html, fill_template, script_json
+from ..markup import escape_html, fill_template, script_json
 
 if TYPE_CHECKING:
-    from .export import Netlist
-    from .model import Model
-    from .presets import Preset
+    from ..circuit.export import Netlist
+    from ..model import Model
+    from ..presets import Preset
 
 # A preset or its name; None for none.
 PresetLike = Union["Preset", str, None]
@@ -123,7 +123,7 @@ def _silhouette_colours(kind: str) -> list[str]:
     colour of the image's pixels that became 0 and 1 (over white where transparent). A
     black heart on white, whose white trains as 1, shows as a black heart on white. The
     lizard's green on white; without its image (a run moved from it) the GIF's grey."""
-    from .tasks import LIZARD, load_image, silhouette, split_kind
+    from ..tasks import LIZARD, load_image, silhouette, split_kind
 
     _, arg = split_kind(kind)
     if arg == LIZARD:
@@ -149,7 +149,7 @@ def _silhouette_colours(kind: str) -> list[str]:
 def _start(preset: Preset | None) -> dict[str, Any]:
     """The preset's start state: random bits, or the grow presets' fixed grid as the
     cells set to 1, relative to its centre cell (the page centres it, as `simulate` does)."""
-    from .presets import fixed_start_task
+    from ..presets import fixed_start_task
 
     grow = fixed_start_task(preset)
     if grow is None:
@@ -194,14 +194,14 @@ def page_html(model: Model, preset: PresetLike = None) -> str:
     bits and colours the loss channels as a preset's (three as RGB, else the first in
     grey).
     """
-    from .presets import resolve_preset
+    from ..presets import resolve_preset
 
     if isinstance(preset, str):
         preset = resolve_preset(preset)
     config = page_config(model, preset)
     kernels, spills = kernel_source(model.netlist())
     config["spills"] = spills
-    template = (resources.files("logicars") / "viewer.html").read_text(encoding="utf-8")
+    template = (resources.files("logicars.viz") / "page.html").read_text(encoding="utf-8")
     # One pass: a title or description holding a placeholder's text stays text.
     return fill_template(
         template,

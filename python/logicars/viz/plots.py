@@ -9,15 +9,15 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Union
 
 import numpy as np
 
-from .files import save_atomic
-from .markup import plot_text
+from ..files import save_atomic
+from ..markup import plot_text
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from .model import Model
-    from .presets import Preset
-    from .runstate import EpochMetrics
+    from ..model import Model
+    from ..presets import Preset
+    from ..runstate import EpochMetrics
 
 PathLike = Union[str, "os.PathLike[str]"]
 

@@ -1,6 +1,6 @@
 """HTML views for Jupyter: models, training runs and sweeps (the `_repr_html_` of
 `Model`, `RunResult`, `LoadedRun` and the results of `logicars.sweep`), and the pieces
-`logicars.display` builds its views from. Everything is inline: images are base64
+`logicars.viz.display` builds its views from. Everything is inline: images are base64
 `data:` URIs and the live page sits in a sandboxed iframe's `srcdoc`, so the output
 shows offline and stays in a saved notebook. Imports nothing of the classes it renders,
 so they can import it.
@@ -21,13 +21,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
 if TYPE_CHECKING:
-    from .model import Model
-    from .presets import Preset
-    from .runstate import EpochMetrics
-    from .sweep import SweepReport
+    from ..model import Model
+    from ..presets import Preset
+    from ..runstate import EpochMetrics
+    from ..sweep import SweepReport
 
-from .markup import escape_html, script_json
-from .spec import DEFAULT_WEIGHT_DECAY
+from ..markup import escape_html, script_json
+from ..spec import DEFAULT_WEIGHT_DECAY
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -47,7 +47,7 @@ _CELL = "text-align:right;padding:1px 8px"
 
 def model_html(model: Model) -> str:
     """The model as HTML: its spec, gate counts through pruning and the learned ops."""
-    from .export import gate_histograms
+    from ..circuit.export import gate_histograms
 
     s = model.spec
     r = model.prune_report()
@@ -234,7 +234,7 @@ _MAX_PICTURE_BYTES = 64 << 20
 def _run_file(path: Path) -> bytes | None:
     """A picture of a run or sweep directory, if it is a regular file of bounded size
     (not a FIFO, a device or a symlink planted by whoever shared the directory)."""
-    from .files import read_bytes
+    from ..files import read_bytes
 
     try:
         return read_bytes(path, "picture", _MAX_PICTURE_BYTES, follow=False)
@@ -245,7 +245,7 @@ def _run_file(path: Path) -> bytes | None:
 def _iframe(page: str, height: int) -> str:
     # srcdoc keeps the page in the output (no file, no server); the sandbox lets its
     # scripts run but keeps it apart from the notebook. The page posts its height
-    # (viewer.html's reportHeight) and the frame takes it, so it shows whole, with no
+    # (page.html's reportHeight) and the frame takes it, so it shows whole, with no
     # scrollbar of its own; `height` is the frame's height until then.
     import hashlib
 
