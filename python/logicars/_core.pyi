@@ -1,6 +1,6 @@
 """Type stubs of the compiled engine (`rust/py`)."""
 
-from typing import final
+from typing import TypedDict, final
 
 import numpy as np
 import numpy.typing as npt
@@ -28,11 +28,41 @@ __all__ = [
     "PanicException",
     "EXPORT_FORMATS",
     "GATE_NAMES",
+    "MAX_SEED",
+    "MAX_THREADS",
+    "DEFAULT_CHUNK_CELLS",
+    "RELAX_MODES",
+    "WIRINGS",
+    "CONFIG_FIELDS",
 ]
 
 EXPORT_FORMATS: list[str]
 # The 16 gate names in index order (FALSE, AND, ..., TRUE).
 GATE_NAMES: list[str]
+
+# The engine's limits, defaults and names (rust/py/src/constants.rs): read, never copied.
+# The largest seed (seeds are u64).
+MAX_SEED: int
+# The most threads a pool may have (`set_num_threads`, `RAYON_NUM_THREADS`).
+MAX_THREADS: int
+# Cells per chunk when a config gives no `chunk_cells`.
+DEFAULT_CHUNK_CELLS: int
+# The config's `relax.mode` names and wiring names, in the engine's order.
+RELAX_MODES: tuple[str, ...]
+WIRINGS: tuple[str, ...]
+
+class _ConfigFieldKeys(TypedDict):
+    path: str  # dotted, e.g. "perceive.layers"
+    list: bool  # a list, each item `expected`
+    expected: str  # what a value must be, as the engine's messages say it
+    required: bool
+
+class _ConfigField(_ConfigFieldKeys, total=False):
+    default: object  # the value of an absent field, where it has one
+
+# Every field of the config JSON (rust/core/src/spec/schema.rs), in the order the
+# engine's messages report them.
+CONFIG_FIELDS: tuple[_ConfigField, ...]
 
 class InvalidValueError(ValueError): ...
 class ShapeError(ValueError): ...

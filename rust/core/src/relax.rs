@@ -33,6 +33,17 @@ use serde::{Deserialize, Serialize};
 use crate::error::{value_err, Result};
 use crate::gates::{self, M, N_OPS};
 
+/// Every mode's name as the config JSON spells it (`Relax`'s serde tags), in order.
+pub const MODES: [&str; 7] = [
+    "softmax",
+    "gumbel-st",
+    "hard-st",
+    "gumbel-soft",
+    "anneal",
+    "truth-table",
+    "truth-table-st",
+];
+
 /// Logit of the pass-through gate in a fresh model (all others 0).
 pub const INIT_PASS_LOGIT: f32 = 10.0;
 
@@ -469,6 +480,17 @@ fn mix(mut z: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn modes_name_every_mode_once() {
+        for name in MODES {
+            let relax: Relax = serde_json::from_value(serde_json::json!({ "mode": name }))
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(serde_json::to_value(relax).unwrap()["mode"], name);
+        }
+        let distinct: std::collections::HashSet<_> = MODES.iter().collect();
+        assert_eq!(distinct.len(), MODES.len());
+    }
 
     #[test]
     fn truth_tables_match_the_gate_coefficients() {

@@ -19,6 +19,9 @@ pub enum Wiring {
     Random,
 }
 
+/// Every wiring's name as the config JSON spells it, in `Wiring`'s order.
+pub const NAMES: [&str; 3] = ["first_kernel", "unique", "random"];
+
 /// Inputs of one gate layer: gate `j` reads `a[j]` and `b[j]` of the previous layer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Wires {
@@ -140,6 +143,18 @@ pub fn init(wiring: Wiring, in_width: usize, out: usize, rng: &mut ChaCha8Rng) -
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_are_the_wirings() {
+        // Exhaustive: a new wiring does not compile here until it is listed.
+        let _ = |w: Wiring| match w {
+            Wiring::FirstKernel | Wiring::Unique | Wiring::Random => (),
+        };
+        let all = [Wiring::FirstKernel, Wiring::Unique, Wiring::Random];
+        for (wiring, name) in all.into_iter().zip(NAMES) {
+            assert_eq!(serde_json::to_value(wiring).unwrap(), name);
+        }
+    }
 
     #[test]
     fn unique_uses_every_input_without_repeating_a_pair() {

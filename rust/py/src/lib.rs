@@ -4,6 +4,7 @@
 //! released while Rust works; engine errors become `logicars.errors` exceptions.
 
 mod circuit;
+mod constants;
 mod convert;
 mod engine;
 mod errors;
@@ -47,5 +48,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     m.add("EXPORT_FORMATS", EXPORT_FORMATS.to_vec())?;
     m.add("GATE_NAMES", core::gates::OP_NAMES.to_vec())?;
+    constants::add(m)?;
     Ok(())
 }

@@ -1,7 +1,9 @@
-//! The model specification (the fixtures' `config` JSON) and its validation.
+//! The model specification (the fixtures' `config` JSON) and its validation; its
+//! fields' table is [`schema`].
+
+pub mod schema;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::error::{value_err, Error, Result};
 use crate::memory;
@@ -81,7 +83,7 @@ impl Spec {
     pub fn from_json(text: &str) -> Result<Spec> {
         let spec: Spec = match serde_json::from_str(text) {
             Ok(s) => s,
-            Err(e) => match field_error(text) {
+            Err(e) => match schema::field_error(text) {
                 Some(m) => return value_err!("{m}"),
                 None => return value_err!("config: {e}"),
             },
@@ -237,188 +239,6 @@ fn check_layers(name: &str, layers: &[usize], connections: &[Wiring]) -> Result<
             .map_err(|e| crate::error::Error::Value(format!("{name} layer {i}: {e}")))?;
     }
     Ok(())
-}
-
-/// A field of the config JSON: where it is, whether it is a list, what each value must be.
-struct Field {
-    path: &'static [&'static str],
-    list: bool,
-    valid: fn(&Value) -> bool,
-    expected: &'static str,
-}
-
-const COUNT: &str = "a non-negative integer";
-
-/// The fields whose JSON type serde checks, in the order a message should report them.
-const FIELDS: &[Field] = &[
-    Field {
-        path: &["channels"],
-        list: false,
-        valid: is_count,
-        expected: COUNT,
-    },
-    Field {
-        path: &["num_steps"],
-        list: false,
-        valid: is_count,
-        expected: COUNT,
-    },
-    Field {
-        path: &["periodic"],
-        list: false,
-        valid: Value::is_boolean,
-        expected: "true or false",
-    },
-    Field {
-        path: &["async"],
-        list: false,
-        valid: Value::is_boolean,
-        expected: "true or false",
-    },
-    Field {
-        path: &["fire_rate"],
-        list: false,
-        valid: is_rate,
-        expected: "a number or null",
-    },
-    Field {
-        path: &["relax"],
-        list: false,
-        valid: Value::is_object,
-        expected: "an object",
-    },
-    Field {
-        path: &["relax", "mode"],
-        list: false,
-        valid: is_relax_mode,
-        expected: RELAX_MODES,
-    },
-    Field {
-        path: &["relax", "tau"],
-        list: false,
-        valid: Value::is_number,
-        expected: "a number",
-    },
-    Field {
-        path: &["relax", "noise"],
-        list: false,
-        valid: Value::is_number,
-        expected: "a number",
-    },
-    Field {
-        path: &["relax", "warmup"],
-        list: false,
-        valid: is_count,
-        expected: COUNT,
-    },
-    Field {
-        path: &["relax", "steps"],
-        list: false,
-        valid: is_count,
-        expected: COUNT,
-    },
-    Field {
-        path: &["loss_channels"],
-        list: true,
-        valid: is_count,
-        expected: COUNT,
-    },
-    Field {
-        path: &["perceive"],
-        list: false,
-        valid: Value::is_object,
-        expected: "an object",
-    },
-    Field {
-        path: &["perceive", "n_kernels"],
-        list: false,
-        valid: is_count,
-        expected: COUNT,
-    },
-    Field {
-        path: &["perceive", "layers"],
-        list: true,
-        valid: is_count,
-        expected: COUNT,
-    },
-    Field {
-        path: &["perceive", "connections"],
-        list: true,
-        valid: is_wiring,
-        expected: WIRINGS,
-    },
-    Field {
-        path: &["update"],
-        list: false,
-        valid: Value::is_object,
-        expected: "an object",
-    },
-    Field {
-        path: &["update", "layers"],
-        list: true,
-        valid: is_count,
-        expected: COUNT,
-    },
-    Field {
-        path: &["update", "connections"],
-        list: true,
-        valid: is_wiring,
-        expected: WIRINGS,
-    },
-];
-
-const WIRINGS: &str = "one of \"first_kernel\", \"unique\", \"random\"";
-
-const RELAX_MODES: &str = "one of \"softmax\", \"gumbel-st\", \"hard-st\", \"gumbel-soft\", \"anneal\", \"truth-table\", \"truth-table-st\"";
-
-fn is_relax_mode(v: &Value) -> bool {
-    Relax::deserialize(&serde_json::json!({ "mode": v })).is_ok()
-}
-
-fn is_count(v: &Value) -> bool {
-    v.as_u64().is_some_and(|n| usize::try_from(n).is_ok())
-}
-
-fn is_rate(v: &Value) -> bool {
-    v.is_null() || v.is_number()
-}
-
-fn is_wiring(v: &Value) -> bool {
-    Wiring::deserialize(v).is_ok()
-}
-
-/// The first field of `text` with a value of the wrong type, named, with what it must
-/// be: serde_json's own messages give a line and column but not the field.
-fn field_error(text: &str) -> Option<String> {
-    let root: Value = serde_json::from_str(text).ok()?;
-    if !root.is_object() {
-        return Some(format!("config: expected a JSON object, got {root}"));
-    }
-    for f in FIELDS {
-        let Some(value) = f.path.iter().try_fold(&root, |v, key| v.get(key)) else {
-            continue;
-        };
-        let name = f.path.join(".");
-        if !f.list {
-            if !(f.valid)(value) {
-                return Some(format!(
-                    "config.{name}: expected {}, got {value}",
-                    f.expected
-                ));
-            }
-            continue;
-        }
-        let Some(items) = value.as_array() else {
-            return Some(format!("config.{name}: expected a list, got {value}"));
-        };
-        if let Some((i, bad)) = items.iter().enumerate().find(|(_, v)| !(f.valid)(v)) {
-            return Some(format!(
-                "config.{name}[{i}]: expected {}, got {bad}",
-                f.expected
-            ));
-        }
-    }
-    None
 }
 
 #[cfg(test)]
