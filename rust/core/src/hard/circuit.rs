@@ -1,7 +1,7 @@
 //! A learned circuit compiled to bitwise operations on arena slots ([`Circuit`]); see
 //! [`super::compile`] for how a float program becomes one.
 
-use super::kernels::{self, Kind, Op, Run};
+use super::kernels::{self, Kind, Op, OpSpan};
 use crate::simd::SimdLevel;
 
 /// How one patch word is built: channel, row offset index (0..3 for dr = -1, 0, 1),
@@ -52,7 +52,7 @@ pub struct Circuit {
     pub(crate) n_slots: usize,
     pub(crate) fills: Vec<Fill>,
     pub(crate) ops: Vec<Op>,
-    pub(crate) runs: Vec<Run>,
+    pub(crate) spans: Vec<OpSpan>,
     pub(crate) outputs: Vec<Output>,
     pub(super) stats: CircuitStats,
 }
@@ -68,7 +68,7 @@ impl Circuit {
 
     /// The ops in schedule order with their kernels (for [`super::netlist`]).
     pub(crate) fn scheduled_ops(&self) -> impl Iterator<Item = (Kind, &Op)> {
-        self.runs
+        self.spans
             .iter()
             .flat_map(move |r| self.ops[r.start..r.end].iter().map(move |op| (r.kind, op)))
     }
@@ -99,6 +99,6 @@ impl Circuit {
     /// Runs the gates on one block of `L` words per slot, the patch words filled in.
     #[inline(always)]
     pub(crate) fn eval<const L: usize>(&self, arena: &mut [[u64; L]], level: SimdLevel) {
-        kernels::eval((&self.ops, &self.runs, self.n_slots), arena, level);
+        kernels::eval((&self.ops, &self.spans, self.n_slots), arena, level);
     }
 }

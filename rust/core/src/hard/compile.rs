@@ -18,7 +18,7 @@
 use rustc_hash::FxHashMap;
 
 use super::circuit::{Circuit, CircuitStats, Fill, Output};
-use super::kernels::{Kind, Op, Run};
+use super::kernels::{Kind, Op, OpSpan};
 use crate::float::program::Program;
 use crate::gates::{self, N_OPS};
 
@@ -90,7 +90,7 @@ struct SlotPlan {
     n_slots: u32,
     fills: Vec<Fill>,
     ops: Vec<Op>,
-    runs: Vec<Run>,
+    spans: Vec<OpSpan>,
     by_kind: [usize; 4],
     slot_of: Vec<u32>,
 }
@@ -143,7 +143,7 @@ impl Circuit {
             n_slots: slots.n_slots as usize,
             fills: slots.fills,
             ops: slots.ops,
-            runs: slots.runs,
+            spans: slots.spans,
             outputs,
             stats,
         }
@@ -333,7 +333,7 @@ fn allocate_slots(f: &Folded, live: &[bool], order: &[usize]) -> SlotPlan {
         n_slots: 0,
         fills: Vec::new(),
         ops: Vec::with_capacity(order.len()),
-        runs: Vec::new(),
+        spans: Vec::new(),
         by_kind: [0; 4],
         slot_of: vec![u32::MAX; n_nodes],
     };
@@ -383,9 +383,9 @@ impl SlotPlan {
     fn push(&mut self, kind: Kind, op: Op, pos: usize) {
         self.ops.push(op);
         self.by_kind[kind as usize] += 1;
-        match self.runs.last_mut() {
+        match self.spans.last_mut() {
             Some(r) if r.kind == kind => r.end += 1,
-            _ => self.runs.push(Run {
+            _ => self.spans.push(OpSpan {
                 kind,
                 start: pos,
                 end: pos + 1,

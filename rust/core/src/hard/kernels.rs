@@ -45,9 +45,9 @@ pub(crate) struct Op {
     pub(crate) out: u32,
 }
 
-/// Consecutive ops of one kind.
+/// Consecutive ops of one kind (`start..end` of the circuit's ops).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Run {
+pub(crate) struct OpSpan {
     pub(crate) kind: Kind,
     pub(crate) start: usize,
     pub(crate) end: usize,
@@ -74,8 +74,8 @@ fn run_ops<const L: usize>(ops: &[Op], arena: &mut [[u64; L]], f: impl Fn(u64, u
 }
 
 #[inline(always)]
-fn eval_impl<const L: usize>(ops: &[Op], runs: &[Run], arena: &mut [[u64; L]]) {
-    for r in runs {
+fn eval_impl<const L: usize>(ops: &[Op], spans: &[OpSpan], arena: &mut [[u64; L]]) {
+    for r in spans {
         let ops = &ops[r.start..r.end];
         match r.kind {
             Kind::And => run_ops(ops, arena, |x, y| x & y),
@@ -91,7 +91,7 @@ fn eval_impl<const L: usize>(ops: &[Op], runs: &[Run], arena: &mut [[u64; L]]) {
 /// bound this loop (about 1.5x the throughput of the 256-bit code here).
 #[cfg(target_arch = "x86_64")]
 mod zmm {
-    use super::{Kind, Op, Run};
+    use super::{Kind, Op, OpSpan};
     use std::arch::x86_64::*;
 
     macro_rules! run {
@@ -112,9 +112,13 @@ mod zmm {
     /// The CPU has AVX-512F, `L` is a multiple of 8 and every slot of `ops` is below
     /// `arena.len()`.
     #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn eval<const L: usize>(ops: &[Op], runs: &[Run], arena: &mut [[u64; L]]) {
+    pub(super) unsafe fn eval<const L: usize>(
+        ops: &[Op],
+        spans: &[OpSpan],
+        arena: &mut [[u64; L]],
+    ) {
         let p = arena.as_mut_ptr().cast::<u64>();
-        for r in runs {
+        for r in spans {
             let ops = &ops[r.start..r.end];
             // SAFETY: the caller's contract; both inputs are loaded before the store.
             unsafe {
@@ -131,8 +135,8 @@ mod zmm {
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn eval_avx2<const L: usize>(ops: &[Op], runs: &[Run], arena: &mut [[u64; L]]) {
-    eval_impl::<L>(ops, runs, arena)
+fn eval_avx2<const L: usize>(ops: &[Op], spans: &[OpSpan], arena: &mut [[u64; L]]) {
+    eval_impl::<L>(ops, spans, arena)
 }
 
 /// Runs `ops` run by run on `arena`. Every slot of `ops` must be below `n_slots` (as
@@ -142,7 +146,7 @@ fn eval_avx2<const L: usize>(ops: &[Op], runs: &[Run], arena: &mut [[u64; L]]) {
 /// Panics if the arena holds fewer than `n_slots` slots.
 #[inline(always)]
 pub(crate) fn eval<const L: usize>(
-    (ops, runs, n_slots): (&[Op], &[Run], usize),
+    (ops, spans, n_slots): (&[Op], &[OpSpan], usize),
     arena: &mut [[u64; L]],
     level: SimdLevel,
 ) {
@@ -151,10 +155,10 @@ pub(crate) fn eval<const L: usize>(
         // SAFETY: `simd_level` only reports levels the CPU supports; the slots of `ops`
         // are below `n_slots` (the caller's contract), checked against the arena above.
         #[cfg(target_arch = "x86_64")]
-        SimdLevel::Avx512 if L.is_multiple_of(8) => unsafe { zmm::eval::<L>(ops, runs, arena) },
+        SimdLevel::Avx512 if L.is_multiple_of(8) => unsafe { zmm::eval::<L>(ops, spans, arena) },
         #[cfg(target_arch = "x86_64")]
-        SimdLevel::Avx512 | SimdLevel::Avx2 => unsafe { eval_avx2::<L>(ops, runs, arena) },
-        _ => eval_impl::<L>(ops, runs, arena),
+        SimdLevel::Avx512 | SimdLevel::Avx2 => unsafe { eval_avx2::<L>(ops, spans, arena) },
+        _ => eval_impl::<L>(ops, spans, arena),
     }
 }
 

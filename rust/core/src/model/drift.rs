@@ -210,9 +210,9 @@ impl Planes {
                     }
                 }
             }
-            for run in &circuit.runs {
-                let ops = &circuit.ops[run.start..run.end];
-                match run.kind {
+            for span in &circuit.spans {
+                let ops = &circuit.ops[span.start..span.end];
+                match span.kind {
                     Kind::And => gate_planes(ops, arena, plane, |x, y| x & y),
                     Kind::AndNot => gate_planes(ops, arena, plane, |x, y| x & !y),
                     Kind::Or => gate_planes(ops, arena, plane, |x, y| x | y),
