@@ -1,6 +1,6 @@
 """Type stubs of the compiled engine (`rust/py`)."""
 
-from typing import TypedDict, final
+from typing import Any, final
 
 import numpy as np
 import numpy.typing as npt
@@ -51,18 +51,12 @@ DEFAULT_CHUNK_CELLS: int
 RELAX_MODES: tuple[str, ...]
 WIRINGS: tuple[str, ...]
 
-class _ConfigFieldKeys(TypedDict):
-    path: str  # dotted, e.g. "perceive.layers"
-    list: bool  # a list, each item `expected`
-    expected: str  # what a value must be, as the engine's messages say it
-    required: bool
-
-class _ConfigField(_ConfigFieldKeys, total=False):
-    default: object  # the value of an absent field, where it has one
-
 # Every field of the config JSON (rust/core/src/spec/schema.rs), in the order the
-# engine's messages report them.
-CONFIG_FIELDS: tuple[_ConfigField, ...]
+# engine's messages report them, each a dict: "path" (dotted, e.g. "perceive.layers"),
+# "list" (a list, each item "expected"), "expected" (what a value must be, as the engine's
+# messages say it), "required", and "default" (the value of an absent field, only where
+# it has one: a relaxation's parameters depend on the mode).
+CONFIG_FIELDS: tuple[dict[str, Any], ...]
 
 class InvalidValueError(ValueError): ...
 class ShapeError(ValueError): ...
