@@ -150,7 +150,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("tasks", ("tasks", "datasets", "recorded", "automata", "growth")),
     ("presets", ("presets",)),
     ("circuit presentation", ("circuit.export", "viz.page", "viz.plots", "viz.render")),
-    ("model", ("checkpoint", "model")),
+    ("model", ("checkpoint", "arguments", "model")),
     ("runs (io)", ("runstate", "runs", "runtime")),
     ("checks", ("circuit.evaluate", "circuit.repair", "circuit.simulate", "pretrained")),
     (

@@ -13,7 +13,8 @@ from .callbacks import EpochContext, StopTraining
 from .circuit.analyze import analyze
 from .circuit.evaluate import Evaluation, evaluate
 from .circuit.repair import repair
-from .model import Model, Simulator
+from .circuit.simulate import Simulator
+from .model import Model
 from .presets import PRESETS, Preset, get_preset, preset_for_kind
 from .pretrained import pretrained
 from .runtime import build_info, num_threads, set_num_threads

@@ -343,7 +343,7 @@ def compare(
     1e9 from the median wall-clock time (`gcups*`) and per CPU-second of all threads
     (`*_per_cpu`, robust to a busy host). `progress(text)` is called before each
     measurement."""
-    from .model import Simulator
+    from .circuit.simulate import Simulator
     from .runtime import build_info, set_num_threads
 
     model = trained_gol_model()

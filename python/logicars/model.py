@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 import stat
 import zipfile
@@ -13,7 +12,18 @@ from typing import TYPE_CHECKING, Any, Union
 import numpy as np
 
 from . import _core
-from .checkpoint import memory_cap_bytes, read_checkpoint, save_checkpoint
+from .arguments import (
+    MAX_STEPS,
+    as_binary,
+    as_float_array,
+    as_grid,
+    as_masks,
+    as_unit_array,
+    as_wires,
+    check_int,
+    run_arguments,
+)
+from .checkpoint import read_checkpoint, save_checkpoint
 from .errors import (
     CheckpointError,
     CheckpointMemoryError,
@@ -21,7 +31,7 @@ from .errors import (
     MemoryLimitError,
     ShapeError,
 )
-from .spec import DEFAULT_LR, DEFAULT_WEIGHT_DECAY, ModelSpec, legacy_lr
+from .spec import DEFAULT_LR, DEFAULT_WEIGHT_DECAY, MAX_SEED, ModelSpec, legacy_lr
 
 if TYPE_CHECKING:
     from .circuit.export import Netlist
@@ -29,11 +39,6 @@ if TYPE_CHECKING:
 
 PathLike = Union[str, "os.PathLike[str]"]
 SpecLike = Union[ModelSpec, dict, str]
-
-_NUMERIC_KINDS = "biuf"  # bool, signed, unsigned, float
-MAX_SEED = 2**64 - 1  # seeds are u64 in the engine
-MAX_THREADS = 1024  # the engine's own limit (rust/core/src/threads.rs)
-MAX_STEPS = 2**63 - 1  # larger counts do not fit the engine's usize (memory refuses sooner)
 
 
 def _as_spec(spec: SpecLike) -> ModelSpec:
@@ -44,65 +49,6 @@ def _as_spec(spec: SpecLike) -> ModelSpec:
     if isinstance(spec, dict):
         return ModelSpec.from_dict(spec)
     raise TypeError(f"spec must be a ModelSpec, dict or JSON string, got {type(spec).__name__}")
-
-
-def as_float_array(name: str, a: Any) -> np.ndarray:
-    """`a` as a C-contiguous float32 array; rejects non-numeric data with TypeError."""
-    arr = np.asarray(a)
-    if arr.dtype.kind not in _NUMERIC_KINDS:
-        raise TypeError(f"{name}: expected a numeric array, got dtype {arr.dtype}")
-    _check_conversion_memory(name, arr, np.dtype(np.float32), 0)
-    return np.ascontiguousarray(arr, dtype=np.float32)
-
-
-def _as_unit_array(name: str, a: Any) -> np.ndarray:
-    """A grid or mask as C-contiguous float32. Floats of another precision are checked
-    to lie in [0, 1] before the cast (1 + 1e-9 or -1e-60 would round into the range);
-    the engine checks float32 values itself."""
-    arr = np.asarray(a)
-    if arr.dtype.kind == "f" and arr.dtype != np.float32:
-        _check_conversion_memory(name, arr, np.dtype(np.float32), 2)
-        inside = arr >= 0
-        inside &= arr <= 1  # NaN is in neither
-        if not inside.all():
-            i = int(np.argmin(inside.ravel()))
-            raise InvalidValueError(
-                f"{name}: values must lie in [0, 1], found {arr.ravel()[i]} at flat index {i}"
-            )
-    return as_float_array(name, arr)
-
-
-def _check_conversion_memory(
-    name: str, arr: np.ndarray, target: np.dtype, temporaries: int
-) -> None:
-    """Refuses, from the shape alone, an input whose contiguous copy (plus `temporaries`
-    boolean arrays of its size for value checks) would exceed the memory cap: a
-    broadcast view of a huge grid costs nothing until it is converted."""
-    if arr.dtype == target and arr.flags.c_contiguous and temporaries == 0:
-        return  # no copy: the engine's own estimate covers it
-    need = math.prod(arr.shape) * (target.itemsize + temporaries)
-    cap = memory_cap_bytes()
-    if need > cap:
-        raise _core.MemoryLimitError(
-            f"{name}: converting an array of shape {arr.shape} ({arr.dtype}) to {target} "
-            f"needs about {need >> 20} MB, more than the limit of {cap >> 20} MB "
-            "(set LOGICARS_MAX_MEMORY_MB to raise it)"
-        )
-
-
-def _as_masks(masks: Any, x: np.ndarray, steps: int) -> np.ndarray | None:
-    """Masks as (B, steps, H, W); accepts the fixtures' (B, steps, H, W, 1)."""
-    if masks is None:
-        return None
-    m = _as_unit_array("masks", masks)
-    if m.ndim == 5 and m.shape[-1] == 1:
-        m = m[..., 0]
-    b, h, w = x.shape[0], x.shape[1], x.shape[2]
-    if m.shape != (b, steps, h, w):
-        raise ShapeError(
-            f"masks: expected shape (B, steps, H, W[, 1]) = {(b, steps, h, w)}, got {m.shape}"
-        )
-    return np.ascontiguousarray(m)
 
 
 class Model:
@@ -144,8 +90,8 @@ class Model:
     ) -> Model:
         """A model from wires `(2, out)` per layer and named logits arrays."""
         spec = _as_spec(spec)
-        pw = [_as_wires(f"perceive_wires_{i}", w) for i, w in enumerate(perceive_wires)]
-        uw = [_as_wires(f"update_wires_{i}", w) for i, w in enumerate(update_wires)]
+        pw = [as_wires(f"perceive_wires_{i}", w) for i, w in enumerate(perceive_wires)]
+        uw = [as_wires(f"update_wires_{i}", w) for i, w in enumerate(update_wires)]
         flat = _flatten_params(_core.param_layout(spec.to_json()), params)
         return cls._wrap(_core.Engine.from_parts(spec.to_json(), pw, uw, flat, int(mask_seed)))
 
@@ -235,10 +181,8 @@ class Model:
         is given. Returns the final grid, or with `record` all `steps + 1` grids.
         """
         steps = self._spec.num_steps if steps is None else check_int("steps", steps, 1, MAX_STEPS)
-        xa = _as_unit_array("x", x)
-        return self._engine.rollout(
-            xa, steps, bool(hard), _as_masks(masks, xa, steps), bool(record)
-        )
+        xa = as_unit_array("x", x)
+        return self._engine.rollout(xa, steps, bool(hard), as_masks(masks, xa, steps), bool(record))
 
     def loss_and_grad(
         self, x: Any, y: Any, masks: Any = None
@@ -248,9 +192,9 @@ class Model:
         `y` is `(B, H, W, C)` (only the loss channels are used) or
         `(B, H, W, len(loss_channels))`.
         """
-        xa = _as_unit_array("x", x)
-        ya = _as_unit_array("y", y)
-        loss, grad = self._engine.loss_and_grad(xa, ya, _as_masks(masks, xa, self._spec.num_steps))
+        xa = as_unit_array("x", x)
+        ya = as_unit_array("y", y)
+        loss, grad = self._engine.loss_and_grad(xa, ya, as_masks(masks, xa, self._spec.num_steps))
         return loss, _unflatten(self._engine.param_info(), grad)
 
     def train_step(
@@ -269,9 +213,9 @@ class Model:
         else `DEFAULT_LR`."""
         if lr is None:
             lr = DEFAULT_LR if self._lr is None else self._lr
-        xa = _as_unit_array("x", x)
-        ya = _as_unit_array("y", y)
-        masks = _as_masks(masks, xa, self._spec.num_steps)
+        xa = as_unit_array("x", x)
+        ya = as_unit_array("y", y)
+        masks = as_masks(masks, xa, self._spec.num_steps)
         return self._engine.train_step(xa, ya, masks, lr=lr, weight_decay=weight_decay)
 
     def train_step_at(
@@ -293,8 +237,8 @@ class Model:
             lr = DEFAULT_LR if self._lr is None else self._lr
         steps = check_int("steps", steps, 1, MAX_STEPS)
         loss_from = check_int("loss_from", loss_from, 1, steps)
-        xa = _as_unit_array("x", x)
-        ya = _as_unit_array("y", y)
+        xa = as_unit_array("x", x)
+        ya = as_unit_array("y", y)
         return self._engine.train_step_at(
             xa,
             ya,
@@ -372,10 +316,8 @@ class Model:
             uint8 array of 0/1.
         """
         steps = self._spec.num_steps if steps is None else check_int("steps", steps, 0, MAX_STEPS)
-        xa = _as_grid(x, self._spec.channels)
-        run = _run_arguments(
-            self._spec, steps, fire_rate, seed, masks, damage, damage_steps, record
-        )
+        xa = as_grid(x, self._spec.channels)
+        run = run_arguments(self._spec, steps, fire_rate, seed, masks, damage, damage_steps, record)
         return self.hard_circuit().simulate(
             xa, steps, periodic=None if periodic is None else bool(periodic), **run
         )
@@ -408,12 +350,12 @@ class Model:
         parameters are not changed."""
         steps = self._spec.num_steps if steps is None else check_int("steps", steps, 0, MAX_STEPS)
         budget = check_int("budget", budget, 0)
-        xa = _as_grid(x, self._spec.channels)
-        ta = _as_binary("targets", targets)
+        xa = as_grid(x, self._spec.channels)
+        ta = as_binary("targets", targets)
         want = (*xa.shape[:3], len(loss_channels))
         if ta.ndim != 5 or ta.shape[1:] != want:
             raise ShapeError(f"targets: expected shape (O, *{want}), got {ta.shape}")
-        run = _run_arguments(self._spec, steps, None, seed, None, None, None, False)
+        run = run_arguments(self._spec, steps, None, seed, None, None, None, False)
         return self._engine.drift_search(
             xa,
             ta,
@@ -553,202 +495,6 @@ class Model:
             f"perceive={s.perceive.layers}, update={s.update.layers}, "
             f"steps={s.num_steps}, {'periodic' if s.periodic else 'zero'} boundary, {mode})"
         )
-
-
-def check_int(name: str, v: Any, lo: int, hi: int | None = None) -> int:
-    """`v` as an int in `[lo, hi]`; TypeError for non-integers (bool included)."""
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer, got {type(v).__name__}")
-    if v < lo or (hi is not None and v > hi):
-        # A technical upper bound (seeds, step counts) is not worth naming for v < lo.
-        technical = hi is not None and hi >= 2**32
-        if hi is None or (v < lo and technical):
-            bound = f">= {lo}"
-        else:
-            bound = f"between {lo} and {hi}"
-        raise InvalidValueError(f"{name} must be {bound}, got {v}")
-    return int(v)
-
-
-def _as_binary(name: str, a: Any) -> np.ndarray:
-    """`a` as a C-contiguous uint8 array of 0/1; rejects other values with ValueError.
-    uint8 arrays pass unchecked: the engine checks them while packing them into bits."""
-    arr = np.asarray(a)
-    if arr.dtype.kind not in _NUMERIC_KINDS:
-        raise TypeError(f"{name}: expected a numeric array, got dtype {arr.dtype}")
-    checked = arr.dtype not in (np.bool_, np.uint8)
-    _check_conversion_memory(name, arr, np.dtype(np.uint8), 2 if checked else 0)
-    if checked:
-        bad = arr != 0
-        bad &= arr != 1
-        if bad.any():
-            i = int(np.flatnonzero(bad.ravel())[0])
-            raise InvalidValueError(
-                f"{name}: values must be 0 or 1, found {arr.ravel()[i]} at flat index {i}"
-            )
-    return np.ascontiguousarray(arr, dtype=np.uint8)
-
-
-def _as_grid(x: Any, channels: int) -> np.ndarray:
-    """`x` as a `(B, H, W, C)` uint8 grid of 0/1."""
-    xa = _as_binary("x", x)
-    if xa.ndim != 4 or xa.shape[3] != channels:
-        raise ShapeError(f"x: expected shape (B, H, W, C={channels}), got {xa.shape}")
-    return xa
-
-
-def _run_arguments(
-    spec: ModelSpec,
-    steps: int,
-    fire_rate: float | None,
-    seed: int,
-    masks: Any,
-    damage: Any,
-    damage_steps: tuple[int, int] | None,
-    record: bool | int,
-) -> dict[str, Any]:
-    """The keyword arguments of a hard-circuit run (`_core.HardCircuit.simulate`,
-    `_core.Simulator.run`) from those of `Model.simulate`, converted; the run checks
-    them against the grid (shapes, `fire_rate` in (0, 1], masks or fire_rate)."""
-    ma = None
-    if masks is not None:
-        ma = _as_binary("masks", masks)
-        if ma.ndim == 5 and ma.shape[-1] == 1:
-            ma = np.ascontiguousarray(ma[..., 0])
-    elif fire_rate is None:
-        fire_rate = spec.fire_rate if spec.is_async else None
-    if fire_rate is not None:
-        fire_rate = float(fire_rate)
-        if fire_rate == 1.0 and ma is None:
-            fire_rate = None  # every cell fires: the synchronous step
-    da = None if damage is None else _as_binary("damage", damage)
-    if damage_steps is None:
-        d_from, d_until = 0, steps
-    else:
-        d_from, d_until = _damage_steps(damage_steps)
-    if isinstance(record, bool):
-        every = 1 if record else 0
-    else:
-        every = check_int("record", record, 0, MAX_STEPS)
-    return {
-        "fire_rate": fire_rate,
-        "seed": check_int("seed", seed, 0, MAX_SEED),
-        "masks": ma,
-        "damage": da,
-        "damage_from": d_from,
-        "damage_until": d_until,
-        "record_every": every,
-    }
-
-
-def _damage_steps(value: Any) -> tuple[int, int]:
-    """`(start, end)` as integers >= 0 (floats are refused, not truncated); that start <=
-    end is the engine's check (`_core`'s `damage_from`/`damage_until`), in these names."""
-    try:
-        start, end = value
-    except (TypeError, ValueError):
-        raise TypeError(
-            f"damage_steps must be a pair (start, end) of integers, got {value!r:.60}"
-        ) from None
-    start = check_int("damage_steps start", start, 0, MAX_STEPS)
-    end = check_int("damage_steps end", end, 0, MAX_STEPS)
-    return start, end
-
-
-class Simulator:
-    """A model's hard circuit with its grid kept between calls, for long loops.
-
-    `Model.simulate` packs the grid into bits, runs, and unpacks it on every call;
-    a `Simulator` packs once and keeps the packed grid (and its compiled circuit) until
-    `load` replaces it. `run` takes the arguments of `Model.simulate` and gives the same
-    results: `Simulator(model, x).run(steps, ...)` equals `model.simulate(x, steps, ...)`.
-    The circuit is the model's at construction (later training does not reach it).
-
-    Args:
-        model: the `Model` whose hard circuit runs.
-        x: the starting grid `(B, H, W, C)` of 0/1.
-        periodic: boundary override (default: the spec's).
-        engine: `"jit"` (compiled machine code: AVX-512 where the CPU has it and
-            `LOGICARS_SIMD` does not say `avx2`, else AVX2; an error where this machine
-            cannot run it), `"jit-avx2"` or `"jit-avx512"` (that back end),
-            `"slots"` (the portable engine), or `None`: the fastest available, as
-            `build_info()["hard_engine"]` reports.
-    """
-
-    def __init__(
-        self, model: Model, x: Any, *, periodic: bool | None = None, engine: str | None = None
-    ) -> None:
-        if engine not in (None, "jit", "jit-avx2", "jit-avx512", "slots"):
-            raise InvalidValueError(
-                f"engine must be 'jit', 'jit-avx2', 'jit-avx512', 'slots' or None, got {engine!r}"
-            )
-        self._spec = model.spec
-        xa = _as_grid(x, self._spec.channels)
-        p = None if periodic is None else bool(periodic)
-        self._sim = _core.Simulator(model.hard_circuit(), xa, periodic=p, engine=engine)
-
-    @property
-    def engine(self) -> str:
-        """`"jit"` (either back end) or `"slots"`."""
-        return self._sim.engine
-
-    @property
-    def shape(self) -> tuple[int, int, int, int]:
-        """`(B, H, W, C)` of the grid."""
-        return self._sim.shape
-
-    def load(self, x: Any) -> None:
-        """Replaces the grid with `x` (the same shape)."""
-        self._sim.load(_as_grid(x, self._spec.channels))
-
-    def state(self) -> np.ndarray:
-        """The current grid, uint8 `(B, H, W, C)`."""
-        return self._sim.read()
-
-    def run(
-        self,
-        steps: int,
-        *,
-        fire_rate: float | None = None,
-        seed: int = 0,
-        masks: Any = None,
-        damage: Any = None,
-        damage_steps: tuple[int, int] | None = None,
-        record: bool | int = False,
-    ) -> np.ndarray:
-        """Runs `steps` steps from the current grid; arguments and result as
-        `Model.simulate` (the random masks of a seed start again at each call)."""
-        steps = check_int("steps", steps, 0, MAX_STEPS)
-        run = _run_arguments(
-            self._spec, steps, fire_rate, seed, masks, damage, damage_steps, record
-        )
-        return self._sim.run(steps, **run)
-
-    def advance(
-        self,
-        steps: int,
-        *,
-        fire_rate: float | None = None,
-        seed: int = 0,
-        masks: Any = None,
-        damage: Any = None,
-        damage_steps: tuple[int, int] | None = None,
-    ) -> None:
-        """`run` without reading any grid back (`state()` reads the grid when needed)."""
-        steps = check_int("steps", steps, 0, MAX_STEPS)
-        run = _run_arguments(self._spec, steps, fire_rate, seed, masks, damage, damage_steps, False)
-        self._sim.run(steps, read=False, **run)
-
-
-def _as_wires(name: str, a: Any) -> np.ndarray:
-    """Wire indices as C-contiguous int32; floats are refused rather than truncated."""
-    arr = np.asarray(a)
-    if arr.dtype.kind not in "iu":
-        raise TypeError(f"{name}: expected an integer array, got dtype {arr.dtype}")
-    if arr.size and (arr.min() < 0 or arr.max() > np.iinfo(np.int32).max):
-        bad = arr.min() if arr.min() < 0 else arr.max()
-        raise InvalidValueError(f"{name}: wire indices must be >= 0 and fit int32, got {bad}")
-    return np.ascontiguousarray(arr, dtype=np.int32)
 
 
 def _unflatten(info: list[tuple[str, list[int], int]], flat: np.ndarray) -> dict[str, np.ndarray]:

@@ -10,7 +10,8 @@ from collections.abc import Mapping
 
 from . import _core
 from ._core import InvalidValueError, num_threads
-from .model import MAX_THREADS, check_int
+from .arguments import check_int
+from .spec import MAX_THREADS
 
 # Every environment variable the package reads (the engine reads them; it would ignore
 # a bad value silently), with what it takes.

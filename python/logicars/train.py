@@ -40,12 +40,13 @@ from pathlib import Path
 from typing import Any, BinaryIO, Union
 
 from . import _core
+from .arguments import check_int
 from .callbacks import Callback, check_callbacks
 from .circuit.evaluate import evaluate
 from .circuit.export import active_gates
 from .files import file_kind, open_append, write_atomic
 from .loggers import make_logger
-from .model import Model, check_int, load_checkpoint
+from .model import Model, load_checkpoint
 from .presets import Preset, preset_for_task, read_experiment, resolve_preset
 from .runlock import RunLock
 from .runstate import (  # noqa: F401 (EpochMetrics, TRAIN_STATE_KIND: importable from here too)

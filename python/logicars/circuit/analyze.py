@@ -40,9 +40,9 @@ import numpy as np
 from .. import runs
 from ..files import save_atomic, write_atomic
 from ..markup import literal_plot_text
-from ..model import Simulator
 from ..tasks import LifeTask, Task, life_step
 from .export import GATE_NAMES, gate_histograms  # noqa: F401 (importable from here too)
+from .simulate import Simulator
 
 if TYPE_CHECKING:
     from ..presets import Preset
@@ -413,7 +413,8 @@ def analyze(
     reset; `quick` halves the boards and runs 400 instead of 4000 robustness steps.
     Experiments that do not apply come back as `{"skipped": reason}`.
     """
-    from ..model import Model, check_int
+    from ..arguments import check_int
+    from ..model import Model
 
     seed = check_int("seed", seed, 0)
     if isinstance(experiments, str):

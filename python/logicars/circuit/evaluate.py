@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from .. import draws
+from ..arguments import check_int
 from ..growth import (
     PERSIST_HORIZON,
     REGROW_DAMAGES,
@@ -36,7 +37,7 @@ from ..growth import (
     GrowthChecks,
     growth_checks,
 )
-from ..model import Model, check_int
+from ..model import Model
 from ..presets import Preset
 from ..tasks import GrowTask, LifeTask, Task
 

@@ -31,7 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from ..model import Model, check_int
+from ..arguments import check_int
+from ..model import Model
 from ..presets import Preset
 from ..progress import progress_bar
 from .evaluate import heldout_inputs, wrong_cells

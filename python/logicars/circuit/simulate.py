@@ -1,4 +1,6 @@
-"""What `python -m logicars simulate` runs a trained circuit from and compares it with.
+"""Running a trained hard circuit: `Simulator`, which keeps a packed grid between calls
+(`Model.simulate` is one call), and what `python -m logicars simulate` runs a circuit from
+and compares it with.
 
 The start state follows the run's task (`logicars.tasks`): by default a grow task's fixed
 start grid (the lizard's seed cell, the coloured G's zeros) centred on the requested grid,
@@ -16,7 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from ..model import _as_grid
+from .. import _core
+from ..arguments import MAX_STEPS, as_grid, check_int, run_arguments
+from ..errors import InvalidValueError
+from ..model import Model
 from ..presets import Preset, fixed_start_task, preset_task
 from ..tasks import LifeTask
 
@@ -76,7 +81,7 @@ def read_start(path: str | os.PathLike[str], channels: int) -> np.ndarray:
     if grid.ndim == 3:
         grid = grid[None]
     try:
-        return _as_grid(grid, channels)
+        return as_grid(grid, channels)
     except (TypeError, ValueError) as e:
         raise ValueError(f"{path}: {e}") from None
 
@@ -128,3 +133,86 @@ def target_grid(preset: Preset | None, x: np.ndarray, steps: int) -> np.ndarray 
     if task.fixed_target or (steps == task.num_steps and x.shape[1:3] == (task.height, task.width)):
         return task.target(x)
     return None  # a custom task's target after its own steps, on its own grid only
+
+
+class Simulator:
+    """A model's hard circuit with its grid kept between calls, for long loops.
+
+    `Model.simulate` packs the grid into bits, runs, and unpacks it on every call;
+    a `Simulator` packs once and keeps the packed grid (and its compiled circuit) until
+    `load` replaces it. `run` takes the arguments of `Model.simulate` and gives the same
+    results: `Simulator(model, x).run(steps, ...)` equals `model.simulate(x, steps, ...)`.
+    The circuit is the model's at construction (later training does not reach it).
+
+    Args:
+        model: the `Model` whose hard circuit runs.
+        x: the starting grid `(B, H, W, C)` of 0/1.
+        periodic: boundary override (default: the spec's).
+        engine: `"jit"` (compiled machine code: AVX-512 where the CPU has it and
+            `LOGICARS_SIMD` does not say `avx2`, else AVX2; an error where this machine
+            cannot run it), `"jit-avx2"` or `"jit-avx512"` (that back end),
+            `"slots"` (the portable engine), or `None`: the fastest available, as
+            `build_info()["hard_engine"]` reports.
+    """
+
+    def __init__(
+        self, model: Model, x: Any, *, periodic: bool | None = None, engine: str | None = None
+    ) -> None:
+        if engine not in (None, "jit", "jit-avx2", "jit-avx512", "slots"):
+            raise InvalidValueError(
+                f"engine must be 'jit', 'jit-avx2', 'jit-avx512', 'slots' or None, got {engine!r}"
+            )
+        self._spec = model.spec
+        xa = as_grid(x, self._spec.channels)
+        p = None if periodic is None else bool(periodic)
+        self._sim = _core.Simulator(model.hard_circuit(), xa, periodic=p, engine=engine)
+
+    @property
+    def engine(self) -> str:
+        """`"jit"` (either back end) or `"slots"`."""
+        return self._sim.engine
+
+    @property
+    def shape(self) -> tuple[int, int, int, int]:
+        """`(B, H, W, C)` of the grid."""
+        return self._sim.shape
+
+    def load(self, x: Any) -> None:
+        """Replaces the grid with `x` (the same shape)."""
+        self._sim.load(as_grid(x, self._spec.channels))
+
+    def state(self) -> np.ndarray:
+        """The current grid, uint8 `(B, H, W, C)`."""
+        return self._sim.read()
+
+    def run(
+        self,
+        steps: int,
+        *,
+        fire_rate: float | None = None,
+        seed: int = 0,
+        masks: Any = None,
+        damage: Any = None,
+        damage_steps: tuple[int, int] | None = None,
+        record: bool | int = False,
+    ) -> np.ndarray:
+        """Runs `steps` steps from the current grid; arguments and result as
+        `Model.simulate` (the random masks of a seed start again at each call)."""
+        steps = check_int("steps", steps, 0, MAX_STEPS)
+        run = run_arguments(self._spec, steps, fire_rate, seed, masks, damage, damage_steps, record)
+        return self._sim.run(steps, **run)
+
+    def advance(
+        self,
+        steps: int,
+        *,
+        fire_rate: float | None = None,
+        seed: int = 0,
+        masks: Any = None,
+        damage: Any = None,
+        damage_steps: tuple[int, int] | None = None,
+    ) -> None:
+        """`run` without reading any grid back (`state()` reads the grid when needed)."""
+        steps = check_int("steps", steps, 0, MAX_STEPS)
+        run = run_arguments(self._spec, steps, fire_rate, seed, masks, damage, damage_steps, False)
+        self._sim.run(steps, read=False, **run)

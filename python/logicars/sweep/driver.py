@@ -132,8 +132,9 @@ def sweep(
     checkpoint; the sweep then returns with `interrupted=True`. Bad options raise
     `ValueError`/`TypeError`, before any training where they can be seen from the grid.
     """
-    from ..model import MAX_THREADS, check_int
+    from ..arguments import check_int
     from ..runtime import check_environment
+    from ..spec import MAX_THREADS
 
     check_environment()
     threads = check_int("threads_per_run", threads_per_run, 1, MAX_THREADS)

@@ -74,7 +74,8 @@ def live(source: Any, preset: Preset | str | None = None, height: int = LIVE_HEI
     file (`logicars.runs.load_run`); `preset` (a `Preset` or its name) overrides the run's,
     which sets the page's start states and colours.
     """
-    from ..model import Model, check_int
+    from ..arguments import check_int
+    from ..model import Model
     from ..runs import LoadedRun, load_run
     from ..train import RunResult
 
@@ -255,7 +256,7 @@ def show(
         board: which board of a batch to show.
         max_frames: longer sequences are sampled evenly (first and last frame kept).
     """
-    from ..model import check_int
+    from ..arguments import check_int
     from .plots import write_frames_gif
 
     arr = np.asarray(frames)
