@@ -8,12 +8,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import logicars
 from logicars import _core, bench
+from logicars.cli import bench as cli_bench
 from logicars.cli import main
 
 
@@ -128,3 +130,33 @@ def test_bench_times_a_presets_own_relaxation_with_its_parameters() -> None:
         "softmax",
         "truth-table(warmup=7, hard_fraction=0.5)+binarized",
     ]
+
+
+def test_expected_wall_time_counts_every_run(tmp_path: Path) -> None:
+    """All runs' wall seconds over the working ones (none here: 3 epochs of HighLife)."""
+    exp = tmp_path / "short.toml"
+    exp.write_text('task = "life:B36/S23"\n[training]\nepochs = 3\n')
+    r = bench.expected_wall_time(str(exp), [0, 1], 1, str(tmp_path / "sweep"))
+    summaries = [json.loads(p.read_text()) for p in (tmp_path / "sweep").glob("*/summary.json")]
+    assert len(summaries) == 2 and (r["runs"], r["working"]) == (2, 0)
+    assert r["wall_seconds"] == pytest.approx(sum(s["wall_seconds"] for s in summaries), abs=1e-3)
+    assert r["seconds_per_working"] is None
+
+
+def test_bench_to_working_reports_seconds_per_working_circuit(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[tuple] = []
+
+    def fake(name: str, seeds: list[int], threads: int, out: str | None) -> dict[str, Any]:
+        calls.append((name, seeds, threads, out))
+        return {"runs": 4, "working": 2, "wall_seconds": 30.0, "seconds_per_working": 15.0}
+
+    monkeypatch.setattr(cli_bench, "expected_wall_time", fake)
+    argv = ["bench", "gol", "--threads", "1", "--epochs", "1", "--warmup", "0"]
+    assert main([*argv, "--to-working", "100-103"]) == 0
+    out = capsys.readouterr().out
+    assert calls == [("gol", [100, 101, 102, 103], 1, None)]
+    assert "s per working circuit" in out and out.strip().splitlines()[-1].split()[-1] == "15.0"
+    assert main([*argv, "--to-working", "3-1"]) != 0  # refused before any timing
+    assert "--to-working: seeds" in capsys.readouterr().err and len(calls) == 1

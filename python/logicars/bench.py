@@ -11,6 +11,11 @@ first one's; `MODE+binarized` is the mode with the states binarized between step
 
 `bench --hard` times the trained Game of Life circuit instead, beside a compiled-C
 reference in the same run (`logicars.hard_bench`).
+
+`bench --to-working SEEDS` also trains the preset on its defaults from each seed (a
+sweep, `logicars.sweep`) and reports the expected wall time to a working circuit: every
+run's wall seconds, failed attempts and searches included, over the runs whose circuit
+passes `evaluate`. That is what a user waits; ms per epoch is only one factor of it.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import functools
 import resource
 import statistics
+import tempfile
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -160,3 +166,30 @@ def bench_presets(
         for row in others:
             row[f"vs_{base['relax']}"] = round(row["ms_per_epoch"] / base["ms_per_epoch"], 3)
     return rows
+
+
+def expected_wall_time(
+    name: str, seeds: Sequence[int], threads: int, out: str | None = None
+) -> dict[str, Any]:
+    """Trains preset (or task kind, or experiment file) `name` on its defaults from each
+    of `seeds`, one run at a time on `threads` engine threads, into `out` (a sweep
+    directory, resumable; default a temporary one) and returns the runs, the working
+    circuits, the total wall seconds and their ratio (None when nothing works)."""
+    from .sweep import sweep
+
+    with tempfile.TemporaryDirectory(prefix="logicars-bench-") as tmp:
+        result = sweep(
+            {"preset": name, "seed": list(seeds)},
+            out=out or tmp,
+            workers=1,
+            threads_per_run=threads,
+            quiet=True,
+        )
+        (cell,) = result.report.cells
+    done = [r for r in result.rows if r["status"] == "done"]
+    return {
+        "runs": len(done),
+        "working": cell["solved"],
+        "wall_seconds": round(sum(r["wall_seconds"] for r in done), 3),
+        "seconds_per_working": cell["seconds_per_solved"],
+    }

@@ -6,7 +6,7 @@ import argparse
 import json
 import os
 
-from ..bench import BINARIZED, bench_presets, cpu_peak_fma_per_s
+from ..bench import BINARIZED, bench_presets, cpu_peak_fma_per_s, expected_wall_time
 from ..presets import Preset
 from .common import UsageError, int_at_least
 
@@ -36,6 +36,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="relaxations to time side by side, e.g. softmax,gumbel-st,softmax+binarized "
         "(+binarized: with --binarize-states; default: the preset's own); each is compared "
         "with the first",
+    )
+    p.add_argument(
+        "--to-working",
+        metavar="SEEDS",
+        help="also train each preset on its defaults from these seeds (e.g. 100-109), one "
+        "run at a time on the last --threads count, and report the expected wall time to a "
+        "working circuit: all runs' seconds over the runs whose circuit passes evaluate",
+    )
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        help="with --to-working: keep the runs in DIR/<preset> (a sweep directory; running "
+        "again resumes it) instead of a temporary directory",
     )
     p.add_argument(
         "--hard",
@@ -111,6 +124,7 @@ def run(args: argparse.Namespace) -> int:
     if unknown:
         raise UsageError(f"unknown preset(s) {unknown}; valid: {', '.join(PRESETS)}")
     presets = {name: _bench_preset(name) for name in names}
+    seeds = _seeds_to_working(args.to_working)
     from ..spec import RELAX_MODES
 
     relaxes = tuple(r for r in args.relax.split(",") if r)
@@ -142,4 +156,40 @@ def run(args: argparse.Namespace) -> int:
             )
     if not args.json:
         print(f"(FMA peak {cpu_peak_fma_per_s(threads[-1])[1]}; {os.cpu_count()} CPUs)")
+    if seeds:
+        _run_to_working(args, names, seeds, threads[-1])
     return 0
+
+
+def _seeds_to_working(text: str | None) -> list[int]:
+    from ..sweep.grid import parse_seeds
+
+    try:
+        return parse_seeds(text) if text else []
+    except ValueError as e:
+        raise UsageError(f"--to-working: {e}") from None
+
+
+def _run_to_working(
+    args: argparse.Namespace, names: list[str], seeds: list[int], threads: int
+) -> None:
+    """The expected wall time to a working circuit of each preset, on its defaults."""
+    if not args.json:
+        print(f"\nto a working circuit, seeds {args.to_working}, {threads} thread(s) per run:")
+        print(
+            f"{'preset':<20}"
+            + "".join(f"{h:>12}" for h in ("runs", "working", "wall s"))
+            + "  s per working circuit"
+        )
+    for name in names:
+        out = None if args.out is None else os.path.join(args.out, name.replace(":", "-"))
+        r = expected_wall_time(name, seeds, threads, out)
+        if args.json:
+            print(json.dumps({"preset": name, "threads": threads, **r}), flush=True)
+            continue
+        per = r["seconds_per_working"]
+        print(
+            f"{name:<20}{r['runs']:>12}{r['working']:>12}{r['wall_seconds']:>12.1f}"
+            f"  {'none works' if per is None else f'{per:.1f}'}",
+            flush=True,
+        )

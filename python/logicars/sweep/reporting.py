@@ -166,8 +166,10 @@ def _median(values: list[float]) -> float | None:
 
 
 def summarize_cells(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per grid cell (the options but the seed): finished runs, solved, success rate,
-    runs that reached hard loss 0 and the medians of epochs and seconds to it."""
+    """Per grid cell (the options but the seed): finished runs, solved, success rate, the
+    expected wall time to a working circuit (all runs' seconds over the solved ones:
+    what a user waits, failed attempts included), runs that reached hard loss 0 and the
+    medians of epochs and seconds to it."""
     groups: dict[str, list[dict[str, Any]]] = {}
     cells: dict[str, dict[str, Any]] = {}
     for row in rows:
@@ -189,6 +191,9 @@ def summarize_cells(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "runs": len(done),
                 "solved": solved,
                 "success_rate": solved / len(done) if done else None,
+                "seconds_per_solved": (
+                    sum(r["wall_seconds"] for r in done) / solved if solved else None
+                ),
                 "reached_hard_zero": len(reached),
                 "median_epochs_to_hard_zero": _median(
                     [r["first_epoch_hard_zero"] for r in reached]
@@ -247,6 +252,7 @@ def cells_table(cells: list[dict[str, Any]]) -> str:
             "runs",
             "solved",
             "success",
+            "s per working circuit",
             "reached hard loss 0",
             "median epochs to hard loss 0",
             "median s to hard loss 0",
@@ -266,6 +272,7 @@ def cells_table(cells: list[dict[str, Any]]) -> str:
                 str(c["runs"]),
                 str(c["solved"]),
                 "–" if rate is None else f"{100 * rate:.0f}%",
+                _fmt(c.get("seconds_per_solved"), 2),
                 str(c["reached_hard_zero"]),
                 _fmt(c["median_epochs_to_hard_zero"]),
                 _fmt(c["median_seconds_to_hard_zero"], 2),
@@ -369,8 +376,8 @@ class SweepReport:
     table: str
 
     def _repr_html_(self) -> str:
-        """Jupyter's display: the per-cell table and the plot (`logicars.render`)."""
-        from ..render import sweep_html
+        """Jupyter's display: the per-cell table and the plot (`logicars.viz.render`)."""
+        from ..viz.render import sweep_html
 
         return sweep_html(self)
 
