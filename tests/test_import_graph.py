@@ -147,7 +147,21 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("errors", ("errors",)),
     ("spec", ("spec",)),
     ("training settings", ("training.config",)),  # TrainConfig: a Preset holds one
-    ("tasks", ("tasks", "datasets", "recorded", "automata", "growth")),
+    (
+        "tasks",
+        (
+            "tasks.data",
+            "tasks.base",
+            "tasks.builtin",
+            "tasks.recording",
+            "tasks.kinds",
+            "tasks",
+            "datasets",
+            "recorded",
+            "automata",
+            "growth",
+        ),
+    ),
     ("presets", ("presets",)),
     ("circuit presentation", ("circuit.export", "viz.page", "viz.plots", "viz.render")),
     ("model", ("checkpoint", "arguments", "model")),
