@@ -77,33 +77,15 @@ impl Model {
         self.soft_loss_and_grad(x, y, per_cell, shape, masks.as_deref(), at)
     }
 
-    pub(super) fn soft_loss_and_grad(
-        &mut self,
-        x: &[f32],
-        y: &[f32],
-        per_cell: usize,
-        shape: GridShape,
-        masks: Option<&[f32]>,
-        at: LossSteps,
-    ) -> Result<(f64, Vec<f32>)> {
-        let steps = at.steps;
-        // One relaxation per gate (a softmax, with the step's noise) serves the forward,
-        // the backward and the parameter gradient. Per-gate work, so running it on the
-        // pool changes no result, only the wall time (a wide model's tens of thousands
-        // of f64 exps would otherwise run serially in every epoch).
-        let pool = threads::pool();
-        let relax = self.spec.relax;
-        let (seed, step) = (self.mask_seed, self.optimizer.t);
+    /// Every gate's relaxation in optimizer step `step`, into `relaxed`: one per gate (a
+    /// softmax, with the step's noise; hard for the gates drawn to run hard) serves the
+    /// forward, the backward and the parameter gradient. Per-gate work, so running it on
+    /// the pool changes no result, only the wall time (a wide model's tens of thousands
+    /// of f64 exps would otherwise run serially in every epoch).
+    fn relax_gates(&self, step: u64, relaxed: &mut Vec<Relaxed>) {
+        let (relax, seed) = (self.spec.relax, self.mask_seed);
         let hard_fraction = self.spec.hard_fraction(step);
-        let mut scratch = std::mem::take(&mut self.scratch);
-        let Scratch {
-            relaxed,
-            coefs,
-            back_coefs,
-            grad_states,
-            grad: last_grad,
-        } = &mut scratch;
-        pool.install(|| {
+        threads::pool().install(|| {
             let gates = self.logits.par_chunks(self.per_gate()).enumerate();
             gates
                 .map(|(g, w)| {
@@ -117,6 +99,31 @@ impl Model {
                 })
                 .collect_into_vec(relaxed)
         });
+    }
+
+    pub(super) fn soft_loss_and_grad(
+        &mut self,
+        x: &[f32],
+        y: &[f32],
+        per_cell: usize,
+        shape: GridShape,
+        masks: Option<&[f32]>,
+        at: LossSteps,
+    ) -> Result<(f64, Vec<f32>)> {
+        let steps = at.steps;
+        let pool = threads::pool();
+        let relax = self.spec.relax;
+        let step = self.optimizer.t;
+        let hard_fraction = self.spec.hard_fraction(step);
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let Scratch {
+            relaxed,
+            coefs,
+            back_coefs,
+            grad_states,
+            grad: last_grad,
+        } = &mut scratch;
+        self.relax_gates(step, relaxed);
         pool.install(|| relaxed.par_iter().map(|r| r.coefs).collect_into_vec(coefs));
         let straight_through = relax.straight_through() || hard_fraction > 0.0;
         if straight_through {

@@ -189,6 +189,45 @@ fn instr(a: usize, b: usize, out: usize, coef: usize) -> Instr {
     }
 }
 
+/// Emits the perception gates: for every channel `c` and kernel `k`, a network that
+/// reads channel `c`'s patch rows, writes its hidden rows, and writes its last layer's
+/// gate `j` to perception output `j · n_kernels + k` of channel `c`.
+fn emit_perception(
+    instrs: &mut Vec<Instr>,
+    perceive: &[Wires],
+    rows: &PerceptionRows,
+    n_kernels: usize,
+    p_off: &[usize],
+) {
+    let hidden = rows.per_channel / n_kernels.max(1);
+    let n_p = perceive.len();
+    for c in 0..rows.channels {
+        for k in 0..n_kernels {
+            let net_base = rows.hidden_base + (c * n_kernels + k) * hidden;
+            let mut in_base = None; // None: the patch of channel c
+            let mut hidden_at = net_base;
+            for (l, w) in perceive.iter().enumerate() {
+                let out_w = w.len();
+                let row_in = |i: u32| match in_base {
+                    None => patch_row(c, i as usize),
+                    Some(base) => base + i as usize,
+                };
+                for j in 0..out_w {
+                    let out = if l + 1 == n_p {
+                        rows.perception_base + c * rows.outputs_per_channel + j * n_kernels + k
+                    } else {
+                        hidden_at + j
+                    };
+                    let coef = p_off[l] + k * out_w + j;
+                    instrs.push(instr(row_in(w.a[j]), row_in(w.b[j]), out, coef));
+                }
+                in_base = Some(hidden_at);
+                hidden_at += out_w;
+            }
+        }
+    }
+}
+
 /// Emits the update network's gates (inputs: the centre cell's `c_n` channels, then the
 /// perception outputs from `perception_base`; layers from `update_base` on). Returns the
 /// row after the last layer.
@@ -257,35 +296,17 @@ impl Program {
         let update_base = perception_base + c_n * s_n * k_n;
         let n_rows = update_base + u_layers[1..].iter().sum::<usize>();
 
+        let rows = PerceptionRows {
+            hidden_base,
+            per_channel: k_n * hidden,
+            perception_base,
+            outputs_per_channel: s_n * k_n,
+            update_base,
+            channels: c_n,
+        };
+
         let mut instrs = Vec::new();
-
-        let n_p = perceive.len();
-        for c in 0..c_n {
-            for k in 0..k_n {
-                let net_base = hidden_base + (c * k_n + k) * hidden;
-                let mut in_base = None; // None: the patch of channel c
-                let mut hidden_at = net_base;
-                for (l, w) in perceive.iter().enumerate() {
-                    let out_w = w.len();
-                    let row_in = |i: u32| match in_base {
-                        None => patch_row(c, i as usize),
-                        Some(base) => base + i as usize,
-                    };
-                    for j in 0..out_w {
-                        let out = if l + 1 == n_p {
-                            perception_base + c * s_n * k_n + j * k_n + k
-                        } else {
-                            hidden_at + j
-                        };
-                        let coef = p_off[l] + k * out_w + j;
-                        instrs.push(instr(row_in(w.a[j]), row_in(w.b[j]), out, coef));
-                    }
-                    in_base = Some(hidden_at);
-                    hidden_at += out_w;
-                }
-            }
-        }
-
+        emit_perception(&mut instrs, perceive, &rows, k_n, &p_off);
         let layer_base = emit_update(
             &mut instrs,
             update,
@@ -298,18 +319,9 @@ impl Program {
         let instrs = drop_dead_gates(instrs, n_rows, &out_rows);
         let rollout = reuse_rows(&instrs, n_rows, &out_rows, 9 * c_n);
         let backward = backward_gates(&instrs, n_rows, &out_rows, 9 * c_n);
-        let per_channel = k_n * hidden;
         let row_len = spec.chunk_cells;
         let replay = replay.unwrap_or(n_rows * row_len * 4 > REPLAY_ABOVE_BYTES);
-        let kept = if replay && per_channel > 0 && c_n > 1 {
-            let rows = PerceptionRows {
-                hidden_base,
-                per_channel,
-                perception_base,
-                outputs_per_channel: s_n * k_n,
-                update_base,
-                channels: c_n,
-            };
+        let kept = if replay && rows.per_channel > 0 && c_n > 1 {
             kept_with_replay(&instrs, (n_rows, &out_rows), (&rollout, &backward), &rows)
         } else {
             Kept {
