@@ -5,9 +5,9 @@
 //! - [`netlist`] and [`export`]: the same circuit as a slot-free netlist, and its
 //!   C, Verilog, DigitalJS and DOT exporters;
 //! - two engines that run a circuit bit-identically (the same masks, the same damage,
-//!   the same frames): the **slot** interpreter ([`slots`], with its gate [`kernels`]
-//!   and the [`packing`] of grids into words), portable and the oracle of the JIT's
-//!   tests, and the **JIT** ([`jit`], [`grid`]): the pruned netlist compiled to AVX2 or
+//!   the same frames): the **slot** interpreter ([`slots`], with its gate `kernels`
+//!   and the `packing` of grids into words), portable and the oracle of the JIT's
+//!   tests, and the **JIT** (`jit`, `grid`): the pruned netlist compiled to AVX2 or
 //!   AVX-512 machine code at run time, on x86-64 CPUs with AVX2 (AVX-512F) whose OS
 //!   grants executable memory;
 //! - [`masks`] (sync, given or seeded random updates) and [`options`] (what a run

@@ -5,7 +5,7 @@ use std::ops::Range;
 use super::masks::Masks;
 pub use crate::interrupt::{Interrupt, INTERRUPT_CHECK_EVERY};
 
-/// Options of [`simulate`].
+/// Options of [`simulate`](super::simulate).
 #[derive(Debug, Clone)]
 pub struct SimOptions<'a> {
     pub steps: usize,
@@ -19,7 +19,7 @@ pub struct SimOptions<'a> {
     /// 0: return only the final grid; `k`: return the grids after steps 0, k, 2k, …
     /// and always the final one (see [`frame_steps`]).
     pub record_every: usize,
-    /// 64-bit words per block, 0 for [`auto_words`].
+    /// 64-bit words per block, 0 for [`auto_words`](super::auto_words).
     pub words: usize,
     /// Asked whether to stop, about every `Interrupt::every` of running, on the calling
     /// thread outside the pool; `true` stops the run with

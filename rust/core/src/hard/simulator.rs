@@ -23,9 +23,9 @@ use crate::threads;
 /// Which engine runs a hard circuit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HardEngine {
-    /// Compiled AVX2 machine code ([`super::jit`]).
+    /// Compiled AVX2 machine code (`jit`).
     Jit,
-    /// Compiled AVX-512 machine code ([`super::jit`]: `zmm` registers, `vpternlogq`).
+    /// Compiled AVX-512 machine code (`jit`: `zmm` registers, `vpternlogq`).
     JitAvx512,
     /// The portable slot interpreter ([`super::slots`]).
     Slots,
@@ -181,7 +181,7 @@ struct JitCache {
     kernels: OnceLock<grid::KernelCache>,
 }
 
-/// A circuit with its [`JitCache`]: simulate it call after call through
+/// A circuit with its `JitCache`: simulate it call after call through
 /// [`Simulator::of`] or [`simulate_into`].
 pub struct CompiledCircuit {
     circuit: Circuit,

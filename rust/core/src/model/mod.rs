@@ -1,6 +1,6 @@
 //! A DiffLogic CA model: spec, wiring, logits, optimizer state, and the public
 //! operations (rollout, loss and gradient, training step). The input checks are in
-//! [`checks`], the losses in [`loss`].
+//! `checks`, the losses in `loss`.
 
 mod checks;
 mod drift;
