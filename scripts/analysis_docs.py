@@ -18,7 +18,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from logicars.circuit.analyze import analyze, plot_robustness
+from logicars.circuit.analyze import analyze
+from logicars.viz.analysis import plot_robustness
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"

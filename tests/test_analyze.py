@@ -12,11 +12,11 @@ import pytest
 from conftest import FIXTURES
 
 import logicars
+from logicars.circuit.export import active_gates
 from logicars.cli import main
 from logicars.datasets import checkerboard_target, gol_boards, gol_step
 from logicars.spec import ModelSpec, PerceiveSpec, UpdateSpec
 from logicars.tasks import PatternTask
-from logicars.train import active_gates
 
 an = importlib.import_module("logicars.circuit.analyze")  # `logicars.analyze` is the function
 C = 8

@@ -18,9 +18,9 @@ from PIL import Image
 from test_viewer import browser, check_sync_steps  # noqa: F401 (browser: a fixture)
 
 import logicars
+from logicars.circuit.export import active_gates
 from logicars.progress import LOG_INTERVAL_S, progress_bar
 from logicars.runs import load_run
-from logicars.train import active_gates
 from logicars.viz.display import show
 
 _DATA_URI = re.compile(r"data:([\w/+.-]+);base64,([A-Za-z0-9+/=]*)")

@@ -1,6 +1,7 @@
 """The package's layers run one way: every module has a layer (`LAYERS`) and imports
 only from its own layer or lower ones; no import cycle among logicars modules; no
-library module imports the command line (`logicars.cli`), which sits on top.
+library module imports the command line (`logicars.cli`), which sits on top; and no
+source file grows past `MAX_SOURCE_LINES` (a module that long does several jobs: split it).
 
 Imports are read with `ast` from every module, at module level and inside functions,
 relative and absolute; imports under `if TYPE_CHECKING:` are left out (annotations
@@ -163,7 +164,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         ),
     ),
     ("presets", ("presets",)),
-    ("circuit presentation", ("circuit.export", "viz.page", "viz.plots", "viz.render")),
+    (
+        "circuit presentation",
+        ("circuit.export", "viz.page", "viz.plots", "viz.render", "viz.analysis"),
+    ),
     ("model", ("checkpoint", "arguments", "model")),
     ("runs (io)", ("runstate", "runs", "runtime")),
     ("checks", ("circuit.evaluate", "circuit.repair", "circuit.simulate", "pretrained")),
@@ -175,6 +179,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "training.loop",
             "training.policies",
             "training.pool",
+            "training.rundir",
+            "training.summary",
             "train",
             "sweep",
             "sweep.grid",
@@ -270,3 +276,29 @@ def test_the_layer_check_sees_an_upward_import() -> None:
     assert upward_imports(graph, rank) == ["logicars.spec (spec) imports logicars.model (model)"]
     assert layer_rank("logicars.cli.train") == layer_rank("logicars.cli") == len(LAYERS) - 1
     assert layer_rank("logicars") == len(LAYERS) - 2
+
+
+# A source file longer than this does several jobs (issue 44): split it into a package.
+MAX_SOURCE_LINES = 700
+
+
+def long_source_files(package_dir: Path = PACKAGE_DIR) -> list[str]:
+    """Every Python source file (`.py`, `.pyi`) under the package over `MAX_SOURCE_LINES`
+    lines, with its count."""
+    found = []
+    for path in sorted([*package_dir.rglob("*.py"), *package_dir.rglob("*.pyi")]):
+        lines = len(path.read_text().splitlines())
+        if lines > MAX_SOURCE_LINES:
+            found.append(f"{path.relative_to(package_dir)}: {lines} lines")
+    return found
+
+
+def test_no_source_file_is_over_700_lines() -> None:
+    assert long_source_files() == [], f"split these (over {MAX_SOURCE_LINES} lines)"
+
+
+def test_the_size_check_sees_a_long_file(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "long.py").write_text("x = 1\n" * (MAX_SOURCE_LINES + 1))
+    (tmp_path / "short.py").write_text("x = 1\n" * MAX_SOURCE_LINES)
+    assert long_source_files(tmp_path) == [f"sub/long.py: {MAX_SOURCE_LINES + 1} lines"]

@@ -103,7 +103,8 @@ def test_rollout_gif_has_every_step_of_a_20_step_preset(tmp_path) -> None:
 
 def test_gate_bar_labels_stay_below_the_titles() -> None:
     """gates.png (`analyze`): the tallest bar's count is drawn under its axes' title."""
-    from logicars.circuit.analyze import GATE_NAMES, _plot_gates
+    from logicars.circuit.export import GATE_NAMES
+    from logicars.viz.analysis import _plot_gates
 
     counts = {g: (2000 if g == "A" else i * 7) for i, g in enumerate(GATE_NAMES)}
     res = {"perceive": counts, "update": counts, "active_perceive": 9, "active_update": 9}

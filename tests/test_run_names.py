@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 
 import logicars
-from logicars.train import run_name
+from logicars.training.rundir import run_name
 
 
 @pytest.mark.parametrize(

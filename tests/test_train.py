@@ -19,6 +19,7 @@ from PIL import Image
 
 import logicars
 from logicars.circuit.evaluate import evaluate
+from logicars.circuit.export import active_gates
 from logicars.datasets import checkerboard_target, gol_boards, gol_step, random_bits
 from logicars.errors import CheckpointError
 from logicars.model import load_checkpoint
@@ -27,7 +28,6 @@ from logicars.runs import load_run
 from logicars.train import (
     EpochMetrics,
     RunResult,
-    active_gates,
     plot_losses,
     train,
     write_rollout_gif,

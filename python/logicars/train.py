@@ -32,23 +32,17 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
-import stat
 from collections.abc import Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO, Union
 
 from . import _core
 from .arguments import check_int
 from .callbacks import Callback, check_callbacks
-from .circuit.evaluate import evaluate
-from .circuit.export import active_gates
-from .files import file_kind, open_append, write_atomic
+from .files import write_atomic
 from .loggers import make_logger
 from .model import Model, load_checkpoint
 from .presets import Preset, preset_for_task, read_experiment, resolve_preset
-from .runlock import RunLock
 from .runstate import (  # noqa: F401 (EpochMetrics, TRAIN_STATE_KIND: importable from here too)
     CHECKPOINT_NAME,
     TRAIN_STATE_KIND,
@@ -58,7 +52,7 @@ from .runstate import (  # noqa: F401 (EpochMetrics, TRAIN_STATE_KIND: importabl
 )
 from .spec import ModelSpec
 from .tasks import Task
-from .tensorboard_log import TensorBoardLog, require_writer
+from .tensorboard_log import TensorBoardLog
 from .training.config import (  # noqa: F401 (DEFAULT_CHECKPOINT_EVERY: importable from here too)
     DEFAULT_CHECKPOINT_EVERY,
     SETTING_NAMES,
@@ -70,7 +64,7 @@ from .training.config import (  # noqa: F401 (DEFAULT_CHECKPOINT_EVERY: importab
     setting_default,
 )
 from .training.interrupts import StopOnInterrupt
-from .training.loop import BatchSource, Policy, Run, TaskBatches, train_epochs
+from .training.loop import BatchSource, Run, TaskBatches, train_epochs
 from .training.policies import (  # noqa: F401 (the constants: importable from here too)
     BEST_ATTEMPT_NAME,
     CONFIRM_SAMPLES,
@@ -88,6 +82,15 @@ from .training.policies import (  # noqa: F401 (the constants: importable from h
     restart_seed,
 )
 from .training.pool import PoolBatches
+from .training.rundir import (
+    MetricsCsv,
+    check_tensorboard,
+    checkpoint_path,
+    default_run_dir,
+    prepare_run_dir,
+    start_metrics_csv,
+)
+from .training.summary import run_summary
 from .viz.plots import (  # noqa: F401 (write_frames_gif: importable from here too)
     plot_losses,
     write_frames_gif,
@@ -176,120 +179,8 @@ def _resolve_preset(
     )
 
 
-# ---- run directory --------------------------------------------------------------------
-
-
-def run_name(name: str) -> str:
-    """A run directory's name for a preset or task kind: a kind that names a file keeps
-    the kind and the file's stem (`grow:/tmp/x/heart.png` -> `grow-heart`), not the
-    directories it lies in; a rule keeps its text without slashes (`life-B36-S23`)."""
-    family, sep, arg = name.partition(":")
-    if sep and family != "life" and ("/" in arg or "\\" in arg or Path(arg).suffix):
-        stem = Path(arg.replace("\\", "/")).stem  # a Windows path's too
-        name = f"{family}-{stem}"
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.") or "run"
-
-
-def _default_run_dir(name: str) -> Path:
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    base = Path("runs") / f"{run_name(name)}-{stamp}"
-    path, n = base, 1
-    while path.exists():
-        n += 1
-        path = Path(f"{base}-{n}")
-    return path
-
-
-def _prepare_dir(path: Path) -> RunLock:
-    """Creates the run directory, proves it writable and locks it (one writer per run,
-    `logicars.runlock`) before any training starts."""
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        probe = path / f".write-test-{os.getpid()}"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except FileExistsError:
-        raise ValueError(f"output directory {path} exists and is not a directory") from None
-    except NotADirectoryError:
-        raise ValueError(f"output directory {path}: a parent is not a directory") from None
-    except OSError as e:
-        raise ValueError(f"output directory {path} is not writable: {e.strerror or e}") from None
-    lock = RunLock.acquire(path)  # before the cleanup: another writer's temp files are live
-    # Temporary files a killed run left behind (the checkpoint itself is always whole).
-    for stale in path.glob(f".{CHECKPOINT_NAME}.*.tmp"):
-        try:
-            stale.unlink()
-        except OSError:
-            pass
-    return lock
-
-
 def _write_atomic(path: Path, text: str) -> None:
     write_atomic(path, text.encode())
-
-
-def _metrics_csv(rows: list[EpochMetrics]) -> str:
-    """metrics.csv's text: the header and a line per row (`_metrics_line`)."""
-    return ",".join(EpochMetrics._fields) + "\n" + "".join(_metrics_line(r) for r in rows)
-
-
-def _metrics_line(r: EpochMetrics) -> str:
-    """One row of metrics.csv: the losses and learning rate exactly (`repr`), the time to
-    0.1 ms; an lr or repair not recorded is empty."""
-    lr = "" if r.lr is None else repr(r.lr)
-    repair = "" if r.repair is None else r.repair
-    return (
-        f"{r.epoch},{r.soft_loss!r},{r.hard_loss!r},{r.elapsed_s:.4f},"
-        f"{r.attempt},{lr},{r.validation},{repair}\n"
-    )
-
-
-def _start_metrics_csv(path: Path, rows: list[EpochMetrics]) -> BinaryIO:
-    """metrics.csv as of the run's last checkpoint (`rows`: none for a new run), opened
-    for appending the rows to come.
-
-    The checkpoint holds every row up to its epoch, so the file is rebuilt from them
-    (atomically): rows a killed run logged after its checkpoint are dropped, as that
-    training is done again, and whatever else the file held is replaced. Only a
-    metrics.csv that is not a regular file (a directory, a FIFO, a device, a symlink) is
-    refused, before any training."""
-    try:
-        mode = path.lstat().st_mode
-    except FileNotFoundError:
-        mode = None
-    except OSError as e:
-        raise ValueError(f"{path}: cannot inspect the metrics file: {e.strerror or e}") from None
-    if mode is not None and not stat.S_ISREG(mode):
-        raise ValueError(
-            f"{path} is not a regular file ({file_kind(mode)}); move it away to train "
-            "into this run directory"
-        )
-    write_atomic(path, _metrics_csv(rows).encode())
-    return open_append(path)  # issue 43: never through a symlink swapped in meanwhile
-
-
-def _check_tensorboard(tensorboard: Any) -> Path | bool | None:
-    """`tensorboard`: True (the run directory), a directory, or None/False (no event
-    files); tensorboardX must be importable for the first two."""
-    if tensorboard is None or tensorboard is False:
-        return None
-    if tensorboard is True:
-        out: Path | bool = True
-    elif isinstance(tensorboard, (str, os.PathLike)) and os.fspath(tensorboard) != "":
-        out = Path(tensorboard)
-        if out.exists() and not out.is_dir():
-            raise ValueError(f"tensorboard: {out} exists and is not a directory")
-    else:
-        raise TypeError(
-            f"tensorboard must be True (the run directory) or a directory, got {tensorboard!r}"
-        )
-    require_writer()
-    return out
-
-
-def _checkpoint_path(resume: PathLike) -> Path:
-    path = Path(resume)
-    return path / CHECKPOINT_NAME if path.is_dir() else path
 
 
 def _respec(model: Model, spec: ModelSpec, mask_seed: int) -> Model:
@@ -455,7 +346,7 @@ def train(
     if size is not None:
         size = check_int("size", size, 1)
     hooks = check_callbacks(callbacks)
-    tensorboard_dir = _check_tensorboard(tensorboard)
+    tensorboard_dir = check_tensorboard(tensorboard)
     if preset is None and resume is None:
         raise ValueError("a preset is required unless resuming a run")
     refused = sorted(set(given) & resume_settings(Resume.NEW_RUN)) if resume is not None else []
@@ -474,7 +365,7 @@ def train(
     }
 
     if resume is not None:
-        ckpt = _checkpoint_path(resume)
+        ckpt = checkpoint_path(resume)
         model, extra = load_checkpoint(ckpt)
         state = RunState.from_extra(extra, model.spec, ckpt)
         if chosen is not None and (
@@ -504,7 +395,7 @@ def train(
             init = p.init_path()
         state = RunState.start(p, None if init is None else str(init))
         model = None if init is None else _initial_model(init, p, p.seed)
-        run_dir = Path(out) if out is not None else _default_run_dir(p.name)
+        run_dir = Path(out) if out is not None else default_run_dir(p.name)
         if (run_dir / CHECKPOINT_NAME).exists():
             raise ValueError(
                 f"{run_dir} already holds a run ({CHECKPOINT_NAME}); resume it with "
@@ -518,7 +409,7 @@ def train(
         model = Model(state.preset.spec, state.seed)  # so does a model over the memory cap
     # and so do grids whose buffers would pass it
     model.check_training_memory(state.preset.batch, state.preset.height, state.preset.width)
-    lock = _prepare_dir(run_dir)
+    lock = prepare_run_dir(run_dir)
 
     threads = per_call["threads"]
     previous_threads = _core.num_threads()
@@ -588,7 +479,7 @@ def _run(
 ) -> RunResult:
     """The run from `state` on: metrics.csv as of its checkpoint, the TensorBoard log if
     asked for, then the epochs (`_train_epochs`)."""
-    metrics_file = _start_metrics_csv(run_dir / "metrics.csv", state.metrics)
+    metrics_file = start_metrics_csv(run_dir / "metrics.csv", state.metrics)
     board = None
     if isinstance(tensorboard_dir, Path):
         try:
@@ -633,7 +524,7 @@ def _train_epochs(
         run = Run(model, state, run_dir, stop, bar, quiet)
         # The CSV row after the policies that add to it (validation, repair), before the
         # callbacks, which may read the file.
-        policies = [*default_policies(model, state, run_dir), _MetricsCsv(metrics_file)]
+        policies = [*default_policies(model, state, run_dir), MetricsCsv(metrics_file)]
         policies.append(Callbacks(callbacks, board))
         with bar, metrics_file:
             train_epochs(run, _batch_source(state, dataset, run_dir), policies, checkpoint_every)
@@ -645,7 +536,7 @@ def _train_epochs(
         # The final checkpoint first: whatever happens while plotting, the run is safe.
         run.checkpoint(interrupted=interrupted, early_stopped=early_stopped)
         model = run.model
-        summary = _summary(model, state, interrupted, early_stopped, run.stopped_by_callback)
+        summary = run_summary(model, state, interrupted, early_stopped, run.stopped_by_callback)
         _write_atomic(run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
         plot_losses(
             state.metrics,
@@ -675,116 +566,3 @@ def _batch_source(state: RunState, dataset: Any, run_dir: Path) -> BatchSource:
     if getattr(dataset, "growth", "grow") != "grow":
         return PoolBatches(dataset, state.preset.config, state.seed, run_dir)
     return TaskBatches(dataset)
-
-
-class _MetricsCsv(Policy):
-    """Appends each epoch's row to metrics.csv as it comes: a crash loses at most the
-    epoch it interrupts."""
-
-    def __init__(self, metrics_file: BinaryIO) -> None:
-        self.file = metrics_file
-
-    def after_step(self, run: Run, row: EpochMetrics) -> None:
-        # the row as the policies before left it (`training.loop.note`)
-        self.file.write(_metrics_line(run.state.metrics[-1]).encode())
-        self.file.flush()
-
-
-def attempt_ends(state: RunState, interrupted: bool, early_stopped: bool) -> list[dict[str, Any]]:
-    """Why each attempt of a run ended, for summary.json: solved (by training, a repair
-    or the drift search), restarted at its length, stalled, the repair gave up,
-    interrupted or stopped early."""
-    ends = [
-        {"attempt": i + 1, "epoch": r["epoch"], "reason": r.get("reason", "restarted")}
-        for i, r in enumerate(state.restarts)
-    ]
-    if state.solved_epoch is not None:
-        by = [r for r in state.repairs if r["epoch"] == state.solved_epoch and r.get("confirmed")]
-        how = "solved"
-        if by:
-            how += " by the drift search" if by[-1].get("method") == "drift" else " by a repair"
-        reason = f"{how} at epoch {state.solved_epoch}"
-    elif interrupted:
-        reason = "interrupted (resume to go on)"
-    elif early_stopped:
-        reason = "stopped early"
-    else:
-        reason = "ran its epochs unsolved"
-        final = [r for r in state.repairs if r["epoch"] == state.epoch]
-        if final:
-            what = "drift search" if final[-1].get("method") == "drift" else "repair"
-            reason += f"; the {what} gave up at {final[-1]['wrong_after']} wrong cells"
-        if state.kept_attempt is not None:
-            reason += f"; the run keeps attempt {state.kept_attempt + 1}'s circuit"
-    ends.append({"attempt": len(state.restarts) + 1, "epoch": state.epoch, "reason": reason})
-    return ends
-
-
-def _summary(
-    model: Model,
-    state: RunState,
-    interrupted: bool,
-    early_stopped: bool,
-    stopped_by_callback: str | None = None,
-) -> dict[str, Any]:
-    from .runtime import build_info, version
-
-    last = state.metrics[-1] if state.metrics else None
-    p = state.preset
-    return {
-        "preset": p.name,
-        "task": p.task_kind or p.task().kind,
-        "seed": state.seed,
-        "init": state.init,
-        "epochs": state.epoch,
-        "target_epochs": state.target_epochs,
-        "lr": p.lr,
-        "weight_decay": p.weight_decay,
-        "lr_decay_from": p.lr_decay_from,
-        "lr_end": p.lr_end,
-        "relax": model.spec.relax.to_dict(),
-        # What a grow: task's circuit must do, and the sample pool that trained it.
-        "growth": p.config.growth or "grow",
-        **(
-            {
-                k: getattr(p.config, k)
-                for k in ("pool_size", "pool_batch", "pool_lr", "hold", "pool_steps")
-            }
-            if p.config.growth not in (None, "grow")
-            else {}
-        ),
-        "final_soft_loss": None if last is None else last.soft_loss,
-        "final_hard_loss": None if last is None else last.hard_loss,
-        "first_epoch_hard_zero": state.first_zero,
-        "stop_on_solve": state.stop_on_solve,
-        "solved_epoch": state.solved_epoch,
-        "solved_seconds": state.solved_seconds,
-        "repair": state.repair,
-        "repairs": state.repairs,
-        "drift_budget": state.drift_budget,
-        "restart_every": state.restart_every,
-        "stall_epochs": p.stall_epochs,
-        "stall_loss": p.stall_loss,
-        "stalls": state.stalls,
-        "restarts": state.restarts,
-        "attempt_ends": attempt_ends(state, interrupted, early_stopped),
-        "kept_attempt": state.kept_attempt,
-        "kept_lowest": state.kept_lowest,
-        "wall_seconds": round(state.elapsed, 3),
-        "active_gates": active_gates(model),
-        # Held-out check of the discrete circuit (all 512 boards for gol, fresh starts
-        # for the checkerboards, the target image for the growth presets).
-        "hard_eval": evaluate(model, p).to_dict(),
-        "gates": p.gates(),
-        "early_stop": state.early_stop,
-        "early_stopped": early_stopped,
-        # The callback (`train(callbacks=...)`) that ended the run, if one did.
-        "stopped_by_callback": stopped_by_callback,
-        "interrupted": interrupted,
-        "threads": _core.num_threads(),
-        "batch": p.batch,
-        "grid": [p.height, p.width],
-        "config": model.spec.to_dict(),
-        "logicars_version": version(),
-        "build_info": build_info(),
-    }

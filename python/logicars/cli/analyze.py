@@ -10,9 +10,9 @@ from ..circuit.analyze import (
     RESET_MODES,
     analyze,
     load_run,
-    plot_robustness,
     summary_lines,
 )
+from ..viz.analysis import plot_robustness
 from .common import UsageError, int_at_least
 
 HELP = "the paper's experiments on trained runs (plots + analysis.json)"
