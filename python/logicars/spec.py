@@ -9,34 +9,26 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from . import _core
 from .errors import InvalidValueError
 
-WIRINGS = ("first_kernel", "unique", "random")
+# The engine's constants, from the engine itself (one owner): the wiring kinds, the cells
+# it computes together unless a spec says otherwise, its limits on a seed (a u64) and on
+# its worker threads, and the training relaxations it validates (rust/core/src/relax.rs):
+# the notebook's softmax, Gumbel noise with a straight-through estimator, straight-through
+# without noise, Gumbel-softmax without straight-through, annealing, and the truth-table
+# parametrization (4 sigmoid parameters per gate) soft or straight-through.
+WIRINGS: tuple[str, ...] = tuple(_core.WIRINGS)
+DEFAULT_CHUNK_CELLS: int = _core.DEFAULT_CHUNK_CELLS
+MAX_SEED: int = _core.MAX_SEED
+MAX_THREADS: int = _core.MAX_THREADS
+RELAX_MODES: tuple[str, ...] = tuple(_core.RELAX_MODES)
 
 # The reference notebook's learning rate: a training option (`Model.train_step`'s and a
 # `Preset`'s default), not part of a `ModelSpec`.
 DEFAULT_LR = 0.05
 # The notebook's AdamW weight decay (decoupled), likewise a training option.
 DEFAULT_WEIGHT_DECAY = 0.01
-# Cells the engine computes together unless a spec says otherwise (the crate's `CHUNK`).
-DEFAULT_CHUNK_CELLS = 64
-# The engine's limits on a seed (a u64) and on its worker threads (rust/core/src/threads.rs).
-MAX_SEED = 2**64 - 1
-MAX_THREADS = 1024
-
-# Training relaxations (rust/core/src/relax.rs, which validates them): the notebook's
-# softmax, Gumbel noise with a straight-through estimator, straight-through without noise,
-# Gumbel-softmax without straight-through, and the truth-table parametrization (4 sigmoid
-# parameters per gate) soft or straight-through.
-RELAX_MODES = (
-    "softmax",
-    "gumbel-st",
-    "hard-st",
-    "gumbel-soft",
-    "anneal",
-    "truth-table",
-    "truth-table-st",
-)
 
 
 @dataclass(frozen=True)
