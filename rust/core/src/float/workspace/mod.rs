@@ -8,6 +8,13 @@
 //! every chunk is. Back-propagation recomputes each step's activations from the stored
 //! state instead of keeping them, so memory stays at a few states plus one arena per
 //! thread.
+//!
+//! - `layout`: where each cell's neighbours are in the chunk-major buffers, and the
+//!   patch fill, gradient scatter and gather that follow from it;
+//! - `rows`: row copies and the buffers the tasks of a wavefront share;
+//! - `forward`: the rollout (`Workspace::forward`);
+//! - `backward`: back-propagation through it (`Workspace::backward`);
+//! - this module: the buffers, their memory budget, and loading and reading grids.
 
 mod backward;
 mod forward;
