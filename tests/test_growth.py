@@ -164,6 +164,35 @@ def test_pool_rollouts_of_drawn_lengths() -> None:
         GrowthBatches(task, seed=3, max_steps=2)
 
 
+def test_a_growing_hold_extends_after_each_exact_epoch() -> None:
+    """`hold_schedule="grow"`: the pool phase's loss reads 0 states after T at first, one
+    more after each exact epoch (not after an inexact one), up to `hold`; a resumed run
+    goes on from the hold it had, and a fresh attempt starts again at 0. `batch` 1 is
+    the start grid alone."""
+    task = _task("persist")
+    batches = GrowthBatches(task, seed=3, pool_size=8, batch=1, hold=2, hold_schedule="grow")
+    start = task.sample(np.random.default_rng(0))[0]
+    batches.keep(1, 0.0, None)  # grown: the pool phase begins
+    holds = []
+    for epoch, hard in zip(range(2, 8), [0.0, 3.0, 0.0, 0.0, 0.0, 1.0]):
+        x, _ = batches.sample(epoch)
+        assert np.array_equal(x, start) and batches.loss_from == 3
+        holds.append(batches.steps - 3)
+        batches.keep(epoch, hard, np.zeros_like(x))
+    assert holds == [0, 1, 1, 2, 2, 2]
+    again = GrowthBatches(task, seed=3, pool_size=8, batch=1, hold=2, hold_schedule="grow")
+    again.load_state(batches.state())
+    assert again.steps == 5
+    batches.reset()
+    batches.keep(9, 0.0, None)
+    assert batches.steps == 3
+    fixed = GrowthBatches(task, seed=3, pool_size=8, batch=2, hold=2)
+    fixed.keep(1, 0.0, None)
+    assert fixed.steps == 5
+    with pytest.raises(ValueError, match="hold_schedule"):
+        GrowthBatches(task, seed=3, hold_schedule="sometimes")
+
+
 def test_a_pool_larger_than_its_batch_is_required() -> None:
     with pytest.raises(ValueError, match="growth pool"):
         GrowthBatches(_task("persist"), seed=0, pool_size=2, batch=4)

@@ -71,7 +71,12 @@ def _pool_from_the_start(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize(
-    ("growth_mode", "extra"), [("persist", ""), ("regrow", "pool_steps = 17\n")]
+    ("growth_mode", "extra"),
+    [
+        ("persist", ""),
+        ("regrow", "pool_steps = 17\n"),
+        ("persist", 'pool_batch = 1\nhold = 20\nhold_schedule = "grow"\n'),
+    ],
 )
 def test_a_pool_run_resumes_as_the_straight_run(
     growth_mode: str, extra: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -92,7 +97,8 @@ def test_a_pool_run_resumes_as_the_straight_run(
     ):
         assert np.array_equal(a["pool"], b["pool"])
     assert part.summary["preset"] == straight.summary["preset"]
-    assert straight.summary["pool_steps"] == (17 if extra else None)
+    assert straight.summary["pool_steps"] == (17 if "pool_steps" in extra else None)
+    assert straight.summary["hold_schedule"] == ("grow" if "grow" in extra else "fixed")
 
 
 def _summary(run: logicars.train.RunResult) -> dict:  # type: ignore[name-defined]

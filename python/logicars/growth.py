@@ -141,6 +141,8 @@ def growth_checks(
 POOL_SIZE = 32
 POOL_BATCH = 4
 DAMAGED_PER_BATCH = 1
+# How the states after T that the pool phase's loss reads are chosen (`GrowthBatches`).
+HOLD_SCHEDULES = ("fixed", "grow")
 
 
 class GrowthBatches:
@@ -159,8 +161,12 @@ class GrowthBatches:
     all at multiples of T, and a circuit can pass the target only there; `max_steps` > T
     draws each batch's rollout length from T to `max_steps`, the loss at its last step, so
     the pool holds grids of every age and the pattern must hold in between too. `hold` > 0
-    also puts the loss on the `hold` steps after that. Draws are keyed by seed and epoch
-    (`draws.training_rng`); the pool is part of the checkpoint (`state`, `load_state`).
+    also puts the loss on the `hold` steps after that; with `hold_schedule="grow"` on
+    0 steps at first and one more after each epoch whose hard circuit is exact on all of
+    them, up to `hold` (a curriculum: a grown circuit asked at once to hold the target for
+    T more steps tends to lose its growth). `batch` 1 trains on the start grid alone.
+    Draws are keyed by seed and epoch (`draws.training_rng`); the pool and the current
+    hold are part of the checkpoint (`state`, `load_state`).
     """
 
     def __init__(
@@ -172,6 +178,7 @@ class GrowthBatches:
         damaged: int = DAMAGED_PER_BATCH,
         hold: int = 0,
         max_steps: int | None = None,
+        hold_schedule: str = "fixed",
     ) -> None:
         self.task = task
         self.seed = int(seed)
@@ -181,7 +188,12 @@ class GrowthBatches:
         self.num_steps = task.num_steps
         self.max_steps = task.num_steps if max_steps is None else int(max_steps)
         self.loss_from = task.num_steps  # the batch's rollout length, drawn by `sample`
-        self.hold = hold
+        if hold_schedule not in HOLD_SCHEDULES:
+            raise ValueError(
+                f"hold_schedule must be one of {HOLD_SCHEDULES}, got {hold_schedule!r}"
+            )
+        self.hold_max, self.hold_grows = hold, hold_schedule == "grow"
+        self.hold = 0 if self.hold_grows else hold  # the states after T the loss reads now
         self.pooling_from: int | None = None  # the epoch the pool phase began after
         self.pool: np.ndarray | None = None
         self.drawn: np.ndarray | None = None
@@ -236,6 +248,8 @@ class GrowthBatches:
             if self.drawn is not None and last is not None:
                 self.pool[self.drawn] = last > 0.5
             self.drawn = None
+            if self.hold_grows and hard_loss == 0:
+                self.hold = min(self.hold_max, self.hold + 1)
         elif self.task.growth != "grow" and hard_loss == 0:
             self._start_pool(epoch)
 
@@ -243,16 +257,22 @@ class GrowthBatches:
         """A fresh wiring learns to grow again: back to the start grid alone."""
         self.pool, self.pooling_from, self.drawn = None, None, None
         self.loss_from = self.num_steps
+        self.hold = 0 if self.hold_grows else self.hold_max
 
     def _start_pool(self, epoch: int) -> None:
         self.pooling_from = epoch
         self.pool = np.repeat(self.start.astype(np.uint8), self.pool_size, axis=0)
 
     def state(self) -> dict[str, Any]:
-        """What a checkpoint keeps: the epoch the pool began after, the grids as bits."""
+        """What a checkpoint keeps: the epoch the pool began after, the grids as bits and
+        the current hold."""
         if self.pool is None:
             return {}
-        return {"pooling_from": self.pooling_from, "pool": np.packbits(self.pool, axis=-1)}
+        return {
+            "pooling_from": self.pooling_from,
+            "pool": np.packbits(self.pool, axis=-1),
+            "hold": self.hold,
+        }
 
     def load_state(self, state: dict[str, Any]) -> None:
         if "pool" not in state:
@@ -263,3 +283,5 @@ class GrowthBatches:
         if pool.shape != self.pool.shape:
             raise ValueError(f"the checkpoint's pool is {pool.shape}, the task's {self.pool.shape}")
         self.pool = pool
+        if "hold" in state:  # pools saved before the hold schedule held the fixed hold
+            self.hold = int(state["hold"])

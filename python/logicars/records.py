@@ -197,6 +197,7 @@ def record_from_run(
             "pool_lr",
             "hold",
             "pool_steps",
+            "hold_schedule",
         )
         if k in s
     }

@@ -26,6 +26,7 @@ from enum import Enum
 from typing import Any
 
 from ..errors import InvalidValueError
+from ..growth import HOLD_SCHEDULES
 from ..spec import (
     DEFAULT_LR,
     DEFAULT_WEIGHT_DECAY,
@@ -443,8 +444,8 @@ class TrainConfig:
     )  # fmt: skip
     pool_batch: int = _setting(
         4, help="with --growth persist or regrow: the pool's grids per training step (the "
-        "start grid among them; with regrow, one of them damaged)",
-        check=Count(2, MAX_GRID), resume=Resume.FIXED, recorded=Recorded.PRESET,
+        "start grid among them; with regrow, one of them damaged; 1: the start grid alone)",
+        check=Count(1, MAX_GRID), resume=Resume.FIXED, recorded=Recorded.PRESET,
         metavar="B", before=4,
     )  # fmt: skip
     pool_lr: float | None = _setting(
@@ -458,6 +459,13 @@ class TrainConfig:
         "step T of the pool's rollouts (0: only step T)",
         check=Count(0, 2**20), resume=Resume.FIXED, recorded=Recorded.PRESET, metavar="N",
         before=0,
+    )  # fmt: skip
+    hold_schedule: str = _setting(
+        "fixed", help="with --hold N: fixed, the loss reads the N states after step T from "
+        "the pool phase's start; grow, 0 at first and one more after each epoch whose hard "
+        "circuit is exact on all of them, up to N (a curriculum)",
+        check=Choice(HOLD_SCHEDULES), resume=Resume.FIXED, recorded=Recorded.PRESET,
+        metavar="SCHEDULE", before="fixed",
     )  # fmt: skip
     pool_steps: int | None = _setting(
         None, help="with --growth persist or regrow: each pool batch runs a number of steps "

@@ -424,8 +424,13 @@ class LowestCircuit(Policy):
         state = run.state
         if self.before is None:
             return
-        if state.lowest is not None and row.hard_loss >= state.lowest["hard_loss"]:
-            return
+        if state.lowest is not None:
+            lowest = state.lowest["hard_loss"]
+            # A growth run's later exact epoch wins a tie: its pool and hold have asked more
+            # of the circuit than the epoch that first grew the target.
+            later_exact = row.hard_loss == 0 and state.preset.config.growth not in (None, "grow")
+            if row.hard_loss > lowest or (row.hard_loss == lowest and not later_exact):
+                return
         state.lowest = {"epoch": row.epoch, "hard_loss": row.hard_loss}
         self.params, self.unsaved = self.before, True
 

@@ -30,6 +30,7 @@ class PoolBatches(BatchSource):
             batch=config.pool_batch,
             hold=config.hold,
             max_steps=config.pool_steps,
+            hold_schedule=config.hold_schedule,
         )
         self.pool_lr = config.pool_lr
         self.path = run_dir / POOL_NAME

@@ -69,7 +69,14 @@ def run_summary(
         **(
             {
                 k: getattr(p.config, k)
-                for k in ("pool_size", "pool_batch", "pool_lr", "hold", "pool_steps")
+                for k in (
+                    "pool_size",
+                    "pool_batch",
+                    "pool_lr",
+                    "hold",
+                    "hold_schedule",
+                    "pool_steps",
+                )
             }
             if p.config.growth not in (None, "grow")
             else {}
