@@ -48,6 +48,22 @@ fn eval_table(table: u8, x: [u8; 3]) -> u8 {
     })
 }
 
+/// How many gates read each value (inputs, then gates); an output counts twice, so
+/// that a stored gate never looks read once.
+fn reader_counts(net: &Netlist) -> Vec<u32> {
+    let mut readers = vec![0u32; net.inputs.len() + net.gates.len()];
+    for g in &net.gates {
+        readers[g.a as usize] += 1;
+        readers[g.b as usize] += 1;
+    }
+    for o in &net.outputs {
+        if let NetOutput::Node { node, .. } = *o {
+            readers[node as usize] += 2; // stored: always computed
+        }
+    }
+    readers
+}
+
 /// The netlist's gates as nodes. For AVX-512, a gate that reads a gate used nowhere
 /// else (no other gate, no output) absorbs it when the two depend on at most three
 /// distinct values, repeatedly: `(a & b) ^ c` becomes one ternary node over `a, b, c`.
@@ -66,16 +82,7 @@ pub(super) fn nodes(net: &Netlist, isa: Isa) -> Vec<Node> {
     if !isa.zmm() {
         return out;
     }
-    let mut readers = vec![0u32; n_in + net.gates.len()];
-    for g in &net.gates {
-        readers[g.a as usize] += 1;
-        readers[g.b as usize] += 1;
-    }
-    for o in &net.outputs {
-        if let NetOutput::Node { node, .. } = *o {
-            readers[node as usize] += 2; // stored: always computed
-        }
-    }
+    let readers = reader_counts(net);
     // Each node as (its operands, its table over them).
     let table_of = |node: &Node| match node.op {
         NodeOp::Gate(kind) => apply(kind, TERN_A, TERN_B),
