@@ -147,7 +147,6 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ),
     ("errors", ("errors",)),
     ("spec", ("spec",)),
-    ("training settings", ("training.config",)),  # TrainConfig: a Preset holds one
     (
         "tasks",
         (
@@ -163,12 +162,14 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "growth",
         ),
     ),
+    # TrainConfig: a Preset holds one; its growth settings name the growth schedules
+    ("training settings", ("training.config",)),
     ("presets", ("presets",)),
     (
         "circuit presentation",
         ("circuit.export", "viz.page", "viz.plots", "viz.render", "viz.analysis"),
     ),
-    ("model", ("checkpoint", "arguments", "model")),
+    ("model", ("checkpoint", "npz", "arguments", "model")),
     ("runs (io)", ("runstate", "runs", "runtime")),
     ("checks", ("circuit.evaluate", "circuit.repair", "circuit.simulate", "pretrained")),
     (

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
-import zipfile
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
@@ -31,7 +28,8 @@ from .errors import (
     MemoryLimitError,
     ShapeError,
 )
-from .spec import DEFAULT_LR, DEFAULT_WEIGHT_DECAY, MAX_SEED, ModelSpec, legacy_lr
+from .npz import read_npz, unreadable, write_npz
+from .spec import DEFAULT_LR, DEFAULT_WEIGHT_DECAY, MAX_SEED, ModelSpec
 
 if TYPE_CHECKING:
     from .circuit.export import Netlist
@@ -416,51 +414,22 @@ class Model:
 
         Raises `logicars.errors.CheckpointError` for a missing, damaged or foreign file.
         """
+        contents = read_npz(path)
         try:
-            # Regular files only: np.load would wait forever on a FIFO and read a device.
-            mode = os.stat(path).st_mode
-            if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
-                raise CheckpointError(f"{path}: not a regular file (a FIFO, device or socket)")
-            from .files import load_npz
-
-            # Every member's header checked before anything is allocated (issue 43).
-            z = load_npz(Path(path), str(path), _core.memory_cap_mb() << 20)
-            if "config" not in z:
-                raise CheckpointError(f"{path}: no 'config' entry; not a logicars/fixture npz file")
-            config = json.loads(str(z["config"]))
-            spec = ModelSpec.from_dict(config)
-            lr = legacy_lr(config)
-            n_p, n_u = len(spec.perceive.layers) - 1, len(spec.update.layers) - 1
-            pw = [z[f"perceive_wires_{i}"] for i in range(n_p)]
-            uw = [z[f"update_wires_{i}"] for i in range(n_u)]
-            logits = ("perceive_logits_", "update_logits_")
-            params = {k: v for k, v in z.items() if k.startswith(logits)}
-            model = cls.from_parts(spec, pw, uw, params)
-            model.lr = lr
-            return model
-        except CheckpointError:
-            raise
-        except FileNotFoundError:
-            raise CheckpointError(f"{path}: no such file") from None
+            model = cls.from_parts(
+                contents.spec, contents.perceive_wires, contents.update_wires, contents.params
+            )
+            model.lr = contents.lr
         except KeyError as e:
             raise CheckpointError(f"{path}: missing array {e.args[0]}") from None
-        except (ValueError, TypeError, OSError, zipfile.BadZipFile, EOFError) as e:
-            # np.load's errors for files that are not (intact) npz archives vary by version
-            raise CheckpointError(
-                f"{path}: not a readable logicars/fixture npz file: {e}"
-            ) from None
+        except (ValueError, TypeError, OSError) as e:
+            raise unreadable(path, e) from None
+        return model
 
     def to_npz(self, path: PathLike) -> None:
         """Saves parameters, wiring and config in the reference fixture format (the
         config with the model's `lr` where it has one, as the notebook's files do)."""
-        arrays: dict[str, np.ndarray] = {"config": np.array(self.config_json())}
-        arrays.update(self.params())
-        arrays.update(self.wires())
-        from .files import save_atomic
-
-        target = os.fspath(path)
-        target = target if target.endswith(".npz") else f"{target}.npz"  # as np.savez
-        save_atomic(target, lambda f: np.savez(f, **arrays))
+        write_npz(path, self.config_json(), {**self.params(), **self.wires()})
 
     def config_json(self) -> str:
         """The spec as JSON, with the model's `lr` where it has one (what the files of
