@@ -308,6 +308,10 @@ def legacy_lr(config: dict[str, Any]) -> float | None:
 # ---- typed field access for from_dict ----------------------------------------------------
 
 _MISSING = object()
+# The fields of a config's `relax` object, as the engine reads them.
+_RELAX_FIELDS = frozenset(
+    f["path"].partition(".")[2] for f in _core.CONFIG_FIELDS if f["path"].startswith("relax.")
+)
 
 
 def _get(d: dict[str, Any], key: str, prefix: str, default: Any) -> Any:
@@ -362,7 +366,7 @@ def _relaxation(d: dict[str, Any]) -> Relaxation:
     mode = _get(r, "mode", "relax.", _MISSING)
     if not isinstance(mode, str):
         raise _bad("relax.", "mode", "a string", mode)
-    unknown = sorted(set(r) - {"mode", "tau", "noise", "warmup", "steps", "hard_fraction"})
+    unknown = sorted(set(r) - _RELAX_FIELDS)
     if unknown:
         raise InvalidValueError(f"config.relax: unknown field {unknown[0]!r}")
     tau = _number(r, "tau", None, "relax.") if "tau" in r else None
