@@ -5,51 +5,17 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import signal
 import sys
-import threading
 from collections import deque
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from ..files import SWEEP_MARKER, mark_dir, refuse_foreign_dir
+from ..training.interrupts import StopOnInterrupt
 from .executors import PoolExecutor, RayExecutor, check_reachable
 from .grid import Grid, PathLike, Point, expand_grid, parse_shard, read_sweep_file
 from .points import POINT_FILE, damage_message, point_state
 from .reporting import SweepReport, point_solved, report
-
-
-class _StopRequest:
-    """SIGINT/SIGTERM in the driver: the first asks the running points to stop after
-    their current epoch (they save a checkpoint); a second Ctrl-C aborts at once."""
-
-    def __init__(self) -> None:
-        self.requested = False
-        self._previous: dict[int, Any] = {}
-
-    def __enter__(self) -> _StopRequest:
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                self._previous[sig] = signal.signal(sig, self._handle)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for sig, previous in self._previous.items():
-            if previous is None:  # not set from Python: Python's own defaults
-                previous = signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL
-            signal.signal(sig, previous)
-
-    def _handle(self, signum: int, frame: FrameType | None) -> None:
-        if self.requested and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        self.requested = True
-        print(
-            "\nlogicars sweep: stopping; the running points finish their epoch and save a "
-            "checkpoint (Ctrl-C again to abort)",
-            file=sys.stderr,
-            flush=True,
-        )
 
 
 @dataclasses.dataclass
@@ -128,7 +94,7 @@ def sweep(
       (finished points count; running ones finish).
     - `quiet`: no progress bar and no messages but failures and interruptions.
 
-    Ctrl-C (or SIGTERM) stops the running points after their current epoch with a
+    Ctrl-C (or SIGTERM, SIGHUP) stops the running points after their current epoch with a
     checkpoint; the sweep then returns with `interrupted=True`. Bad options raise
     `ValueError`/`TypeError`, before any training where they can be seen from the grid.
     """
@@ -260,7 +226,10 @@ class _Run:
         stopped = aborted = False
         self._bar = progress_bar(total=len(todo), desc="sweep", unit="point", disable=self.quiet)
         try:
-            with _StopRequest() as stop, self._bar:
+            stop = StopOnInterrupt(
+                "logicars sweep", "the running points finish their epoch and save a checkpoint"
+            )
+            with stop, self._bar:
                 while todo or running:
                     if (stop.requested or input_error) and not stopped:
                         executor.stop(list(running))

@@ -1,5 +1,6 @@
 """Ctrl-C, and what batch schedulers (Slurm preemption, Kubernetes) and closed terminals
-send: all three stop a training run after its epoch, with a checkpoint."""
+send: all three stop a training run after its epoch, with a checkpoint, and a sweep's
+running points likewise (one handler for both)."""
 
 from __future__ import annotations
 
@@ -17,9 +18,14 @@ STOP_SIGNALS = tuple(
 class StopOnInterrupt:
     """SIGINT, SIGTERM and SIGHUP handler: the first signal asks the loop to stop after
     the current epoch (`signal_name` says which), a second one aborts at once
-    (KeyboardInterrupt)."""
+    (KeyboardInterrupt). `who` and `stopping` word the message the first one prints."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        who: str = "logicars",
+        stopping: str = "finishing this epoch and saving a checkpoint",
+    ) -> None:
+        self.who, self.stopping = who, stopping
         self.requested = False
         self.signal_name: str | None = None
         self._previous: dict[int, Any] = {}
@@ -47,8 +53,8 @@ class StopOnInterrupt:
         again = "Ctrl-C" if signum == signal.SIGINT else self.signal_name
         try:
             print(
-                f"\nlogicars: {self.signal_name} received; finishing this epoch and saving "
-                f"a checkpoint ({again} again to abort)",
+                f"\n{self.who}: {self.signal_name} received; {self.stopping} "
+                f"({again} again to abort)",
                 file=sys.stderr,
                 flush=True,
             )
