@@ -1,4 +1,4 @@
-"""Rich display in Jupyter (`logicars.display`): models, runs, sweeps, live pages, progress."""
+"""Rich display in Jupyter (`logicars.viz.display`): models, runs, sweeps, live pages, progress."""
 
 from __future__ import annotations
 
