@@ -513,7 +513,7 @@ def growth_table(names: list[str], data: Path = DATA) -> list[str]:
     wall time per working circuit (every attempt and search counted; working: what its
     mode requires)."""
     lines = [
-        "| sweep | seeds | growth | pool lr | grows | persists to 4T | regrows >= 80% "
+        "| sweep | seeds | growth | pool phase | grows | persists to 4T | regrows >= 80% "
         "| median regrown | wall s per working circuit |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
@@ -521,9 +521,9 @@ def growth_table(names: list[str], data: Path = DATA) -> list[str]:
         rows, _ = load(name, data)
         groups: dict[tuple[str, Any], list[Record]] = {}
         for r in rows:
-            key = (_growth_mode(r), (r.get("options") or {}).get("pool_lr"))
+            key = (_growth_mode(r), _pool_phase(r))
             groups.setdefault(key, []).append(r)
-        for (mode, pool_lr), rs in groups.items():
+        for (mode, pool_phase), rs in groups.items():
             seeds = [int(r["seed"]) for r in rs]
             grows = sum(bool(_named(r, "grown")["passed"]) for r in rs)
             persists = sum(bool(_named(r, "persists")["passed"]) for r in rs)
@@ -535,11 +535,36 @@ def growth_table(names: list[str], data: Path = DATA) -> list[str]:
             per = f"{seconds / working:.0f}" if working else "none works"
             n = len(rs)
             lines.append(
-                f"| {name} | {min(seeds)}-{max(seeds)} | {mode} | {pool_lr or '-'} "
+                f"| {name} | {min(seeds)}-{max(seeds)} | {mode} | {pool_phase} "
                 f"| {_percent(grows, n)}) | {_percent(persists, n)}) | {_percent(regrows, n)}) "
                 f"| {np.median(shares):.0%} | {per} |"
             )
     return lines
+
+
+# The pool phase's options as the growth table names them, with train's defaults (left
+# out of the table when a run has them).
+POOL_OPTIONS = (
+    ("pool_batch", "batch {}", 4),
+    ("pool_lr", "lr {}", None),
+    ("pool_steps", "rollouts T..{}", None),
+    ("hold", "hold {}", 0),
+    ("hold_schedule", "{} hold", "fixed"),
+)
+
+
+def _pool_phase(r: Record) -> str:
+    """The pool phase's options that differ from the defaults, e.g. `batch 1, hold 30,
+    grow hold`; `-` for growing only or the defaults."""
+    options = r.get("options") or {}
+    if _growth_mode(r) == "grow":
+        return "-"
+    parts = [
+        text.format(options[key])
+        for key, text, default in POOL_OPTIONS
+        if options.get(key, default) != default
+    ]
+    return ", ".join(parts) or "defaults"
 
 
 def _works(r: Record) -> bool:
