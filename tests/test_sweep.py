@@ -4,6 +4,7 @@ resume after SIGKILL and Ctrl-C, `--until-solved`, `--shard`, the grid and its e
 from __future__ import annotations
 
 import csv
+import importlib
 import json
 import os
 import shutil
@@ -532,3 +533,26 @@ def _fmt_cell(value: float) -> str:
     from logicars.sweep.reporting import _fmt
 
     return f" {_fmt(value)} "
+
+
+def test_a_point_held_by_another_process_is_busy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The point lock is the run lock's (`runlock.hold_lock`), waiting a while for its
+    # holder: a second holder (here another open file description) is refused after it.
+    points = importlib.import_module("logicars.sweep.points")
+    from logicars.runlock import hold_lock
+
+    monkeypatch.setattr(points, "_LOCK_WAIT_S", 0.2)
+    run_dir = tmp_path / "p"
+    run_dir.mkdir()
+    held = hold_lock(run_dir / points.LOCK_FILE)
+    try:
+        with pytest.raises(points.PointBusy, match="being trained by another process"):
+            with points._point_lock(run_dir):
+                pass
+    finally:
+        assert held is not None
+        held.close()
+    with points._point_lock(run_dir):  # released: free again
+        pass

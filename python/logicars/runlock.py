@@ -16,11 +16,15 @@ otherwise plant `.lock` as a link to a file of whoever trains there, which the P
 overwrite. Holding the lock also claims the directory: an existing directory that is not
 a run of this package (nor empty) is refused before anything is written into it
 (`files.refuse_foreign_dir`), and a claimed one is marked as a run.
+
+`hold_lock` is the lock itself (a file opened that way and `flock`ed), which a sweep's
+point lock (`logicars.sweep.points`) takes as well, waiting a while for its holder.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import IO
 
@@ -36,6 +40,39 @@ class RunLockedError(ValueError):
     """Another process is writing the run directory."""
 
 
+class LockBusy(Exception):
+    """Another process holds the lock; `holder` is `" (PID n)"` from its file, or ""."""
+
+    def __init__(self, holder: str) -> None:
+        super().__init__(holder)
+        self.holder = holder
+
+
+def hold_lock(path: Path, wait_s: float = 0.0) -> IO[str] | None:
+    """The lock file `path`, created if absent and opened without following a symlink
+    (`files.open_nofollow`), held with an exclusive `flock` until the file is closed or
+    its process dies; `LockBusy` when another process still holds it after `wait_s`
+    seconds. None where the platform has no advisory locks (not POSIX)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: no advisory locks
+        return None
+    deadline = time.monotonic() + wait_s
+    f = os.fdopen(open_nofollow(path, os.O_RDWR | os.O_CREAT), "r+")
+    try:
+        while True:
+            try:
+                fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return f
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise LockBusy(_holder(f)) from None
+                time.sleep(0.1)
+    except BaseException:
+        f.close()
+        raise
+
+
 class RunLock:
     """The held lock of a run directory; `release()` (or process exit) drops it."""
 
@@ -49,27 +86,18 @@ class RunLock:
         directory that is not a run of this package (nor empty) or a lock file that is
         not a plain file raises ValueError, before anything is written."""
         refuse_foreign_dir(run_dir, "output directory", RUN_MARKER, _RUN_FILES)
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - not POSIX: no advisory locks
-            mark_dir(run_dir)
-            return cls(None)
         path = run_dir / LOCK_NAME
         for _ in range(100):
-            fd = open_nofollow(path, os.O_RDWR | os.O_CREAT)
-            f = os.fdopen(fd, "r+")
             try:
-                fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = _holder(f)
-                f.close()
+                f = hold_lock(path)
+            except LockBusy as e:
                 raise RunLockedError(
-                    f"{run_dir} is being written by another logicars process{holder}; "
+                    f"{run_dir} is being written by another logicars process{e.holder}; "
                     "wait for it to end or choose another output directory"
                 ) from None
-            except BaseException:
-                f.close()
-                raise
+            if f is None:  # pragma: no cover - not POSIX: no advisory locks
+                mark_dir(run_dir)
+                return cls(None)
             if _names(path, f):
                 break
             f.close()  # released and removed by its holder meanwhile: lock the new file

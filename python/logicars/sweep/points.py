@@ -6,15 +6,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import os
 import shutil
-import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..files import check_name, open_nofollow, read_json, write_atomic
+from ..files import check_name, read_json, write_atomic
+from ..runlock import LockBusy, hold_lock
 from ..training.config import Resume, resume_settings
 
 POINT_FILE = "point.json"  # the point's options, written before its run starts
@@ -145,31 +144,21 @@ class PointBusy(Exception):
 
 @contextmanager
 def _point_lock(run_dir: Path) -> Iterator[None]:
-    """An exclusive lock on the point's directory while it trains (released by the OS
-    when the process dies, however it dies)."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX: no lock
-        yield
-        return
+    """An exclusive lock on the point's directory while it trains (`runlock.hold_lock`:
+    released by the OS when the process dies, however it dies)."""
     if run_dir.is_symlink():
         raise PointDamaged(f"{run_dir} is a symbolic link; a point's directory must be its own")
     run_dir.mkdir(parents=True, exist_ok=True)
-    # Not through a symlink planted as the lock (it would create or lock a file elsewhere).
-    with os.fdopen(open_nofollow(run_dir / LOCK_FILE, os.O_WRONLY | os.O_CREAT), "ab") as f:
-        deadline = time.monotonic() + _LOCK_WAIT_S
-        while True:
-            try:
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise PointBusy(f"{run_dir} is being trained by another process") from None
-                time.sleep(0.1)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+    try:
+        # Not through a symlink planted as the lock (it would create or lock a file elsewhere).
+        lock = hold_lock(run_dir / LOCK_FILE, _LOCK_WAIT_S)
+    except LockBusy:
+        raise PointBusy(f"{run_dir} is being trained by another process") from None
+    try:
+        yield
+    finally:
+        if lock is not None:
+            lock.close()  # closing the file drops the flock
 
 
 def _checkpoint_finished(ckpt: Path) -> bool:
