@@ -32,8 +32,8 @@ CHECKS = ((64, 1), (256, 2))
 def passes(model, preset) -> bool:  # type: ignore[no-untyped-def]
     for samples, seed in CHECKS:
         r = evaluate(model, preset, samples=samples, seed=seed)
-        if r["solved"] != r["samples"]:
-            print(f"  {preset.name}: {r['solved']}/{r['samples']} solved (seed {seed})")
+        if r.solved != r.samples:
+            print(f"  {preset.name}: {r.solved}/{r.samples} solved (seed {seed})")
             return False
     return True
 

@@ -17,7 +17,11 @@ table goes:
   whose per-seed values were not kept comes from the sweep's published aggregate line);
 - `{{seed-table NAME}}`: a sweep's per-seed table;
 - `{{cells NAME TABLE}}`: a published table with one column per seed, transcribed cell by
-  cell into the records' `cells`.
+  cell into the records' `cells`;
+- `{{growth-table NAME ...}}`, `{{growth-plot FILE NAME ...}}`: the growth checks per
+  variant, and wrong cells against step;
+- `{{attempt-lengths NAME EPOCHS}}`: the expected epochs to a working circuit had the
+  sweep's attempts (of EPOCHS) been shorter.
 
 To add a sweep: `python -m logicars sweep lizard --seeds 100-139 --out DIR`, then
 `python scripts/make_results.py --record DIR --name lizard-seeds-100-139` (this writes
@@ -340,6 +344,8 @@ def render_results(data: Path = DATA) -> tuple[str, list[str]]:
             out += cells_table(args[0], args[1], data)
         elif kind == "growth-table":
             out += growth_table(args, data)
+        elif kind == "attempt-lengths":
+            out += attempt_length_table(args[0], int(args[1]), data)
         elif kind == "growth-plot":
             out.append(f"![wrong cells against step, T to 10T](img/results/{args[0]}){rest}")
         else:
@@ -365,14 +371,17 @@ def from_runs(runs: Path, train: bool) -> None:
     GIFs and pages."""
     IMAGES.mkdir(parents=True, exist_ok=True)
     rows, threads = [], set()
+    kept = {r["preset"]: r for r in load("defaults")[0]}
     for name in logicars.PRESETS:
         run_dir = runs / name
         if not (run_dir / "summary.json").exists():
             if not train:
+                if name in kept:  # a preset not re-run keeps its committed record
+                    rows.append(kept[name])
                 continue
             logicars.train(name, out=run_dir, quiet=True)
         rows.append(record_from_run("defaults", run_dir, wide=False))
-        threads.add(rows[-1]["build"]["threads"])
+        threads.add(rows[-1]["build"]["threads"])  # the runs made now: the date's and CPU's
         for f in ("loss.png", "rollout.gif"):
             shutil.copyfile(run_dir / f, IMAGES / f"{name}-{f}")
         from logicars.runs import load_run
@@ -381,9 +390,15 @@ def from_runs(runs: Path, train: bool) -> None:
         run = load_run(run_dir)
         PAGES.mkdir(parents=True, exist_ok=True)
         (PAGES / f"{name}.html").write_text(page_html(run.model, run.preset), encoding="utf-8")
-    if not rows:
+    if not threads:
         raise SystemExit(f"{runs}: no run directories of the presets")
     write_records(SWEEPS / "defaults.jsonl", rows)
+    fresh = [r for r in rows if r is not kept.get(r["preset"])]
+    if len(fresh) < len(rows):
+        # The generated line speaks for every row: with some rows kept from earlier runs
+        # it stays theirs, and the template's prose says where the new rows come from.
+        print(f"kept earlier records of {len(rows) - len(fresh)} presets; results.json unchanged")
+        return
     meta = json.loads((DATA / "results.json").read_text())
     meta["generated"] = {
         "date": date.today().isoformat(),
@@ -539,6 +554,40 @@ def growth_table(names: list[str], data: Path = DATA) -> list[str]:
                 f"| {_percent(grows, n)}) | {_percent(persists, n)}) | {_percent(regrows, n)}) "
                 f"| {np.median(shares):.0%} | {per} |"
             )
+    return lines
+
+
+ATTEMPT_LENGTHS = (250, 400, 500, 600, 750, 1000, 1250, 1500, 2000, 3000)
+
+
+def attempt_length_table(name: str, recorded: int, data: Path = DATA) -> list[str]:
+    """The expected epochs to a working circuit if the sweep `name` (its runs restarted
+    unsolved attempts after `recorded` epochs) had restarted after fewer: its attempts
+    taken as independent draws, an attempt that solved at epoch e of its own solves with
+    any length >= e, one that did not solves with none (so lengths above `recorded` are
+    not estimated). Expected epochs = mean epochs an attempt costs / share that solve."""
+    rows, _ = load(name, data)
+    within: list[int] = []  # the epoch within its attempt at which each solving one solved
+    attempts = 0
+    for r in rows:
+        n, solved = int(need(r, "attempts")), r.get("solved_epoch")
+        attempts += n
+        if solved is not None:
+            within.append(int(solved) - recorded * (n - 1))
+    lines = [
+        f"| attempt length | attempts solving within it (of {attempts}) | expected epochs "
+        "to a working circuit |",
+        "|---|---|---|",
+    ]
+    for length in (a for a in ATTEMPT_LENGTHS if a <= recorded):
+        solving = [e for e in within if e <= length]
+        if not solving:
+            continue
+        cost = (sum(solving) + (attempts - len(solving)) * length) / attempts
+        lines.append(
+            f"| {length} | {len(solving)} ({len(solving) / attempts:.0%}) "
+            f"| {cost * attempts / len(solving):.0f} |"
+        )
     return lines
 
 
