@@ -4,15 +4,17 @@ draw (`logicars.draws`)."""
 
 from __future__ import annotations
 
+import itertools
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
 import logicars
-from logicars import draws
+from logicars import draws, growth
 from logicars.circuit.evaluate import evaluate, heldout_inputs, validate
-from logicars.circuit.repair import repair
+from logicars.circuit.repair import _set_op, repair
 from logicars.growth import (
     DAMAGE_RADIUS,
     PERSIST_HORIZON,
@@ -20,6 +22,7 @@ from logicars.growth import (
     GrowthBatches,
     damage_discs,
     growth_checks,
+    wrong_while_held,
 )
 from logicars.tasks import GrowTask, Task
 
@@ -272,3 +275,38 @@ def test_train_step_at_reads_the_states_it_is_given() -> None:
     assert np.array_equal(a2._engine.logits(), b2._engine.logits())
     with pytest.raises(ValueError, match="loss_from"):
         b.train_step_at(x, y, steps=3, loss_from=4)
+
+
+def test_a_repair_of_a_holding_circuit_counts_every_held_step() -> None:
+    """A persisting or regenerating run's repair and kept-circuit choice score the wrong
+    cells of every step from T to 4T (`wrong_while_held`), the check the run must pass, not
+    step T alone: a circuit broken after T scores its later steps."""
+    from logicars.runs import load_run
+    from logicars.training.policies import validation_score
+
+    run = load_run(Path(__file__).parent / "data" / "heart-regrow-seed0.safetensors")
+    assert run.preset is not None and run.preset.config.growth == "regrow"
+    task = run.preset.task()
+    assert wrong_while_held(run.model, task) == 0  # it persists
+    params = run.model.params()
+    # Set one gate to constant 0 or 1: the first that leaves the pattern grown at T but
+    # no longer held.
+    found = None
+    for name in sorted(params):
+        rows = params[name].reshape(-1, params[name].shape[-1])
+        for gate, op in itertools.product(range(len(rows)), (0, 15)):
+            old = rows[gate].copy()
+            _set_op(rows[gate], op)
+            run.model.set_params(params)
+            held = wrong_while_held(run.model, task)
+            if held > 0 and growth.wrong_by_step(run.model, task, task.num_steps)[-1] == 0:
+                found = (name, gate, op)
+                break
+            rows[gate] = old
+        if found:
+            break
+    assert found is not None
+    assert validation_score(run.model, run.preset)[1] == held
+    result = repair(run.model, run.preset, budget=50, method="greedy")
+    assert result.wrong_before == held and result.wrong_after <= held
+    assert wrong_while_held(run.model, task) == result.wrong_after

@@ -91,6 +91,21 @@ def wrong_by_step(model: Any, task: Any, horizon: int) -> list[int]:
     return [int(np.count_nonzero(task.wrong(g, target))) for g in grids]
 
 
+def holds_target(task: Any) -> bool:
+    """Whether the task's check asks a grown pattern to hold (a growth task trained to
+    persist or regrow)."""
+    return getattr(task, "growth", "grow") != "grow"
+
+
+def wrong_while_held(model: Any, task: Any) -> int:
+    """Wrong loss-channel cells summed over steps T..`PERSIST_HORIZON` T from the start
+    grid: how far a circuit is from persisting (0: it does), what a repair of a
+    persisting or regenerating run lowers (a circuit right at T alone scores its later
+    steps' wrong cells)."""
+    steps = task.num_steps
+    return sum(wrong_by_step(model, task, PERSIST_HORIZON * steps)[steps:])
+
+
 def regrown(model: Any, task: Any, masks: np.ndarray) -> np.ndarray:
     """For each damage mask `(N, H, W)`: whether the pattern grown from the start grid, erased
     there after step T, is the target T steps later; bool `(N,)`."""

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..arguments import check_int
+from ..growth import holds_target, wrong_while_held
 from ..model import Model
 from ..presets import Preset
 from ..progress import progress_bar
@@ -141,8 +142,11 @@ def repair_on(
     if offset:
         raise ValueError("offset continues a drift search; the greedy one starts over")
     t0 = time.perf_counter()
+    task = preset.task()
 
     def count() -> int:
+        if holds_target(task):  # the check it must pass reads every step to 4T
+            return wrong_while_held(model, task)
         return int(np.count_nonzero(wrong_cells(model, preset, x, target, seed)))
 
     params = model.params()

@@ -27,6 +27,7 @@ from ..circuit.evaluate import validate
 from ..circuit.repair import VALIDATION_SAMPLES, VALIDATION_SEED
 from ..circuit.repair import repair as repair_circuit
 from ..errors import CheckpointError
+from ..growth import holds_target, wrong_while_held
 from ..model import Model
 from ..presets import Preset
 from ..runstate import EpochMetrics, RunState
@@ -90,9 +91,12 @@ def confirmed(model: Model, preset: Preset) -> bool:
 def validation_score(model: Model, preset: Preset) -> list[int]:
     """How far the hard circuit is from passing the validation check: `[inputs wrong,
     cells wrong]`, compared in that order (a check the task needs beyond the cells, as a
-    grown image's persistence, counts as one more input wrong)."""
+    grown image's persistence, counts as one more input wrong; the cells of a circuit
+    that must hold its target are those wrong at any step from T to 4T)."""
     check = validate(model, preset, VALIDATION_SAMPLES, VALIDATION_SEED)
-    return [check.samples - check.solved + (not check.passed), check.wrong_cells]
+    task = preset.task()
+    cells = wrong_while_held(model, task) if holds_target(task) else check.wrong_cells
+    return [check.samples - check.solved + (not check.passed), cells]
 
 
 def attempt_lowest(state: RunState) -> float:
