@@ -20,6 +20,8 @@ table goes:
   cell into the records' `cells`;
 - `{{growth-table NAME ...}}`, `{{growth-plot FILE NAME ...}}`: the growth checks per
   variant, and wrong cells against step;
+- `{{variants NAME ...}}`: per sweep and variant, the runs that work and the wall time per
+  working circuit;
 - `{{attempt-lengths NAME EPOCHS}}`: the expected epochs to a working circuit had the
   sweep's attempts (of EPOCHS) been shorter.
 
@@ -344,6 +346,8 @@ def render_results(data: Path = DATA) -> tuple[str, list[str]]:
             out += cells_table(args[0], args[1], data)
         elif kind == "growth-table":
             out += growth_table(args, data)
+        elif kind == "variants":
+            out += variants_table(args, data)
         elif kind == "attempt-lengths":
             out += attempt_length_table(args[0], int(args[1]), data)
         elif kind == "growth-plot":
@@ -588,6 +592,44 @@ def attempt_length_table(name: str, recorded: int, data: Path = DATA) -> list[st
             f"| {length} | {len(solving)} ({len(solving) / attempts:.0%}) "
             f"| {cost * attempts / len(solving):.0f} |"
         )
+    return lines
+
+
+def _variant(r: Record) -> str:
+    """A run's training options as the variants table names them."""
+    o = r.get("options") or {}
+    parts = [f"lr {o.get('lr')}", f"{o.get('target_epochs')} epochs"]
+    if o.get("restart_every"):
+        parts.append(f"attempts of {o['restart_every']}")
+    if o.get("binarize_states"):
+        parts.append("binarized states")
+    if o.get("drift_budget"):
+        parts.append(f"drift search {o['drift_budget']}")
+    return ", ".join(parts)
+
+
+def variants_table(names: list[str], data: Path = DATA) -> list[str]:
+    """Per sweep and variant (the options that differ between its runs): the runs, the
+    ones whose final circuit passes its held-out check, and the wall seconds per working
+    circuit (every run's seconds over the working ones: what a user waits)."""
+    lines = [
+        "| sweep | options | seeds | runs | working | wall s per working circuit |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name in names:
+        rows, _ = load(name, data)
+        groups: dict[str, list[Record]] = {}
+        for r in rows:
+            groups.setdefault(_variant(r), []).append(r)
+        for label, rs in groups.items():
+            seeds = sorted(int(r["seed"]) for r in rs)
+            working = sum(bool(need(r, "checks", "held_out")["passed"]) for r in rs)
+            seconds = sum(float(r["seconds"]) for r in rs)
+            per = f"{seconds / working:.0f}" if working else "none works"
+            lines.append(
+                f"| {name} | {label} | {seeds[0]}-{seeds[-1]} | {len(rs)} "
+                f"| {_percent(working, len(rs))}) | {per} |"
+            )
     return lines
 
 
