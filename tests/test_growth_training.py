@@ -152,3 +152,15 @@ def test_a_persisting_run_keeps_its_lowest_circuit(tmp_path: Path) -> None:
     grow = logicars.train(path, out=tmp_path / "g", quiet=True, checkpoint_every=2)
     assert not (tmp_path / "g" / "lowest.safetensors").exists()
     assert grow.summary["growth"] == "grow"
+
+
+def test_a_holding_run_skips_the_drift_search(tmp_path: Path) -> None:
+    """The engine's drift search scores step T alone: an unsolved growing run ends with it,
+    a persisting one does not (it would trade the held steps for step T)."""
+    kinds = {}
+    for mode in ("grow", "persist"):
+        path = _experiment(tmp_path, mode, seed=3, epochs=3)
+        path.write_text(path.read_text().replace("drift_budget = 0", "drift_budget = 10"))
+        run = logicars.train(path, out=tmp_path / mode, quiet=True)
+        kinds[mode] = [r.get("method") for r in run.summary["repairs"]]
+    assert "drift" in kinds["grow"] and "drift" not in kinds["persist"]

@@ -132,7 +132,10 @@ def repair_on(
     stop: Callable[[], bool] | None = None,
 ) -> RepairResult:
     """`repair` on given inputs `x` and their `target` on the loss channels (run for
-    `preset`'s steps on its boundary, async masks drawn from `seed`)."""
+    `preset`'s steps on its boundary, async masks drawn from `seed`). For a grown image
+    that must hold its target (`growth` persist or regrow) the greedy search scores the
+    wrong cells of every step from T to 4T from its start grid instead
+    (`growth.wrong_while_held`: what its check reads); the drift search scores step T."""
     budget = check_int("budget", budget, 0)
     offset = check_int("offset", offset, 0)
     if method not in REPAIR_METHODS:
