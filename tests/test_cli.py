@@ -99,7 +99,7 @@ def test_presets_table(capsys: pytest.CaptureFixture[str]) -> None:
     header = lines[0].split()
     assert header == ["name", "channels", "grid", "batch", "steps", "epochs", "seed", "gates",
                       "gate-cells/epoch"]  # fmt: skip
-    # A preset that restarts shows its budget and attempt length: "12000 (1500)".
+    # A preset that restarts shows its budget and attempt length: "12000 (750)".
     cells = [re.sub(r"(\d) \((\d+)\)", r"\1(\2)", line).split() for line in lines[1:6]]
     rows = [dict(zip(header, c)) for c in cells]
     assert [r["name"] for r in rows] == list(PRESETS)
