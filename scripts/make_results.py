@@ -598,7 +598,7 @@ def attempt_length_table(name: str, recorded: int, data: Path = DATA) -> list[st
 def _variant(r: Record) -> str:
     """A run's training options as the variants table names them."""
     o = r.get("options") or {}
-    parts = [f"lr {o.get('lr')}", f"{o.get('target_epochs')} epochs"]
+    parts = [f"`{r['preset']}`", f"lr {o.get('lr')}", f"{o.get('target_epochs')} epochs"]
     if o.get("restart_every"):
         parts.append(f"attempts of {o['restart_every']}")
     if o.get("binarize_states"):
