@@ -310,3 +310,4 @@ def test_a_repair_of_a_holding_circuit_counts_every_held_step() -> None:
     result = repair(run.model, run.preset, budget=50, method="greedy")
     assert result.wrong_before == held and result.wrong_after <= held
     assert wrong_while_held(run.model, task) == result.wrong_after
+    assert growth.wrong_by_step(run.model, task, task.num_steps)[-1] == 0  # still grows

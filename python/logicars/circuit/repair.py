@@ -133,9 +133,10 @@ def repair_on(
 ) -> RepairResult:
     """`repair` on given inputs `x` and their `target` on the loss channels (run for
     `preset`'s steps on its boundary, async masks drawn from `seed`). For a grown image
-    that must hold its target (`growth` persist or regrow) the greedy search scores the
+    that must hold its target (`growth` persist or regrow) the greedy search lowers the
     wrong cells of every step from T to 4T from its start grid instead
-    (`growth.wrong_while_held`: what its check reads); the drift search scores step T."""
+    (`growth.wrong_while_held`: what its check reads), never at the cost of step T; the
+    drift search scores step T."""
     budget = check_int("budget", budget, 0)
     offset = check_int("offset", offset, 0)
     if method not in REPAIR_METHODS:
@@ -147,18 +148,21 @@ def repair_on(
     t0 = time.perf_counter()
     task = preset.task()
 
-    def count() -> int:
-        if holds_target(task):  # the check it must pass reads every step to 4T
-            return wrong_while_held(model, task)
-        return int(np.count_nonzero(wrong_cells(model, preset, x, target, seed)))
+    def count() -> tuple[int, int]:
+        """(wrong cells at step T, wrong cells the check reads), compared in that order:
+        a circuit that must hold its target is scored on every step from T to 4T, and a
+        change that breaks step T is never kept for fewer wrong cells later (kept, such
+        changes had undone a persisting run's growth mid-training)."""
+        at_t = int(np.count_nonzero(wrong_cells(model, preset, x, target, seed)))
+        return at_t, wrong_while_held(model, task) if holds_target(task) else at_t
 
     params = model.params()
-    best = before = count()
-    result = RepairResult(before, before, 0)
-    while best > 0 and result.evaluations < budget:
+    best = first = count()
+    result = RepairResult(first[1], first[1], 0)
+    while best[1] > 0 and result.evaluations < budget:
         kept = 0
         for name, gate, op in _candidates(params):
-            if best == 0 or result.evaluations >= budget:
+            if best[1] == 0 or result.evaluations >= budget:
                 break
             rows = params[name].reshape(-1, params[name].shape[-1])
             old = rows[gate].copy()
@@ -176,7 +180,7 @@ def repair_on(
         model.set_params(params)
         if kept == 0:
             break
-    result.wrong_after = best
+    result.wrong_after = best[1]
     result.seconds = time.perf_counter() - t0
     return result
 
