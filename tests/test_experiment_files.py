@@ -217,10 +217,7 @@ def test_the_drift_budget_is_the_files_else_the_kinds_presets(
 
     monkeypatch.setattr(importlib.import_module("logicars.train"), "_run", capture)
     # measured: docs/results.md
-    assert {n: p.drift_budget for n, p in PRESETS.items() if p.drift_budget} == {
-        "gol": 200000,
-        "lizard": 400000,
-    }
+    assert {n: p.drift_budget for n, p in PRESETS.items() if p.drift_budget} == {"lizard": 400000}
     image = tmp_path / "shape.png"
     Image.fromarray(np.eye(6, dtype=np.uint8) * 255).save(image)
     lizard = dataclasses.replace(PRESETS["lizard"], drift_budget=9)
@@ -228,7 +225,6 @@ def test_the_drift_budget_is_the_files_else_the_kinds_presets(
     for i, (text, kw, want) in enumerate(
         [
             (f'task = "grow:{image.name}"\n', {}, 9),  # the lizard's
-            ('task = "life:B36/S23"\n', {}, 200000),  # the Game of Life's
             (f'task = "grow:{image.name}"\n[training]\ndrift_budget = 42\n', {}, 42),
             (
                 f'task = "grow:{image.name}"\n[training]\ndrift_budget = 42\n',

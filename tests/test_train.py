@@ -761,11 +761,12 @@ def test_a_run_with_a_drift_budget_ends_with_its_lowest_circuit_when_it_scores_b
 # that no option was chosen on: outside the tuning seeds (0-19) and the reporting seeds
 # (100-139) of docs/results.md. SLOW_SEEDS were run once before the test named them
 # (2026-11-28): seeds 200 and 201 of each preset (the lizard's 200 alone, for time: 13,860
-# epochs), but for the async checkerboard 201 and 203, the two of 200-203 that solve: the
+# epochs; gol's 201 alone: its seed 200 needed a drift search gol does not run), but for
+# the async checkerboard 201 and 203, the two of 200-203 that solve: the
 # 12 attempts of seeds 200 and 202 all ended unsolved (their final circuits solve 1016
 # and 944 of 1024 fresh starts), a regression test, not a success rate.
 SLOW_SEEDS = {
-    "gol": (200, 201),
+    "gol": (201,),
     "checkerboard": (200, 201),
     "checkerboard-async": (201, 203),
     "colored-g": (200, 201),
