@@ -166,6 +166,12 @@ def _percent(k: int, n: int) -> str:
     return f"{k} ({100 * k / n:.0f}%"
 
 
+def _seconds_per_working(rs: list[Record], working: int) -> str:
+    """Every run's wall seconds over the working ones: what a user waits per circuit."""
+    seconds = sum(float(r["seconds"]) for r in rs)
+    return f"{seconds / working:.0f}" if working else "none works"
+
+
 SOLVING_HEADER = [
     "preset",
     "training",
@@ -549,9 +555,7 @@ def growth_table(names: list[str], data: Path = DATA) -> list[str]:
             regrow = [_named(r, "regrows") for r in rs]
             regrows = sum(bool(g["passed"]) for g in regrow)
             shares = [g["solved"] / g["samples"] for g in regrow]
-            working = sum(_works(r) for r in rs)
-            seconds = sum(float(r["seconds"]) for r in rs)
-            per = f"{seconds / working:.0f}" if working else "none works"
+            per = _seconds_per_working(rs, sum(_works(r) for r in rs))
             n = len(rs)
             lines.append(
                 f"| {name} | {min(seeds)}-{max(seeds)} | {mode} | {pool_phase} "
@@ -624,8 +628,7 @@ def variants_table(names: list[str], data: Path = DATA) -> list[str]:
         for label, rs in groups.items():
             seeds = sorted(int(r["seed"]) for r in rs)
             working = sum(bool(need(r, "checks", "held_out")["passed"]) for r in rs)
-            seconds = sum(float(r["seconds"]) for r in rs)
-            per = f"{seconds / working:.0f}" if working else "none works"
+            per = _seconds_per_working(rs, working)
             lines.append(
                 f"| {name} | {label} | {seeds[0]}-{seeds[-1]} | {len(rs)} "
                 f"| {_percent(working, len(rs))}) | {per} |"

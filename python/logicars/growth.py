@@ -97,13 +97,20 @@ def holds_target(task: Any) -> bool:
     return getattr(task, "growth", "grow") != "grow"
 
 
+def held_score(model: Any, task: Any) -> tuple[int, int]:
+    """(wrong loss-channel cells at step T, summed over steps T..`PERSIST_HORIZON` T) from
+    the start grid, from one run of the circuit: what a repair of a persisting or
+    regenerating run compares, in that order."""
+    steps = task.num_steps
+    wrong = wrong_by_step(model, task, PERSIST_HORIZON * steps)
+    return wrong[steps], sum(wrong[steps:])
+
+
 def wrong_while_held(model: Any, task: Any) -> int:
     """Wrong loss-channel cells summed over steps T..`PERSIST_HORIZON` T from the start
-    grid: how far a circuit is from persisting (0: it does), what a repair of a
-    persisting or regenerating run lowers (a circuit right at T alone scores its later
-    steps' wrong cells)."""
-    steps = task.num_steps
-    return sum(wrong_by_step(model, task, PERSIST_HORIZON * steps)[steps:])
+    grid: how far a circuit is from persisting (0: it does; a circuit right at T alone
+    scores its later steps' wrong cells)."""
+    return held_score(model, task)[1]
 
 
 def regrown(model: Any, task: Any, masks: np.ndarray) -> np.ndarray:

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..arguments import check_int
-from ..growth import holds_target, wrong_while_held
+from ..growth import held_score, holds_target
 from ..model import Model
 from ..presets import Preset
 from ..progress import progress_bar
@@ -153,8 +153,10 @@ def repair_on(
         a circuit that must hold its target is scored on every step from T to 4T, and a
         change that breaks step T is never kept for fewer wrong cells later (kept, such
         changes had undone a persisting run's growth mid-training)."""
+        if holds_target(task):
+            return held_score(model, task)
         at_t = int(np.count_nonzero(wrong_cells(model, preset, x, target, seed)))
-        return at_t, wrong_while_held(model, task) if holds_target(task) else at_t
+        return at_t, at_t
 
     params = model.params()
     best = first = count()
