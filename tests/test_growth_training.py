@@ -154,13 +154,18 @@ def test_a_persisting_run_keeps_its_lowest_circuit(tmp_path: Path) -> None:
     assert grow.summary["growth"] == "grow"
 
 
-def test_a_holding_run_skips_the_drift_search(tmp_path: Path) -> None:
-    """The engine's drift search scores step T alone: an unsolved growing run ends with it,
-    a persisting one does not (it would trade the held steps for step T)."""
-    kinds = {}
+def test_a_holding_runs_drift_search_scores_the_held_steps(tmp_path: Path) -> None:
+    """An unsolved run ends with the engine's drift search: a growing run's scores step T,
+    a persisting run's every step from T to 4T (what its check reads), never at the cost
+    of step T."""
     for mode in ("grow", "persist"):
         path = _experiment(tmp_path, mode, seed=3, epochs=3)
-        path.write_text(path.read_text().replace("drift_budget = 0", "drift_budget = 10"))
+        path.write_text(path.read_text().replace("drift_budget = 0", "drift_budget = 300"))
         run = logicars.train(path, out=tmp_path / mode, quiet=True)
-        kinds[mode] = [r.get("method") for r in run.summary["repairs"]]
-    assert "drift" in kinds["grow"] and "drift" not in kinds["persist"]
+        drift = [r for r in run.summary["repairs"] if r.get("method") == "drift"]
+        assert drift and drift[-1]["wrong_after"] > 0, "an unsolved run's search"
+        task = run.preset.task()
+        steps = growth.wrong_by_step(run.model, task, growth.PERSIST_HORIZON * task.num_steps)
+        at_t = steps[task.num_steps]
+        want = growth.wrong_while_held(run.model, task) if mode == "persist" else at_t
+        assert drift[-1]["wrong_after"] == want

@@ -141,6 +141,7 @@ class Engine:
         budget: int,
         search_seed: int,
         offset: int,
+        score_from: int | None = None,
     ) -> tuple[int, int, int, list[tuple[int, int, int]]]: ...
     def hard_circuit(self) -> HardCircuit: ...
 

@@ -332,6 +332,7 @@ class Model:
         budget: int = 20000,
         search_seed: int = 0,
         offset: int = 0,
+        score_from: int | None = None,
     ) -> tuple[int, int, int, list[tuple[int, int, int]]]:
         """The engine's neutral-drift search over the hard circuit's gate ops, which
         `logicars.repair(..., method="drift")` runs: flips of one truth-table row of one
@@ -342,8 +343,11 @@ class Model:
         `offset` = the candidates so far, its changes applied, goes on as one search).
         The circuit runs from `x` `(B, H, W, C)` for `steps` (default: the spec's), async
         masks from `seed` as `simulate`'s; each grid is scored on `loss_channels` against
-        the closest of its options in `targets` `(O, B, H, W, len(loss_channels))`.
-        Returns `(wrong_before, wrong_after, evaluations, changes)`, each change
+        the closest of its options in `targets` `(O, B, H, W, len(loss_channels))`, at
+        the last step, or with `score_from` at every step from it to `steps`: a candidate
+        is then compared by its wrong cells at `score_from` first, then by their sum (a
+        grown pattern that must hold). Returns `(wrong_before, wrong_after, evaluations,
+        changes)` (wrong cells summed over the scored steps), each change
         `(parameter gate, old op, new op)` with gates numbered in `params()` order. The
         parameters are not changed."""
         steps = self._spec.num_steps if steps is None else check_int("steps", steps, 0, MAX_STEPS)
@@ -354,6 +358,8 @@ class Model:
         if ta.ndim != 5 or ta.shape[1:] != want:
             raise ShapeError(f"targets: expected shape (O, *{want}), got {ta.shape}")
         run = run_arguments(self._spec, steps, None, seed, None, None, None, False)
+        if score_from is not None:
+            score_from = check_int("score_from", score_from, 0, steps)
         return self._engine.drift_search(
             xa,
             ta,
@@ -365,6 +371,7 @@ class Model:
             budget,
             int(search_seed),
             check_int("offset", offset, 0),
+            score_from,
         )
 
     def hard_circuit_stats(self) -> dict[str, int]:

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..arguments import check_int
-from ..growth import held_score, holds_target
+from ..growth import PERSIST_HORIZON, held_score, holds_target
 from ..model import Model
 from ..presets import Preset
 from ..progress import progress_bar
@@ -135,8 +135,9 @@ def repair_on(
     `preset`'s steps on its boundary, async masks drawn from `seed`). For a grown image
     that must hold its target (`growth` persist or regrow) the greedy search lowers the
     wrong cells of every step from T to 4T from its start grid instead
-    (`growth.wrong_while_held`: what its check reads), never at the cost of step T; the
-    drift search scores step T."""
+    (`growth.wrong_while_held`: what its check reads), never at the cost of step T, and
+    so does the drift search (its run from the start grid scored at every step from T
+    to 4T)."""
     budget = check_int("budget", budget, 0)
     offset = check_int("offset", offset, 0)
     if method not in REPAIR_METHODS:
@@ -204,6 +205,11 @@ def _drift(
     search would."""
     t0 = time.perf_counter()
     task = preset.task()
+    steps, score_from = task.num_steps, None
+    if holds_target(task):
+        # One run from the start grid (the batch repeats it) to 4T, scored from T on.
+        steps, score_from = PERSIST_HORIZON * task.num_steps, task.num_steps
+        x, target = x[:1], target[:1]
     options = np.stack(
         [np.broadcast_to(o, target.shape) for o in task.accepted(np.asarray(target) > 0.5)]
     )
@@ -218,12 +224,13 @@ def _drift(
                 x,
                 options,
                 list(task.loss_channels),
-                steps=task.num_steps,
+                steps=steps,
                 periodic=task.periodic,
                 seed=seed,
                 budget=min(left, DRIFT_CHUNK),
                 search_seed=seed,
                 offset=offset + (result.evaluations if result else 0),
+                score_from=score_from,
             )
             if result is None:
                 result = RepairResult(before, before, 0)

@@ -150,13 +150,10 @@ def drift_spent(state: RunState) -> int:
 
 def drift_due(state: RunState) -> bool:
     """Whether the run's drift search (`RunState.drift_budget`) still has candidates to
-    try: the run is unsolved, and no part of the search reached 0 wrong cells. Not for a
-    grown image that must hold its target: the engine's search scores step T alone, and
-    would trade the later steps for it."""
+    try: the run is unsolved, and no part of the search reached 0 wrong cells."""
     return (
         state.repair
         and state.solved_epoch is None
-        and not holds_target(state.preset.task())
         and drift_spent(state) < state.drift_budget
         and all(r["wrong_after"] > 0 for r in drifts(state))
     )

@@ -276,10 +276,10 @@ impl Engine {
     /// Neutral-drift search over the hard circuit's ops for fewer wrong cells on
     /// `loss_channels` of the grids `x` run `steps` steps (async with `fire_rate`, masks
     /// from `seed`), each grid against its closest option in `targets` `(O, B, H, W, L)`,
-    /// the flips from `search_seed` from position `offset` on: `(wrong_before,
-    /// wrong_after, evaluations, [(gate, old op, new op), ...])`. The logits are not
-    /// changed.
-    #[pyo3(signature = (x, targets, loss_channels, steps, periodic, fire_rate, seed, budget, search_seed, offset))]
+    /// the flips from `search_seed` from position `offset` on, scored at every step from
+    /// `score_from` (default: the last) on: `(wrong_before, wrong_after, evaluations,
+    /// [(gate, old op, new op), ...])`. The logits are not changed.
+    #[pyo3(signature = (x, targets, loss_channels, steps, periodic, fire_rate, seed, budget, search_seed, offset, score_from=None))]
     #[allow(clippy::too_many_arguments)]
     fn drift_search<'py>(
         &mut self,
@@ -294,6 +294,7 @@ impl Engine {
         budget: u64,
         search_seed: u64,
         offset: u64,
+        score_from: Option<usize>,
     ) -> PyResult<DriftResult> {
         let shape = grid_of("x", &x.shape(), self.model.spec().channels)?;
         let (x, targets) = (x.bits("x")?, targets.bits("targets")?);
@@ -309,6 +310,7 @@ impl Engine {
                 targets: &targets,
                 loss_channels: &loss_channels,
                 opts,
+                score_from: score_from.unwrap_or(steps),
             };
             model.drift_search(&task, budget, search_seed, offset, Some(interrupt))
         })?;

@@ -40,10 +40,16 @@ pub struct DriftTask<'a> {
     pub loss_channels: &'a [usize],
     /// Steps, boundary and update masks of the run (no recording, no damage).
     pub opts: SimOptions<'a>,
+    /// The first step scored: the wrong cells are counted at every step from here to
+    /// `opts.steps` (a grown pattern that must hold), and a candidate is compared by its
+    /// wrong cells at this step first, then by their sum over the steps. `opts.steps`
+    /// scores the last step alone.
+    pub score_from: usize,
 }
 
-/// What a search did: wrong cells before and after, the candidates (flips tried), and each gate
-/// whose op changed as `(parameter gate, old op, new op)`, in gate order.
+/// What a search did: wrong cells before and after (summed over the scored steps), the
+/// candidates (flips tried), and each gate whose op changed as `(parameter gate, old op,
+/// new op)`, in gate order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DriftOutcome {
     pub wrong_before: u64,
@@ -88,6 +94,13 @@ impl DriftTask<'_> {
         }
         if self.opts.record_every != 0 || self.opts.damage.is_some() {
             return value_err!("a drift search runs to the last step, without damage");
+        }
+        if self.score_from > self.opts.steps {
+            return value_err!(
+                "score_from: {} is past the run's {} steps",
+                self.score_from,
+                self.opts.steps
+            );
         }
         check_options(self.shape, &self.opts)
     }
@@ -174,7 +187,20 @@ impl Planes {
     }
 
     /// Runs `circuit` from the start for the task's steps; returns the final state.
+    #[cfg(test)]
     fn run(&self, circuit: &Circuit, arena: &mut Vec<u64>) -> Vec<u64> {
+        self.run_while(circuit, arena, |_, _| true)
+    }
+
+    /// Runs `circuit` from the start, calling `go_on(t, state)` after each step `t` (1 to
+    /// the task's steps), until it returns false or the last step; returns the state
+    /// reached.
+    fn run_while(
+        &self,
+        circuit: &Circuit,
+        arena: &mut Vec<u64>,
+        mut go_on: impl FnMut(usize, &[u64]) -> bool,
+    ) -> Vec<u64> {
         let (geo, plane, nw) = (&self.geo, self.plane, self.geo.nw);
         let channels = geo.channels;
         arena.clear();
@@ -239,12 +265,45 @@ impl Planes {
                     }
                 }
             }
+            if !go_on(t + 1, &state) {
+                break;
+            }
         }
         state
     }
 
-    /// Wrong cells of the final `state` on `loss_channels`, each board against its
-    /// closest target option.
+    /// `(wrong cells at step `from`, their sum over steps `from` to the last)` of
+    /// `circuit`; `None` as soon as it is sure to compare worse than `bound` (its first
+    /// part greater, or equal with a greater sum), which spares the rest of the run.
+    fn score(
+        &self,
+        circuit: &Circuit,
+        arena: &mut Vec<u64>,
+        loss_channels: &[usize],
+        from: usize,
+        bound: Option<(u64, u64)>,
+    ) -> Option<(u64, u64)> {
+        let (mut at_from, mut sum, mut worse) = (0, 0, false);
+        let mut tally = |t: usize, state: &[u64]| {
+            if t < from {
+                return true;
+            }
+            let w = self.wrong(state, loss_channels);
+            if t == from {
+                at_from = w;
+            }
+            sum += w;
+            worse = bound.is_some_and(|(b0, b1)| at_from > b0 || (at_from == b0 && sum > b1));
+            !worse
+        };
+        if from > 0 || tally(0, &self.x) {
+            self.run_while(circuit, arena, tally);
+        }
+        (!worse).then_some((at_from, sum))
+    }
+
+    /// Wrong cells of `state` on `loss_channels`, each board against its closest target
+    /// option.
     fn wrong(&self, state: &[u64], loss_channels: &[usize]) -> u64 {
         let (nw, channels, n_loss) = (self.geo.nw, self.geo.channels, loss_channels.len());
         let boards = self.rows / self.geo.height;
@@ -358,20 +417,26 @@ impl Model {
         task.check(channels)?;
         let planes = Planes::new(task, channels);
         let mut arena = Vec::new();
-        let mut wrong = |ops: &[u8]| -> Result<u64> {
+        // A candidate's score, `None` when it compares worse than `bound`.
+        let mut score = |ops: &[u8], bound: Option<(u64, u64)>| {
             let circuit = Circuit::compile(&self.program, ops);
-            let state = planes.run(&circuit, &mut arena);
-            Ok(planes.wrong(&state, task.loss_channels))
+            planes.score(
+                &circuit,
+                &mut arena,
+                task.loss_channels,
+                task.score_from,
+                bound,
+            )
         };
         let start = self.hard_ops();
         let mut ops = start.clone();
-        let before = wrong(&ops)?;
+        let before = score(&ops, None).expect("an unbounded score");
         let mut reaches = reaching_gates(&self.program, &ops);
         let (mut current, mut evaluations) = (before, 0u64);
         let n_flips = ops.len() as u64 * 4;
         let mut order: Vec<u32> = Vec::new();
         let mut deadline = Interrupt::deadline(interrupt);
-        while current > 0 && evaluations < budget && n_flips > 0 {
+        while current.1 > 0 && evaluations < budget && n_flips > 0 {
             // Flip `position` of the search: passes over every (gate, row) flip, each
             // pass in its own order drawn from `seed`, so that every flip is tried once
             // per pass, and a search resumed at `offset` goes on as one would have.
@@ -390,12 +455,12 @@ impl Model {
             // A gate whose value cannot reach the next state under the current ops: the
             // flip changes no cell, so it is kept, as its run would have it, without one.
             if reaches[gate] {
-                let w = wrong(&ops)?;
-                if w <= current {
-                    current = w;
-                    reaches = reaching_gates(&self.program, &ops);
-                } else {
-                    ops[gate] = old;
+                match score(&ops, Some(current)) {
+                    Some(w) => {
+                        current = w;
+                        reaches = reaching_gates(&self.program, &ops);
+                    }
+                    None => ops[gate] = old,
                 }
             }
             if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
@@ -408,8 +473,8 @@ impl Model {
             .map(|g| (g, start[g], ops[g]))
             .collect();
         Ok(DriftOutcome {
-            wrong_before: before,
-            wrong_after: current,
+            wrong_before: before.1,
+            wrong_after: current.1,
             evaluations,
             changes,
         })
@@ -487,6 +552,7 @@ mod tests {
                     targets: &targets,
                     loss_channels: &[0, 2],
                     opts,
+                    score_from: 3,
                 };
                 task.check(3).unwrap();
                 let planes = Planes::new(&task, 3);
@@ -509,6 +575,72 @@ mod tests {
                 assert_eq!(planes.wrong(&state, &[0, 2]), ones(0) + ones(2));
             }
         }
+    }
+
+    /// A score from step 1 counts the wrong cells of every step (the slot engine's states
+    /// run 1, 2 and 3 steps), and a bound it cannot meet ends the run with `None`; a search
+    /// scoring steps 1 to 3 never makes step 1 worse, nor the sum at an equal step 1.
+    #[test]
+    fn scores_from_a_step_sum_every_later_step() {
+        let m = random_model(false, 5);
+        let shape = GridShape {
+            batch: 2,
+            height: 5,
+            width: 7,
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let x: Vec<u8> = (0..shape.cells() * 3)
+            .map(|_| rng.random_range(0..2))
+            .collect();
+        let targets: Vec<u8> = (0..shape.cells() * 2)
+            .map(|_| rng.random_range(0..2))
+            .collect();
+        let wrong_at = |ops: &[u8], steps: usize| {
+            let circuit = Circuit::compile(&m.program, ops);
+            let opts = SimOptions::new(steps, false);
+            let got = simulate_on(HardEngine::Slots, &circuit, &x, shape, &opts).unwrap();
+            let cells = got.chunks(3).flat_map(|c| [c[0], c[2]]);
+            cells.zip(&targets).filter(|(g, w)| g != *w).count() as u64
+        };
+        let task = DriftTask {
+            x: &x,
+            shape,
+            targets: &targets,
+            loss_channels: &[0, 2],
+            opts: SimOptions::new(3, false),
+            score_from: 1,
+        };
+        task.check(3).unwrap();
+        let planes = Planes::new(&task, 3);
+        let circuit = Circuit::compile(&m.program, &m.hard_ops());
+        let want: Vec<u64> = (1..=3).map(|t| wrong_at(&m.hard_ops(), t)).collect();
+        let (first, sum) = (want[0], want.iter().sum::<u64>());
+        let score = |bound| planes.score(&circuit, &mut Vec::new(), &[0, 2], 1, bound);
+        assert_eq!(score(None), Some((first, sum)));
+        assert_eq!(score(Some((first, sum))), Some((first, sum)));
+        assert_eq!(score(Some((first, sum - 1))), None);
+        if first > 0 {
+            assert_eq!(score(Some((first - 1, u64::MAX))), None);
+        }
+
+        let out = m.drift_search(&task, 400, 3, 0, None).unwrap();
+        assert_eq!(out.wrong_before, sum);
+        let mut ops = m.hard_ops();
+        for &(g, _, new) in &out.changes {
+            ops[g] = new;
+        }
+        let after: Vec<u64> = (1..=3).map(|t| wrong_at(&ops, t)).collect();
+        assert_eq!(out.wrong_after, after.iter().sum::<u64>());
+        assert!((after[0], out.wrong_after) <= (first, sum));
+        let late = DriftTask {
+            score_from: 4,
+            ..task
+        };
+        assert!(late
+            .check(3)
+            .unwrap_err()
+            .to_string()
+            .contains("score_from"));
     }
 
     #[test]
@@ -552,6 +684,7 @@ mod tests {
                 targets,
                 loss_channels: &[0],
                 opts: SimOptions::new(3, true),
+                score_from: 3,
             }
         }
         let both: Vec<u8> = [flipped.clone(), own.clone()].concat();
