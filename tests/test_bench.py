@@ -135,7 +135,7 @@ def test_bench_times_a_presets_own_relaxation_with_its_parameters() -> None:
 def test_expected_wall_time_counts_every_run(tmp_path: Path) -> None:
     """All runs' wall seconds over the working ones (none here: 3 epochs of HighLife)."""
     exp = tmp_path / "short.toml"
-    exp.write_text('task = "life:B36/S23"\n[training]\nepochs = 3\n')
+    exp.write_text('task = "life:B36/S23"\n[training]\nepochs = 3\ndrift_budget = 0\n')
     r = bench.expected_wall_time(str(exp), [0, 1], 1, str(tmp_path / "sweep"))
     summaries = [json.loads(p.read_text()) for p in (tmp_path / "sweep").glob("*/summary.json")]
     assert len(summaries) == 2 and (r["runs"], r["working"]) == (2, 0)

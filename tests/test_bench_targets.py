@@ -12,7 +12,22 @@ from logicars.cli import main
 
 def test_bench_a_task_kind_and_a_run(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     run = tmp_path / "run"
-    assert main(["train", "life:B36/S23", "--epochs", "1", "--quiet", "--out", str(run)]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "life:B36/S23",
+                "--epochs",
+                "1",
+                "--drift-budget",
+                "0",
+                "--quiet",
+                "--out",
+                str(run),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     argv = ["bench", "life:B2/S", str(run), "--threads", "1", "--epochs", "1", "--warmup", "0"]
     assert main([*argv, "--json"]) == 0

@@ -61,6 +61,11 @@ from .training.config import (  # noqa: F401 (check_optimizer_number: importable
 
 # Label of a start from the reference notebook's own seed-23 wiring (the lizard's `init`).
 NOTEBOOK_START = "nb23"
+# A life: rule's run that ends unsolved ends with a drift search of up to this many
+# candidates (seconds on the 512 boards). Chosen on HighLife's tuning seeds 0-19: 12 of 20
+# solved against 8 of 20 without it (docs/results.md, records highlife-default and
+# highlife-drift). gol's own seeds solve without it, and gol keeps the notebook's setting.
+LIFE_DRIFT_BUDGET = 200_000
 
 
 @dataclass(frozen=True, init=False)
@@ -218,7 +223,8 @@ def preset_for_kind(kind: str, *, size: int | None = None, asynchronous: bool = 
     """A run's preset for a task kind a user names (`logicars.tasks`), on the model and
     training numbers of the preset that does the same kind of task:
 
-    - `life:RULE`: the Game of Life's (`gol`), all 512 3x3 boards;
+    - `life:RULE`: the Game of Life's (`gol`), all 512 3x3 boards, and an unsolved run
+      ends with a drift search (`LIFE_DRIFT_BUDGET`);
     - `pattern:TILE.png` (or `pattern:checkerboard`): the checkerboard's, or
       checkerboard-async's with `asynchronous`, on a `size` x `size` grid (default: that
       preset's);
@@ -253,6 +259,7 @@ def preset_for_kind(kind: str, *, size: int | None = None, asynchronous: bool = 
             name=name,
             task_kind=name,
             description=f"Life-like rule {rule}: one step on 3x3 periodic boards",
+            drift_budget=LIFE_DRIFT_BUDGET,
         )
     pixels = kind_data(kind, size)
     assert pixels is not None

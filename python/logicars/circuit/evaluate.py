@@ -12,10 +12,14 @@ check is named by what it checks:
   rules on larger grids): `samples` random starts (async ones with fresh update masks)
   that no training batch or training-time check drew; a sample counts as solved when the
   loss channels are the pattern, in any phase, after the task's steps.
+- *held-out recordings* (`data:RECORDING.npz`): every transition of the recordings
+  kept out of training.
 - *grown*, *persists*, *regrows* (a grown image, `lizard`, `colored-g`, `grow:...`): the
-  task's one start grid (also training's), then what training never looked at: the
-  target held through `PERSIST_HORIZON` x T, and regrown after fresh damage
-  (`logicars.growth`).
+  task's one start grid (also training's) at step T; the target held through
+  `PERSIST_HORIZON` x T (which a persisting or regrowing run's training, repair and
+  search also score, on that one start grid), and how long it holds up to
+  `REPORT_HORIZON` x T (which none of them looks at); and regrown after fresh damage
+  discs that no training-time draw makes (`logicars.growth`).
 
 The checks made during training (`validate`: validation, confirmation, repair, search)
 draw from other streams than `evaluate` (`logicars.draws`).
@@ -39,7 +43,7 @@ from ..growth import (
 )
 from ..model import Model
 from ..presets import Preset
-from ..tasks import GrowTask, LifeTask, Task
+from ..tasks import GrowTask, LifeTask, RecordedTask, Task
 
 # Fresh starts of `evaluate`'s check of a pattern: with 1024, a circuit that fails one
 # start in 200 shows it in all but ~1% of evaluations.
@@ -166,6 +170,8 @@ def _run_checks(model: Model, task: Task, samples: int, seed: int, report: bool)
         name = "grown"
     elif isinstance(task, LifeTask) and not task.random_starts:
         name = "exhaustive"
+    elif isinstance(task, RecordedTask):
+        name = "held-out recordings"
     else:
         name = "fresh starts"
     return Evaluation(

@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
         f"{s['wall_seconds']:.1f} s, "
         f"final soft loss {s['final_soft_loss']:.4g}, hard loss {s['final_hard_loss']:g}{before} "
         f"({first}), {s['active_gates']} active gates; the hard circuit solves "
-        f"{ev['solved']}/{ev['samples']} held-out inputs -> {result.run_dir}"
+        f"{ev['solved']}/{ev['samples']} inputs of its {ev['check']} check -> {result.run_dir}"
     )
     print(outcome_line(s))  # the verdict, last: SOLVED or NOT SOLVED
     if result.interrupted:
