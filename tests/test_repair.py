@@ -257,3 +257,21 @@ def test_the_library_and_the_command_line_share_the_defaults() -> None:
         assert cli[name] == library[name].default, name
     assert (cli["method"], cli["budget"]) == (repair_module.DEFAULT_METHOD, 20000)
     assert (cli["samples"], cli["seed"]) == (64, 1)  # the validation draw of training
+
+
+def test_drift_of_a_holding_task_scores_every_step_from_t_to_4t() -> None:
+    """The shipped colored-g circuit, asked to persist: the drift search reads its wrong
+    cells summed over steps T..4T from the start grid, lowers them, and never loses the
+    grown pattern at step T."""
+    from logicars import growth
+
+    shipped = logicars.pretrained("colored-g")
+    preset = dataclasses.replace(shipped.preset, growth="persist")
+    task = preset.task()
+    model = shipped.model
+    at_t, held = growth.held_score(model, task)
+    assert at_t == 0 and held > 0  # grown at T, falls apart after
+    result = repair(model, preset, budget=3000, method="drift")
+    assert result.wrong_before == held
+    after = growth.held_score(model, task)
+    assert after == (0, result.wrong_after) and result.wrong_after < held
