@@ -538,7 +538,7 @@ def growth_table(names: list[str], data: Path = DATA) -> list[str]:
     wall time per working circuit (every attempt and search counted; working: what its
     mode requires)."""
     lines = [
-        "| sweep | seeds | growth | pool phase | grows | persists to 4T | regrows >= 80% "
+        "| sweep | seeds | growth | pool phase, search | grows | persists to 4T | regrows >= 80% "
         "| median regrown | wall s per working circuit |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
@@ -636,14 +636,15 @@ def variants_table(names: list[str], data: Path = DATA) -> list[str]:
     return lines
 
 
-# The pool phase's options as the growth table names them, with train's defaults (left
-# out of the table when a run has them).
+# The pool phase's options (and the held-step drift search that ends an unsolved run) as
+# the growth table names them, with the defaults (left out of the table when a run has them).
 POOL_OPTIONS = (
     ("pool_batch", "batch {}", 4),
     ("pool_lr", "lr {}", None),
     ("pool_steps", "rollouts T..{}", None),
     ("hold", "hold {}", 0),
     ("hold_schedule", "{} hold", "fixed"),
+    ("drift_budget", "drift search {}", 0),
 )
 
 
