@@ -272,9 +272,9 @@ impl Planes {
         state
     }
 
-    /// `(wrong cells at step `from`, their sum over steps `from` to the last)` of
-    /// `circuit`; `None` as soon as it is sure to compare worse than `bound` (its first
-    /// part greater, or equal with a greater sum), which spares the rest of the run.
+    /// The wrong cells of `circuit` at step `from` and their sum over steps `from` to the
+    /// last; `None` as soon as it is sure to compare worse than `bound` (more wrong cells
+    /// at `from`, or as many and a greater sum), which spares the rest of the run.
     fn score(
         &self,
         circuit: &Circuit,
