@@ -169,3 +169,28 @@ def test_a_holding_runs_drift_search_scores_the_held_steps(tmp_path: Path) -> No
         at_t = steps[task.num_steps]
         want = growth.wrong_while_held(run.model, task) if mode == "persist" else at_t
         assert drift[-1]["wrong_after"] == want
+
+
+def test_a_holding_runs_lowest_circuit_is_its_exact_epoch_closest_to_holding(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Among exact epochs (hard loss 0) of a persisting run, the lowest circuit is the one
+    whose held score (wrong at T, then summed over T..4T) is lowest, the first of equals,
+    not the latest exact one."""
+    from types import SimpleNamespace
+
+    from logicars.runstate import EpochMetrics, RunState
+    from logicars.training import policies
+
+    scores = iter([[0, 50], [0, 20], [0, 20], [0, 30]])
+    monkeypatch.setattr(policies, "held_score", lambda model, task: next(scores))
+    path = _experiment(tmp_path, "persist", seed=3, epochs=10)
+    preset = logicars.presets.read_experiment(path).preset
+    model = logicars.Model(preset.spec, seed=3)
+    state = RunState.start(preset, None)
+    run = SimpleNamespace(model=model, state=state)
+    lowest = policies.LowestCircuit(model, state, tmp_path)
+    for epoch, loss in enumerate([4.0, 0.0, 0.0, 0.0, 0.0, 2.0], start=1):
+        lowest.before_step(run)
+        lowest.after_step(run, EpochMetrics(epoch, 1.0, loss, 0.0))
+    assert state.lowest == {"epoch": 3, "hard_loss": 0.0, "held": [0, 20]}

@@ -128,9 +128,10 @@ class RunState:
     best_attempt: dict[str, Any] | None = None
     kept_attempt: int | None = None
     # A run with a drift budget: the current attempt's lowest training hard loss,
-    # `{"epoch": the epoch that measured it, "hard_loss": ...}` (its parameters are
-    # LOWEST_NAME in the run directory), and that epoch when an unsolved run ended with
-    # that circuit rather than its last.
+    # `{"epoch": the epoch that measured it, "hard_loss": ...}`, and `"held"`:
+    # `growth.held_score` for an exact epoch of a run that must hold its target (its
+    # parameters are LOWEST_NAME in the run directory), and that epoch when an unsolved
+    # run ended with that circuit rather than its last.
     lowest: dict[str, Any] | None = None
     kept_lowest: int | None = None
 

@@ -27,7 +27,7 @@ from ..circuit.evaluate import validate
 from ..circuit.repair import VALIDATION_SAMPLES, VALIDATION_SEED
 from ..circuit.repair import repair as repair_circuit
 from ..errors import CheckpointError
-from ..growth import holds_target, wrong_while_held
+from ..growth import held_score, holds_target, wrong_while_held
 from ..model import Model
 from ..presets import Preset
 from ..runstate import EpochMetrics, RunState
@@ -397,11 +397,16 @@ class LowestCircuit(Policy):
     repair and drift search start from the closest circuit training reached (late in a
     long run the hard loss swings by tens of cells from one epoch to the next), and a
     persisting run that never held its target keeps at least the circuit that grew it.
-    Written to LOWEST_NAME with each checkpoint, so that a resumed run ends as the
+    Among a holding run's exact epochs, the one whose circuit comes closest to holding
+    its target to 4T (`growth.held_score`, which the batch does not show). Written to
+    LOWEST_NAME with each checkpoint, so that a resumed run ends as the
     straight one does."""
 
     def __init__(self, model: Model, state: RunState, run_dir: Path) -> None:
         self.path = run_dir / LOWEST_NAME
+        task = state.preset.task()
+        # The task, when its runs must hold their target (their exact epochs are compared).
+        self.holding_task = task if holds_target(task) else None
         self.params: dict[str, np.ndarray] | None = None
         self.before: dict[str, np.ndarray] | None = None
         self.unsaved = False
@@ -428,15 +433,33 @@ class LowestCircuit(Policy):
         state = run.state
         if self.before is None:
             return
+        # Exact epochs of a run that must hold its target differ in what its batch does not
+        # show: how far their circuit is from holding it to 4T (`growth.held_score`).
+        held = self._held(run) if row.hard_loss == 0 and self.holding_task else None
         if state.lowest is not None:
             lowest = state.lowest["hard_loss"]
-            # A growth run's later exact epoch wins a tie: its pool and hold have asked more
-            # of the circuit than the epoch that first grew the target.
-            later_exact = row.hard_loss == 0 and state.preset.config.growth not in (None, "grow")
-            if row.hard_loss > lowest or (row.hard_loss == lowest and not later_exact):
+            if row.hard_loss > lowest:
+                return
+            # A tie: only an exact epoch of a holding run that holds better wins (any, over
+            # a lowest saved before such epochs were compared).
+            before = state.lowest.get("held")
+            if row.hard_loss == lowest and (held is None or (before and held >= before)):
                 return
         state.lowest = {"epoch": row.epoch, "hard_loss": row.hard_loss}
+        if held is not None:
+            state.lowest["held"] = held
         self.params, self.unsaved = self.before, True
+
+    def _held(self, run: Run) -> list[int]:
+        """`growth.held_score` of the parameters the step measured (`before`), as a list
+        (what the run state's JSON gives back)."""
+        assert self.before is not None and self.holding_task is not None
+        trained = run.model.params()
+        run.model.set_params(self.before)
+        try:
+            return list(held_score(run.model, self.holding_task))
+        finally:
+            run.model.set_params(trained)
 
     def checkpoint(self, run: Run) -> None:
         if not self.unsaved or self.params is None:
