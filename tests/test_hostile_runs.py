@@ -519,7 +519,7 @@ def test_a_dollar_in_an_experiment_file_name_draws(
 ) -> None:
     """`m$\\bogus{$.toml` trained, then failed as mathtext: no loss.png, no GIF."""
     exp = tmp_path / "m$\\bogus{$.toml"
-    exp.write_text('task = "life:B3/S23"\n[training]\nepochs = 2\n')
+    exp.write_text('task = "life:B3/S23"\n[training]\nepochs = 2\ndrift_budget = 0\n')
     out = tmp_path / "r"
     code, err = cli(capsys, "train", str(exp), "--out", str(out))
     assert code == 0, err

@@ -173,7 +173,9 @@ def test_log_is_a_training_setting_from_python_the_cli_and_experiment_files(
     assert main([*argv, "--out", str(tmp_path / "cli")]) == 0
     assert EventAccumulator(str(tmp_path / "cli")).Reload().Scalars("soft_loss")
     experiment = tmp_path / "life.toml"
-    experiment.write_text('task = "life:B3/S23"\n[training]\nepochs = 3\nlog = "tensorboard"\n')
+    experiment.write_text(
+        'task = "life:B3/S23"\n[training]\nepochs = 3\ndrift_budget = 0\nlog = "tensorboard"\n'
+    )
     assert main(["train", str(experiment), "--quiet", "--out", str(tmp_path / "toml")]) == 0
     assert EventAccumulator(str(tmp_path / "toml")).Reload().Scalars("soft_loss")
     with pytest.raises(ValueError, match="log must be one of tensorboard, mlflow, wandb"):
