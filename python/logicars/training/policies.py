@@ -435,7 +435,7 @@ class LowestCircuit(Policy):
             return
         # Exact epochs of a run that must hold its target differ in what its batch does not
         # show: how far their circuit is from holding it to 4T (`growth.held_score`).
-        held = self._held(run) if row.hard_loss == 0 and self.holding_task else None
+        held = self._held(run) if row.hard_loss == 0 and self.holding_task is not None else None
         if state.lowest is not None:
             lowest = state.lowest["hard_loss"]
             if row.hard_loss > lowest:
