@@ -194,3 +194,28 @@ def test_a_holding_runs_lowest_circuit_is_its_exact_epoch_closest_to_holding(
         lowest.before_step(run)
         lowest.after_step(run, EpochMetrics(epoch, 1.0, loss, 0.0))
     assert state.lowest == {"epoch": 3, "hard_loss": 0.0, "held": [0, 20]}
+
+
+def test_a_run_trained_again_in_its_directory_ignores_the_old_pool(tmp_path: Path) -> None:
+    """A sweep trains a point again from the start in its directory (a run killed between
+    its final checkpoint and its summary): the pool an earlier run left there is not read
+    (a resumed run's is), so the run draws what a fresh directory's does; and the run
+    is the fresh one."""
+    from logicars.training.pool import POOL_NAME, PoolBatches
+
+    path = _experiment(tmp_path, "persist", seed=3, epochs=4)
+    preset = logicars.presets.read_experiment(path).preset
+    stale = growth.GrowthBatches(preset.task(), 3)
+    stale._start_pool(7)
+    np.savez(tmp_path / POOL_NAME, **stale.state())
+    fresh = PoolBatches(preset.task(), preset.config, 3, tmp_path, resumed=False)
+    assert not fresh.batches.pooling and not (tmp_path / POOL_NAME).exists()
+    np.savez(tmp_path / POOL_NAME, **stale.state())
+    resumed = PoolBatches(preset.task(), preset.config, 3, tmp_path, resumed=True)
+    assert resumed.batches.pooling and resumed.batches.pooling_from == 7
+
+    logicars.train(path, out=tmp_path / "a", quiet=True)
+    (tmp_path / "a" / "model.safetensors").unlink()
+    again = logicars.train(path, out=tmp_path / "a", quiet=True)
+    first = logicars.train(path, out=tmp_path / "b", quiet=True)
+    assert [m[:3] for m in again.metrics] == [m[:3] for m in first.metrics]

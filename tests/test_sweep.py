@@ -556,3 +556,25 @@ def test_a_point_held_by_another_process_is_busy(
         held.close()
     with points._point_lock(run_dir):  # released: free again
         pass
+
+
+def test_a_point_stopped_in_its_drift_search_goes_on_rather_than_starting_over() -> None:
+    """A point whose run was stopped after its epochs, in the drift search, is resumed
+    (the search goes on from its checkpoint); one whose search is done or never due, or
+    that solved, is not (its checkpoint is final: trained again if its summary is lost)."""
+    from logicars.sweep.points import _search_cut_short
+
+    def summary(drifts: list[tuple[int, int]], budget: int = 1000, **kw: Any) -> dict:
+        repairs = [{"method": "drift", "evaluations": n, "wrong_after": w} for n, w in drifts]
+        repairs.insert(0, {"evaluations": 300, "wrong_after": 4})  # a greedy repair
+        return {"interrupted": True, "solved_epoch": None, "drift_budget": budget,
+                "repairs": repairs, **kw}  # fmt: skip
+
+    assert _search_cut_short(summary([(400, 9)]))
+    assert _search_cut_short(summary([]))  # stopped before its first chunk
+    assert not _search_cut_short(summary([(400, 9), (600, 7)]))  # its budget spent
+    assert not _search_cut_short(summary([(400, 0)]))  # it reached 0 wrong cells
+    assert not _search_cut_short(summary([], budget=0))
+    assert not _search_cut_short(summary([(400, 9)], interrupted=False))
+    assert not _search_cut_short(summary([(400, 9)], solved_epoch=12))
+    assert not _search_cut_short(None)

@@ -564,5 +564,6 @@ def _batch_source(state: RunState, dataset: Any, run_dir: Path) -> BatchSource:
     (`training.pool`), else a fresh batch of the task every epoch, drawn from the run's
     data stream."""
     if getattr(dataset, "growth", "grow") != "grow":
-        return PoolBatches(dataset, state.preset.config, state.seed, run_dir)
+        resumed = bool(state.metrics)
+        return PoolBatches(dataset, state.preset.config, state.seed, run_dir, resumed)
     return TaskBatches(dataset)

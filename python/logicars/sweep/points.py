@@ -171,6 +171,17 @@ def _checkpoint_finished(ckpt: Path) -> bool:
     )
 
 
+def _search_cut_short(summary: dict[str, Any] | None) -> bool:
+    """Whether an interrupted run's summary shows an unsolved run whose drift search has
+    candidates left (what `train`'s resume goes on with)."""
+    if not summary or not summary.get("interrupted") or summary.get("solved_epoch") is not None:
+        return False
+    drift = [r for r in summary.get("repairs") or [] if r.get("method") == "drift"]
+    spent = sum(int(r.get("evaluations", 0)) for r in drift)
+    left = spent < int(summary.get("drift_budget") or 0)
+    return left and all(r.get("wrong_after", 1) > 0 for r in drift)
+
+
 def train_point(run_dir: Path, options: Mapping[str, Any], threads: int) -> str:
     """Brings one point's run directory to a finished run; returns what it did:
     `"skipped"` (already finished), `"resumed"`, `"trained"` or `"interrupted"` (Ctrl-C:
@@ -185,7 +196,10 @@ def train_point(run_dir: Path, options: Mapping[str, Any], threads: int) -> str:
             raise PointDamaged(damage_message(run_dir))
         (run_dir / ERROR_FILE).unlink(missing_ok=True)
         ckpt = run_dir / CHECKPOINT_NAME
-        if state == "resume" and not _checkpoint_finished(ckpt):
+        # A run stopped in the drift search after its epochs goes on from its checkpoint,
+        # as one stopped earlier does (trained again, it would search from the start).
+        cut_short = state == "resume" and _search_cut_short(read_summary(run_dir))
+        if state == "resume" and (cut_short or not _checkpoint_finished(ckpt)):
             # The point's own options again, as `train` takes them on a resume (the run
             # keeps what the checkpoint holds; stop_on_solve, for one, is replaced).
             again = {k: v for k, v in options.items() if k not in NEW_RUN_ONLY}

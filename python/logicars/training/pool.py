@@ -22,7 +22,7 @@ class PoolBatches(BatchSource):
     read back when the run resumes), so that a resumed run draws what the straight one
     does."""
 
-    def __init__(self, task: Any, config: Any, seed: int, run_dir: Path) -> None:
+    def __init__(self, task: Any, config: Any, seed: int, run_dir: Path, resumed: bool) -> None:
         self.batches = GrowthBatches(
             task,
             seed,
@@ -34,7 +34,11 @@ class PoolBatches(BatchSource):
         )
         self.pool_lr = config.pool_lr
         self.path = run_dir / POOL_NAME
-        if self.path.exists():  # a resumed run's pool
+        if not resumed:
+            # A pool left by an earlier run of the directory (one trained again from the
+            # start) is not this run's: read, it would change what the run draws.
+            self.path.unlink(missing_ok=True)
+        elif self.path.exists():
             self.batches.load_state(load_npz(self.path, "the growth pool", 1 << 30, follow=False))
 
     def batch(self, run: Run) -> tuple[np.ndarray, np.ndarray]:
