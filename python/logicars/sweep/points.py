@@ -172,14 +172,18 @@ def _checkpoint_finished(ckpt: Path) -> bool:
 
 
 def _search_cut_short(summary: dict[str, Any] | None) -> bool:
-    """Whether an interrupted run's summary shows an unsolved run whose drift search has
-    candidates left (what `train`'s resume goes on with)."""
-    if not summary or not summary.get("interrupted") or summary.get("solved_epoch") is not None:
+    """Whether an interrupted run's summary shows a drift search with candidates left
+    (`training.policies.drift_left`: what `train`'s resume goes on with)."""
+    from ..training.policies import drift_left
+
+    if not summary or not summary.get("interrupted"):
         return False
-    drift = [r for r in summary.get("repairs") or [] if r.get("method") == "drift"]
-    spent = sum(int(r.get("evaluations", 0)) for r in drift)
-    left = spent < int(summary.get("drift_budget") or 0)
-    return left and all(r.get("wrong_after", 1) > 0 for r in drift)
+    return drift_left(
+        summary.get("repair", True),
+        summary.get("solved_epoch"),
+        summary.get("repairs") or [],
+        int(summary.get("drift_budget") or 0),
+    )
 
 
 def train_point(run_dir: Path, options: Mapping[str, Any], threads: int) -> str:

@@ -138,9 +138,14 @@ class Stopping(Policy):
 # ---- repair and the drift search ------------------------------------------------------
 
 
+def drift_records(repairs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A run's drift search so far: its parts' records among its `repairs`."""
+    return [r for r in repairs if r.get("method") == "drift"]
+
+
 def drifts(state: RunState) -> list[dict[str, Any]]:
-    """The run's drift search so far: its parts' records in `repairs`."""
-    return [r for r in state.repairs if r.get("method") == "drift"]
+    """The run's drift search so far."""
+    return drift_records(state.repairs)
 
 
 def drift_spent(state: RunState) -> int:
@@ -148,15 +153,25 @@ def drift_spent(state: RunState) -> int:
     return sum(r["evaluations"] for r in drifts(state))
 
 
+def drift_left(
+    repair: bool, solved_epoch: int | None, repairs: list[dict[str, Any]], budget: int
+) -> bool:
+    """Whether a run's drift search still has candidates to try: the run repairs and is
+    unsolved, its `repairs` spent less than `budget` on the search, and no part of it
+    reached 0 wrong cells (a run's state, or the summary of an interrupted one)."""
+    searched = drift_records(repairs)
+    return (
+        repair
+        and solved_epoch is None
+        and sum(r["evaluations"] for r in searched) < budget
+        and all(r["wrong_after"] > 0 for r in searched)
+    )
+
+
 def drift_due(state: RunState) -> bool:
     """Whether the run's drift search (`RunState.drift_budget`) still has candidates to
-    try: the run is unsolved, and no part of the search reached 0 wrong cells."""
-    return (
-        state.repair
-        and state.solved_epoch is None
-        and drift_spent(state) < state.drift_budget
-        and all(r["wrong_after"] > 0 for r in drifts(state))
-    )
+    try (`drift_left`)."""
+    return drift_left(state.repair, state.solved_epoch, state.repairs, state.drift_budget)
 
 
 class Repair(Policy):
@@ -442,8 +457,8 @@ class LowestCircuit(Policy):
                 return
             # A tie: only an exact epoch of a holding run that holds better wins (any, over
             # a lowest saved before such epochs were compared).
-            before = state.lowest.get("held")
-            if row.hard_loss == lowest and (held is None or (before and held >= before)):
+            best_held = state.lowest.get("held")
+            if row.hard_loss == lowest and (held is None or (best_held and held >= best_held)):
                 return
         state.lowest = {"epoch": row.epoch, "hard_loss": row.hard_loss}
         if held is not None:

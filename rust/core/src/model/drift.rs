@@ -508,6 +508,11 @@ mod tests {
         m
     }
 
+    /// `n` random bytes of 0 or 1.
+    fn random_bits(rng: &mut ChaCha8Rng, n: usize) -> Vec<u8> {
+        (0..n).map(|_| rng.random_range(0..2)).collect()
+    }
+
     /// The plane run gives the slot engine's final grid, on narrow, word-wide and
     /// multi-word grids, both boundaries, synchronous and with given or drawn masks.
     #[test]
@@ -522,12 +527,8 @@ mod tests {
                 width,
             };
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
-            let x: Vec<u8> = (0..shape.cells() * 3)
-                .map(|_| rng.random_range(0..2))
-                .collect();
-            let given: Vec<u8> = (0..shape.cells() * 3)
-                .map(|_| rng.random_range(0..2))
-                .collect();
+            let x = random_bits(&mut rng, shape.cells() * 3);
+            let given = random_bits(&mut rng, shape.cells() * 3);
             let circuit = Circuit::compile(&m.program, &m.hard_ops());
             let masks = [
                 Masks::Sync,
@@ -589,12 +590,8 @@ mod tests {
             width: 7,
         };
         let mut rng = ChaCha8Rng::seed_from_u64(5);
-        let x: Vec<u8> = (0..shape.cells() * 3)
-            .map(|_| rng.random_range(0..2))
-            .collect();
-        let targets: Vec<u8> = (0..shape.cells() * 2)
-            .map(|_| rng.random_range(0..2))
-            .collect();
+        let x = random_bits(&mut rng, shape.cells() * 3);
+        let targets = random_bits(&mut rng, shape.cells() * 2);
         let wrong_at = |ops: &[u8], steps: usize| {
             let circuit = Circuit::compile(&m.program, ops);
             let opts = SimOptions::new(steps, false);
@@ -652,9 +649,7 @@ mod tests {
             width: 6,
         };
         let mut rng = ChaCha8Rng::seed_from_u64(3);
-        let x: Vec<u8> = (0..shape.cells() * 3)
-            .map(|_| rng.random_range(0..2))
-            .collect();
+        let x = random_bits(&mut rng, shape.cells() * 3);
         let run = |ops: &[u8]| {
             let circuit = Circuit::compile(&m.program, ops);
             simulate_on(
