@@ -644,6 +644,8 @@ POOL_OPTIONS = (
     ("pool_steps", "rollouts T..{}", None),
     ("hold", "hold {}", 0),
     ("hold_schedule", "{} hold", "fixed"),
+    ("pool_epochs", "fine-tune of {} epochs", None),
+    ("pool_binarize_every", "rounded every {} epochs", None),
     ("drift_budget", "drift search {}", 0),
 )
 

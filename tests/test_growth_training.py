@@ -17,6 +17,7 @@ import logicars
 from logicars import growth
 from logicars.circuit.evaluate import evaluate
 from logicars.errors import InvalidValueError
+from logicars.training.config import TrainConfig
 
 HEART = Path(__file__).parent / "data" / "heart-10x10.png"
 
@@ -99,6 +100,46 @@ def test_a_pool_run_resumes_as_the_straight_run(
     assert part.summary["preset"] == straight.summary["preset"]
     assert straight.summary["pool_steps"] == (17 if "pool_steps" in extra else None)
     assert straight.summary["hold_schedule"] == ("grow" if "grow" in extra else "fixed")
+
+
+def test_a_pool_fine_tune_runs_its_own_epochs_and_resumes_as_the_straight_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`pool_epochs`: from the epoch the pool phase starts (here forced after epoch 2), a
+    fresh optimizer state, the phase's rounding rule and its own epochs, past the run's
+    --epochs and its --restart-every; a run stopped inside the phase resumes bit for bit."""
+    keep = growth.GrowthBatches.keep
+
+    def pool_after_epoch_2(
+        self: growth.GrowthBatches, epoch: int, hard: float, last: object
+    ) -> None:
+        keep(self, epoch, 0.0 if epoch == 2 else hard, last)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(growth.GrowthBatches, "keep", pool_after_epoch_2)
+    extra = 'pool_batch = 1\nhold = 20\nhold_schedule = "grow"\npool_epochs = 5\n'
+    extra += "pool_binarize_every = 2\n"
+    path = _experiment(tmp_path, "persist", seed=3, epochs=4, extra=extra)
+    straight = logicars.train(path, restart_every=3, out=tmp_path / "straight", quiet=True)
+    assert [r.epoch for r in straight.metrics] == list(range(1, 8))  # 2 + 5, no restart
+    assert straight.summary["restarts"] == [] and straight.summary["pool_epochs"] == 5
+    assert straight.model.spec.binarize_every == 2
+    assert int(straight.model.optimizer_state()["t"]) == 5  # fresh after epoch 2
+
+    def crash_at_4(row: logicars.EpochMetrics, context: object) -> None:
+        if row.epoch == 4:
+            raise RuntimeError("crash")
+
+    with pytest.raises(RuntimeError, match="crash"):
+        logicars.train(
+            path, restart_every=3, out=tmp_path / "part", quiet=True, callbacks=[crash_at_4]
+        )
+    resumed = logicars.train(resume=tmp_path / "part", quiet=True)
+    losses = [(r.soft_loss, r.hard_loss) for r in straight.metrics]
+    assert losses == [(r.soft_loss, r.hard_loss) for r in resumed.metrics]
+    for name, value in straight.model.params().items():
+        np.testing.assert_array_equal(value, resumed.model.params()[name])
+    with pytest.raises(ValueError, match="pool_binarize_every .* give both"):
+        TrainConfig(batch=1, height=10, width=10, epochs=9, pool_binarize_every=2)
 
 
 def _summary(run: logicars.train.RunResult) -> dict:  # type: ignore[name-defined]

@@ -93,6 +93,21 @@ class Model:
         flat = _flatten_params(_core.param_layout(spec.to_json()), params)
         return cls._wrap(_core.Engine.from_parts(spec.to_json(), pw, uw, flat, int(mask_seed)))
 
+    def respecified(self, spec: SpecLike) -> Model:
+        """This model's wiring, logits and async-mask stream under `spec` (the same widths,
+        a training rule changed), with a fresh AdamW state."""
+        spec = _as_spec(spec)
+        wires = self.wires()
+        n_p, n_u = len(spec.perceive.layers) - 1, len(spec.update.layers) - 1
+        model = Model.from_parts(
+            spec,
+            [wires[f"perceive_wires_{i}"] for i in range(n_p)],
+            [wires[f"update_wires_{i}"] for i in range(n_u)],
+            self.params(),
+        )
+        model.mask_state = self.mask_state
+        return model
+
     # ---- inspection -------------------------------------------------------------
     @property
     def spec(self) -> ModelSpec:

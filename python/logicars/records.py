@@ -198,6 +198,8 @@ def record_from_run(
             "hold",
             "pool_steps",
             "hold_schedule",
+            "pool_epochs",
+            "pool_binarize_every",
         )
         if k in s
     }

@@ -134,6 +134,9 @@ class RunState:
     # run ended with that circuit rather than its last.
     lowest: dict[str, Any] | None = None
     kept_lowest: int | None = None
+    # The last epoch of a growth run's pool phase when it is a fine-tune of its own length
+    # (`pool_epochs`): the run ends there, and no restart comes before it.
+    pool_end: int | None = None
 
     @classmethod
     def start(cls, preset: Preset, init: str | None) -> RunState:
@@ -223,6 +226,7 @@ class RunState:
             "kept_attempt": self.kept_attempt,
             "lowest": self.lowest,
             "kept_lowest": self.kept_lowest,
+            "pool_end": self.pool_end,
             "interrupted": interrupted,
             "early_stopped": early_stopped,
         }
@@ -299,8 +303,14 @@ class RunState:
                 kept_attempt=None if kept is None else int(kept),
                 lowest=None
                 if lowest is None
-                else {"epoch": int(lowest["epoch"]), "hard_loss": float(lowest["hard_loss"])},
+                else {
+                    "epoch": int(lowest["epoch"]),
+                    "hard_loss": float(lowest["hard_loss"]),
+                    # an exact epoch of a holding run: `growth.held_score` of its circuit
+                    **({"held": [int(v) for v in lowest["held"]]} if "held" in lowest else {}),
+                },
                 kept_lowest=None if kept_lowest is None else int(kept_lowest),
+                pool_end=None if extra.get("pool_end") is None else int(extra["pool_end"]),
                 **run_settings,
             )
         except (KeyError, TypeError, ValueError, OverflowError) as e:

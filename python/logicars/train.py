@@ -183,19 +183,6 @@ def _write_atomic(path: Path, text: str) -> None:
     write_atomic(path, text.encode())
 
 
-def _respec(model: Model, spec: ModelSpec, mask_seed: int) -> Model:
-    """The model's wiring and logits under `spec` (same widths), with a fresh AdamW state."""
-    wires = model.wires()
-    n_p, n_u = len(spec.perceive.layers) - 1, len(spec.update.layers) - 1
-    return Model.from_parts(
-        spec,
-        [wires[f"perceive_wires_{i}"] for i in range(n_p)],
-        [wires[f"update_wires_{i}"] for i in range(n_u)],
-        model.params(),
-        mask_seed=mask_seed,
-    )
-
-
 def _initial_model(path: PathLike, preset: Preset, seed: int) -> Model:
     """The run's starting model from an npz in the fixture format (`Model.from_npz`), e.g.
     the wiring and logits the reference notebook draws: its config must be the preset's
@@ -225,12 +212,19 @@ def _initial_model(path: PathLike, preset: Preset, seed: int) -> Model:
             if have.get(k) != want.get(k)
         )
         raise ValueError(f"{path} is not a model of preset {preset.name!r}: {diff}")
-    return _respec(loaded, preset.spec, seed)
+    model = loaded.respecified(preset.spec)
+    model.mask_state = (seed, 0)
+    return model
 
 
-def _same_preset(a: Preset, b: Preset) -> bool:
-    """Equal up to the epoch budget and learning rate, which a resume may change."""
-    da, db = a.spec.to_dict(), b.spec.to_dict()
+def _same_preset(a: Preset, state: RunState) -> bool:
+    """`a` is the run's preset, up to the epoch budget and learning rate, which a resume
+    may change (in a pool phase with a rounding rule of its own, the run's spec has it)."""
+    b, spec = state.preset, a.spec
+    every = b.config.pool_binarize_every
+    if state.pool_end is not None and every is not None and spec.binarize_states:
+        spec = spec.with_rounding(True, every)
+    da, db = spec.to_dict(), b.spec.to_dict()
     return (a.name, a.batch, a.height, a.width, da) == (b.name, b.batch, b.height, b.width, db)
 
 
@@ -370,7 +364,7 @@ def train(
         state = RunState.from_extra(extra, model.spec, ckpt)
         if chosen is not None and (
             state.preset.name != chosen.name
-            or (isinstance(preset, (Preset, Task)) and not _same_preset(chosen, state.preset))
+            or (isinstance(preset, (Preset, Task)) and not _same_preset(chosen, state))
         ):
             raise ValueError(
                 f"{ckpt} is a run of preset {state.preset.name!r}, not {chosen.name!r}"

@@ -473,6 +473,19 @@ class TrainConfig:
         "range asks the pattern to hold between multiples of T too)",
         check=Count(1, 2**20), resume=Resume.FIXED, recorded=Recorded.PRESET, metavar="S",
     )  # fmt: skip
+    pool_epochs: int | None = _setting(
+        None, help="with --growth persist or regrow: the pool phase as a fine-tune of the "
+        "grown circuit: a fresh optimizer state and N epochs of its own, after which the "
+        "run ends; no restart cuts it short (default: the pool goes on to the end of the "
+        "attempt, with the growth phase's optimizer state)",
+        check=Count(1), resume=Resume.FIXED, recorded=Recorded.PRESET, metavar="N",
+    )  # fmt: skip
+    pool_binarize_every: int | None = _setting(
+        None, help="with --pool-epochs and --binarize-states: the pool phase rounds the "
+        "states in every N-th epoch's rollout only, the others relaxed (default: as the "
+        "growth phase)",
+        check=Count(1), resume=Resume.FIXED, recorded=Recorded.PRESET, metavar="N",
+    )  # fmt: skip
     notebook_epochs: int | None = _setting(
         None, help="the reference notebook's epochs where `epochs` is larger",
         check=Count(1), resume=Resume.PER_CALL, recorded=Recorded.NOT, cli=False,
@@ -490,6 +503,8 @@ class TrainConfig:
             raise ValueError("lr_decay_from and lr_end go together: give both or neither")
         if (self.stall_epochs is None) != (self.stall_loss is None):
             raise ValueError("stall_epochs and stall_loss go together: give both or neither")
+        if self.pool_binarize_every is not None and self.pool_epochs is None:
+            raise ValueError("pool_binarize_every sets the rule of --pool-epochs' phase: give both")
 
     def replace(self, **changes: Any) -> TrainConfig:
         """This config with `changes` (unknown names: TypeError)."""

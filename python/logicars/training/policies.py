@@ -283,10 +283,12 @@ def restart_seed(seed: int, attempt: int) -> int:
 
 
 def attempt_over(state: RunState) -> bool:
-    """Whether the current attempt has trained its `restart_every` epochs unsolved."""
+    """Whether the current attempt has trained its `restart_every` epochs unsolved (an
+    attempt in a pool phase of its own length is not cut short)."""
     return (
         state.restart_every is not None
         and state.solved_epoch is None
+        and state.pool_end is None
         and state.epoch - state.attempt_start == state.restart_every
     )
 
@@ -297,6 +299,8 @@ def stalled(state: RunState) -> int:
     fewer than `MAX_STALLS` stalled attempts; else 0."""
     p = state.preset
     if p.stall_epochs is None or p.stall_loss is None or state.solved_epoch is not None:
+        return 0
+    if state.pool_end is not None:
         return 0
     stall = (
         state.stalls < MAX_STALLS

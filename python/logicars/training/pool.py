@@ -33,6 +33,7 @@ class PoolBatches(BatchSource):
             hold_schedule=config.hold_schedule,
         )
         self.pool_lr = config.pool_lr
+        self.pool_epochs, self.pool_binarize_every = config.pool_epochs, config.pool_binarize_every
         self.path = run_dir / POOL_NAME
         if not resumed:
             # A pool left by an earlier run of the directory (one trained again from the
@@ -59,8 +60,23 @@ class PoolBatches(BatchSource):
             weight_decay=weight_decay,
             keep_last=b.pooling,
         )
+        was_pooling = b.pooling
         b.keep(run.state.epoch + 1, hard, last)
+        if b.pooling and not was_pooling and self.pool_epochs is not None:
+            self._start_fine_tune(run)
         return soft, hard
+
+    def _start_fine_tune(self, run: Run) -> None:
+        """The pool phase as a fine-tune of the grown circuit (`pool_epochs`): a fresh
+        optimizer state (the growth phase's moments pull back to growing alone), the
+        phase's rounding rule, and `pool_epochs` epochs after this one, where the run ends."""
+        state, spec = run.state, run.model.spec
+        if self.pool_binarize_every is not None and spec.binarize_states:
+            spec = spec.with_rounding(True, self.pool_binarize_every)
+        run.model = run.model.respecified(spec)
+        state.pool_end = state.epoch + 1 + self.pool_epochs
+        state.target_epochs = state.pool_end
+        run.bar.total = state.target_epochs
 
     def end_attempt(self, run: Run, stalled: bool) -> None:
         self.batches.reset()

@@ -76,6 +76,8 @@ def run_summary(
                     "hold",
                     "hold_schedule",
                     "pool_steps",
+                    "pool_epochs",
+                    "pool_binarize_every",
                 )
             }
             if p.config.growth not in (None, "grow")
