@@ -10,7 +10,6 @@ from reference import Reference
 
 import logicars
 from logicars.errors import InvalidValueError, ShapeError
-from logicars.train import _respec
 
 
 def small_spec(channels: int, periodic: bool, fire_rate=None, steps: int = 3) -> logicars.ModelSpec:
@@ -361,5 +360,5 @@ def test_a_saturated_circuit_stays_in_range_in_a_relaxed_epoch() -> None:
     x, y = logicars.get_preset("lizard").task().sample(np.random.default_rng(0))
     loss, grads = model.loss_and_grad(x, y)
     assert np.isfinite(loss) and all(np.isfinite(g).all() for g in grads.values())
-    states = _respec(model, model.spec.with_rounding(False), 0).rollout(x, record=True)
+    states = model.respecified(model.spec.with_rounding(False)).rollout(x, record=True)
     assert states.min() >= 0.0 and states.max() <= 1.0

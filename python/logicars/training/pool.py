@@ -68,8 +68,9 @@ class PoolBatches(BatchSource):
 
     def _start_fine_tune(self, run: Run) -> None:
         """The pool phase as a fine-tune of the grown circuit (`pool_epochs`): a fresh
-        optimizer state (the growth phase's moments pull back to growing alone), the
-        phase's rounding rule, and `pool_epochs` epochs after this one, where the run ends."""
+        optimizer state, the phase's rounding rule, and `pool_epochs` epochs after this
+        one, where the run ends (what persisted more often on the coloured G than the
+        pool inside the growing attempt: docs/results.md)."""
         state, spec = run.state, run.model.spec
         if self.pool_binarize_every is not None and spec.binarize_states:
             spec = spec.with_rounding(True, self.pool_binarize_every)
