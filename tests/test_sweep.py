@@ -578,3 +578,27 @@ def test_a_point_stopped_in_its_drift_search_goes_on_rather_than_starting_over()
     assert not _search_cut_short(summary([(400, 9)], interrupted=False))
     assert not _search_cut_short(summary([(400, 9)], solved_epoch=12))
     assert not _search_cut_short(None)
+
+
+def test_an_experiment_file_edited_during_a_sweep_stops_further_points(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each point's train reads the experiment file again: once it changed, no further
+    point starts (it would train other options under the same point name)."""
+    from logicars.sweep import executors
+
+    path = tmp_path / "gol.toml"
+    path.write_text(logicars.presets.preset_file_text("gol"))
+    submit = executors.PoolExecutor.submit
+
+    def submit_then_edit(self: Any, *args: Any) -> Any:
+        ref = submit(self, *args)
+        path.write_text(path.read_text() + "# edited\n")
+        return ref
+
+    monkeypatch.setattr(executors.PoolExecutor, "submit", submit_then_edit)
+    grid = {"preset": str(path), "seed": [0, 1], "epochs": 2}
+    with pytest.raises(ValueError, match="gol.toml changed since the sweep started"):
+        logicars.sweep(grid, out=tmp_path / "s", workers=1, quiet=True)
+    started = [p for p in (tmp_path / "s").iterdir() if (p / POINT_FILE).exists()]
+    assert len(started) == 1

@@ -4,6 +4,7 @@ the points while slots are free, stops on Ctrl-C, and writes the report."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 import sys
 from collections import deque
@@ -114,7 +115,8 @@ def sweep(
     if shard is not None:
         index, count = parse_shard(shard)
         points = points[index::count]
-    _check_presets(points)  # an unknown preset or a bad file: before the disk is touched
+    # An unknown preset or a bad file: before the disk is touched.
+    files = _check_presets(points)
     address = None if ray in (None, False) else "local" if ray is True else str(ray)
     if address is not None:
         check_reachable(address)  # Ray itself waits minutes on a dead address
@@ -151,7 +153,7 @@ def sweep(
             f"{len(damaged)} damaged, {resume} to "
             f"resume, {len(todo) - resume} to train) on {where} -> {root}"
         )
-        run.drive(executor, todo)
+        run.drive(executor, todo, files)
     points_here = any((root / p.name / POINT_FILE).exists() for p in points)
     result = SweepResult(
         report(root) if points_here else SweepReport(root, [], [], ""),
@@ -169,13 +171,14 @@ def sweep(
     return result
 
 
-def _check_presets(points: list[Point]) -> None:
+def _check_presets(points: list[Point]) -> dict[str, bytes]:
     """Resolves every distinct preset of the points (a name, a task kind with its size,
     an experiment file) as `train` would, so that a bad one is refused before any
-    point's directory is made."""
+    point's directory is made; returns each experiment file's digest (`_changed_files`)."""
     from ..presets import read_experiment, resolve_preset
 
     seen = set()
+    files: dict[str, bytes] = {}
     for point in points:
         o = point.options
         key = (o.get("preset"), o.get("size"), o.get("asynchronous"))
@@ -186,9 +189,32 @@ def _check_presets(points: list[Point]) -> None:
         if not isinstance(preset, str):
             continue  # `train` refuses it with its own message
         if preset.lower().endswith(".toml"):
+            files[preset] = _digest(preset)
             read_experiment(preset)
         elif type(size) is int or size is None:
             resolve_preset(preset, size=size, asynchronous=bool(asynchronous))
+    return files
+
+
+def _digest(path: str) -> bytes:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).digest()
+    except OSError:
+        return b""  # read_experiment (or the point's train) says what is wrong
+
+
+def _changed_files(files: dict[str, bytes]) -> str | None:
+    """Why no further point may start when an experiment file changed since the sweep
+    started: each point's train reads the file again, so a later point would train other
+    options under the same point name."""
+    changed = [path for path, digest in files.items() if _digest(path) != digest]
+    if not changed:
+        return None
+    return (
+        f"{changed[0]} changed since the sweep started; the points that started trained "
+        "the earlier text: put it back to go on, or sweep the new text into another "
+        "directory"
+    )
 
 
 class _Run:
@@ -218,7 +244,11 @@ class _Run:
         else:
             print(message, file=sys.stderr, flush=True)
 
-    def drive(self, executor: PoolExecutor | RayExecutor, todo: deque[Point]) -> None:
+    def drive(
+        self, executor: PoolExecutor | RayExecutor, todo: deque[Point], files: dict[str, bytes]
+    ) -> None:
+        """Runs the points of `todo`; an experiment file of `files` (path: digest) that
+        changes stops further launches as a bad option does."""
         from ..progress import progress_bar
 
         running: dict[Any, Point] = {}
@@ -235,6 +265,9 @@ class _Run:
                         executor.stop(list(running))
                         stopped = True
                     launch = not (stopped or self.race_won())
+                    if launch and todo and len(running) < executor.slots:
+                        input_error = input_error or _changed_files(files)
+                        launch = input_error is None
                     while launch and todo and len(running) < executor.slots:
                         p = todo.popleft()
                         running[executor.submit(self.root, p, self.threads)] = p
