@@ -60,6 +60,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Union
 
+from .training.config import POOL_SETTINGS
+
 PathLike = Union[str, "os.PathLike[str]"]
 
 FORMAT_VERSION = 1
@@ -192,14 +194,7 @@ def record_from_run(
             "drift_budget",
             "target_epochs",
             "growth",
-            "pool_size",
-            "pool_batch",
-            "pool_lr",
-            "hold",
-            "pool_steps",
-            "hold_schedule",
-            "pool_epochs",
-            "pool_binarize_every",
+            *POOL_SETTINGS,
         )
         if k in s
     }

@@ -556,6 +556,18 @@ def with_rule(spec: ModelSpec, rule: Mapping[str, Any]) -> ModelSpec:
 
 
 SETTING_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(TrainConfig))
+# The sample pool's settings of persisting and regenerating growth: what a growth run's
+# summary and its record name.
+POOL_SETTINGS: tuple[str, ...] = (
+    "pool_size",
+    "pool_batch",
+    "pool_lr",
+    "hold",
+    "hold_schedule",
+    "pool_steps",
+    "pool_epochs",
+    "pool_binarize_every",
+)
 
 
 def setting(name: str) -> Setting:

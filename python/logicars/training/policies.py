@@ -143,14 +143,9 @@ def drift_records(repairs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in repairs if r.get("method") == "drift"]
 
 
-def drifts(state: RunState) -> list[dict[str, Any]]:
-    """The run's drift search so far."""
-    return drift_records(state.repairs)
-
-
 def drift_spent(state: RunState) -> int:
     """The candidates the run's drift search has tried so far."""
-    return sum(r["evaluations"] for r in drifts(state))
+    return sum(r["evaluations"] for r in drift_records(state.repairs))
 
 
 def drift_left(
@@ -300,7 +295,7 @@ def stalled(state: RunState) -> int:
     p = state.preset
     if p.stall_epochs is None or p.stall_loss is None or state.solved_epoch is not None:
         return 0
-    if state.pool_end is not None:
+    if state.pool_end is not None:  # a pool phase of its own length is not cut short
         return 0
     stall = (
         state.stalls < MAX_STALLS

@@ -9,6 +9,7 @@ from ..circuit.evaluate import evaluate
 from ..circuit.export import active_gates
 from ..model import Model
 from ..runstate import RunState
+from .config import POOL_SETTINGS
 
 
 def attempt_ends(state: RunState, interrupted: bool, early_stopped: bool) -> list[dict[str, Any]]:
@@ -67,19 +68,7 @@ def run_summary(
         # What a grow: task's circuit must do, and the sample pool that trained it.
         "growth": p.config.growth or "grow",
         **(
-            {
-                k: getattr(p.config, k)
-                for k in (
-                    "pool_size",
-                    "pool_batch",
-                    "pool_lr",
-                    "hold",
-                    "hold_schedule",
-                    "pool_steps",
-                    "pool_epochs",
-                    "pool_binarize_every",
-                )
-            }
+            {k: getattr(p.config, k) for k in POOL_SETTINGS}
             if p.config.growth not in (None, "grow")
             else {}
         ),
