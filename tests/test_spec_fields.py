@@ -27,7 +27,7 @@ def test_a_spec_with_every_field_writes_the_engines_fields() -> None:
     spec = ModelSpec.build(
         channels=2, kernels=2, perceive=[4, 2], update=[8], num_steps=3, periodic=True,
         fire_rate=0.5, loss_channels=[0], relax=relax, binarize_states=True,
-        binarize_every=2, chunk_cells=80,
+        binarize_every=2, chunk_cells=80, init_logit=5.0,
     )  # fmt: skip
     assert paths(spec.to_dict()) == set(ENGINE_FIELDS)
 
@@ -48,6 +48,7 @@ def test_the_engines_defaults_are_the_specs() -> None:
         "binarize_states": spec.binarize_states,
         "binarize_every": spec.binarize_every,
         "chunk_cells": spec.chunk_cells,
+        "init_logit": spec.init_logit,
     }
     defaults = {p: f["default"] for p, f in ENGINE_FIELDS.items() if "default" in f}
     assert read == defaults

@@ -31,6 +31,7 @@ __all__ = [
     "MAX_SEED",
     "MAX_THREADS",
     "DEFAULT_CHUNK_CELLS",
+    "INIT_LOGIT",
     "RELAX_MODES",
     "WIRINGS",
     "CONFIG_FIELDS",
@@ -47,6 +48,8 @@ MAX_SEED: int
 MAX_THREADS: int
 # Cells per chunk when a config gives no `chunk_cells`.
 DEFAULT_CHUNK_CELLS: int
+# The pass-through gate's logit in a fresh model when a config gives no `init_logit`.
+INIT_LOGIT: float
 # The config's `relax.mode` names and wiring names, in the engine's order.
 RELAX_MODES: tuple[str, ...]
 WIRINGS: tuple[str, ...]

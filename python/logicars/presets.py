@@ -423,7 +423,7 @@ _TOP_KEYS = {
 }
 # ModelSpec.build's arguments: types only, the engine's config validation checks the
 # values (`_core.param_layout` below). The training settings of the `[model]` table
-# (`binarize_states`, `binarize_every`) come from `TrainConfig`.
+# (`binarize_states`, `binarize_every`, `init_logit`) come from `TrainConfig`.
 _MODEL_KEYS = {
     "channels": "integer",
     "kernels": "integer",
@@ -552,6 +552,7 @@ def experiment_from_dict(
                 "binarize_every": b.with_rounding(model.get("binarize_states")).binarize_every,
                 "relax": b.relax,
                 "chunk_cells": b.chunk_cells,
+                "init_logit": b.init_logit,
             }
         try:
             spec = ModelSpec.build(**{**defaults, **model})

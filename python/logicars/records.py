@@ -115,9 +115,9 @@ def seed_record(sweep: str, **fields: Any) -> dict[str, Any]:
 
 
 def training_label(summary: dict[str, Any]) -> str:
-    """How a run trained, as the tables name it: its relaxation, binarized states and
-    chunk width where not the default."""
-    from .spec import DEFAULT_CHUNK_CELLS, Relaxation
+    """How a run trained, as the tables name it: its relaxation, binarized states, chunk
+    width and initial pass-through logit where not the default."""
+    from .spec import DEFAULT_CHUNK_CELLS, INIT_LOGIT, Relaxation
 
     config = summary.get("config", {})
     label = Relaxation(**summary["relax"]).label()
@@ -127,6 +127,9 @@ def training_label(summary: dict[str, Any]) -> str:
     chunk = config.get("chunk_cells")
     if chunk is not None and chunk != DEFAULT_CHUNK_CELLS:
         label += f", chunks of {chunk} cells"
+    init = config.get("init_logit")
+    if init is not None and init != INIT_LOGIT:
+        label += f", init logit {init:g}"
     return label
 
 
@@ -199,7 +202,8 @@ def record_from_run(
         if k in s
     }
     cfg = s.get("config", {})
-    given.update({k: cfg.get(k) for k in ("binarize_states", "binarize_every", "chunk_cells")})
+    spec_keys = ("binarize_states", "binarize_every", "chunk_cells", "init_logit")
+    given.update({k: cfg.get(k) for k in spec_keys})
     return seed_record(
         sweep,
         preset=s["preset"],

@@ -20,6 +20,7 @@ from .errors import InvalidValueError
 # parametrization (4 sigmoid parameters per gate) soft or straight-through.
 WIRINGS: tuple[str, ...] = tuple(_core.WIRINGS)
 DEFAULT_CHUNK_CELLS: int = _core.DEFAULT_CHUNK_CELLS
+INIT_LOGIT: float = _core.INIT_LOGIT
 MAX_SEED: int = _core.MAX_SEED
 MAX_THREADS: int = _core.MAX_THREADS
 RELAX_MODES: tuple[str, ...] = tuple(_core.RELAX_MODES)
@@ -119,6 +120,11 @@ class ModelSpec:
     # sets the last bits of training; a wide model on a small grid trains faster with
     # wider chunks (the lizard: 80, its 400 cells in 5 chunks; docs/performance.md).
     chunk_cells: int = DEFAULT_CHUNK_CELLS
+    # The pass-through gate's logit in a fresh model (every other logit 0): how strongly
+    # a new network starts as the identity (residual initialisation). The notebook's 10
+    # makes a softmax gate ~0.9999 pass-through, and AdamW's steps of about `lr` take some
+    # 200 epochs to overturn it; 5 (~0.91) leaves that plateau sooner (docs/results.md).
+    init_logit: float = INIT_LOGIT
 
     @property
     def is_async(self) -> bool:
@@ -151,6 +157,7 @@ class ModelSpec:
         binarize_states: bool = False,
         binarize_every: int = 1,
         chunk_cells: int = DEFAULT_CHUNK_CELLS,
+        init_logit: float = INIT_LOGIT,
     ) -> ModelSpec:
         """A spec wired as the reference notebook wires its models, from the widths alone.
 
@@ -184,6 +191,7 @@ class ModelSpec:
             binarize_states=binarize_states,
             binarize_every=binarize_every,
             chunk_cells=chunk_cells,
+            init_logit=init_logit,
         )
 
     def with_rounding(
@@ -211,6 +219,8 @@ class ModelSpec:
             del d["binarize_every"]
         if self.chunk_cells == DEFAULT_CHUNK_CELLS:  # likewise
             del d["chunk_cells"]
+        if self.init_logit == INIT_LOGIT:  # likewise
+            del d["init_logit"]
         return d
 
     def to_json(self) -> str:
@@ -218,6 +228,7 @@ class ModelSpec:
         # JSON has no NaN or infinity; name the field here rather than let the engine
         # report a JSON syntax error.
         numbers = [("fire_rate", d["fire_rate"], "in (0, 1]")]
+        numbers += [("init_logit", d.get("init_logit"), "a finite number >= 0")]
         relax = d.get("relax", {}).items()
         numbers += [(f"relax.{k}", v, "a finite number") for k, v in relax if k != "mode"]
         for key, v, expected in numbers:
@@ -258,6 +269,7 @@ class ModelSpec:
             binarize_states=_bool(d, "binarize_states", False),
             binarize_every=_int(d, "binarize_every") if "binarize_every" in d else 1,
             chunk_cells=_int(d, "chunk_cells") if "chunk_cells" in d else DEFAULT_CHUNK_CELLS,
+            init_logit=_number(d, "init_logit") if "init_logit" in d else INIT_LOGIT,
         )
 
     @classmethod

@@ -202,6 +202,7 @@ def _initial_model(path: PathLike, preset: Preset, seed: int) -> Model:
         "binarize_states": s.binarize_states,
         "binarize_every": s.binarize_every,
         "chunk_cells": s.chunk_cells,
+        "init_logit": s.init_logit,  # the file holds the logits themselves
     }
     have = loaded.spec.replace(**rule).to_dict()
     want = preset.spec.to_dict()

@@ -367,6 +367,12 @@ class TrainConfig:
         check=Count(1), resume=Resume.NEW_RUN, recorded=Recorded.NOT, spec=True,
         section="model", metavar="N",
     )  # fmt: skip
+    init_logit: float | None = _setting(
+        None, help="the pass-through gate's logit in a fresh model, every other gate's 0 "
+        "(residual initialisation; the notebook's 10; default: the preset's)",
+        check=Number(0, 50), resume=Resume.NEW_RUN, recorded=Recorded.NOT, spec=True,
+        section="model", metavar="Z",
+    )  # fmt: skip
     threads: int | None = _setting(
         None, help="engine threads (default/0: one per core)", check=Count(0, MAX_THREADS),
         resume=Resume.PER_CALL, recorded=Recorded.NOT,
@@ -545,13 +551,15 @@ def with_rule(spec: ModelSpec, rule: Mapping[str, Any]) -> ModelSpec:
     """`spec` with the training-rule settings in `rule` (None or absent: the spec's): a
     `relax` mode starts from the engine's defaults, `tau`, `noise`, `warmup` and
     `hard_fraction` replace its parameters, `binarize_states` and `binarize_every` apply
-    as `ModelSpec.with_rounding` does."""
+    as `ModelSpec.with_rounding` does, `init_logit` replaces the spec's."""
     relaxation = {k: rule.get(k) for k in ("tau", "noise", "warmup", "hard_fraction")}
     if rule.get("relax") is not None or any(v is not None for v in relaxation.values()):
         spec = spec.replace(relax=resolve_relaxation(spec.relax, rule.get("relax"), relaxation))
     states, every = rule.get("binarize_states"), rule.get("binarize_every")
     if states is not None or every is not None:
         spec = spec.with_rounding(states, every)
+    if rule.get("init_logit") is not None:
+        spec = spec.replace(init_logit=rule["init_logit"])
     return spec
 
 

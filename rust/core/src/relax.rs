@@ -44,7 +44,8 @@ pub const MODES: [&str; 7] = [
     "truth-table-st",
 ];
 
-/// Logit of the pass-through gate in a fresh model (all others 0).
+/// Logit of the pass-through gate in a fresh model (all others 0) unless the spec sets
+/// its own (`Spec::init_logit`).
 pub const INIT_PASS_LOGIT: f32 = 10.0;
 
 /// A relaxation and its parameters (`relax` in the config JSON; absent = softmax).
@@ -165,8 +166,9 @@ impl Relax {
         Ok(())
     }
 
-    /// The parameters of a fresh gate: pass-through A.
-    pub fn init_gate(&self, gate: &mut [f32]) {
+    /// The parameters of a fresh gate: pass-through A, at logit `pass_logit` where the
+    /// gate has 16 logits.
+    pub fn init_gate(&self, gate: &mut [f32], pass_logit: f32) {
         match self.params_per_gate() {
             4 => {
                 let a = truth_table(gates::PASS_A);
@@ -180,7 +182,7 @@ impl Relax {
             }
             _ => {
                 gate.fill(0.0);
-                gate[gates::PASS_A] = INIT_PASS_LOGIT;
+                gate[gates::PASS_A] = pass_logit;
             }
         }
     }

@@ -13,6 +13,7 @@ pub fn add(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MAX_SEED", u64::MAX)?;
     m.add("MAX_THREADS", core::threads::MAX_THREADS)?;
     m.add("DEFAULT_CHUNK_CELLS", core::simd::DEFAULT_CHUNK_CELLS)?;
+    m.add("INIT_LOGIT", core::relax::INIT_PASS_LOGIT)?;
     m.add("RELAX_MODES", PyTuple::new(py, core::relax::MODES)?)?;
     m.add("WIRINGS", PyTuple::new(py, core::wiring::NAMES)?)?;
     m.add("CONFIG_FIELDS", config_fields(py)?)?;

@@ -55,6 +55,7 @@ pub(crate) fn spec(
         binarize_states: false,
         binarize_every: 1,
         chunk_cells: DEFAULT_CHUNK_CELLS,
+        init_logit: crate::relax::INIT_PASS_LOGIT,
     }
 }
 

@@ -113,7 +113,8 @@ pub struct Model {
 }
 
 impl Model {
-    /// A fresh model: wiring drawn from `seed`, every gate a pass-through of input A.
+    /// A fresh model: wiring drawn from `seed`, every gate a pass-through of input A
+    /// (`Spec::init_logit`).
     /// `seed` also keys the async masks and the Gumbel noise of training.
     pub fn new(spec: Spec, seed: u64) -> Result<Model> {
         spec.validate()?;
@@ -132,7 +133,7 @@ impl Model {
         let mut logits = memory::try_vec(n_params * per_gate, 0.0, "the model's logits")?;
         logits
             .chunks_mut(per_gate)
-            .for_each(|g| spec.relax.init_gate(g));
+            .for_each(|g| spec.relax.init_gate(g, spec.init_logit));
         Model::from_parts(spec, perceive, update, logits, seed)
     }
 

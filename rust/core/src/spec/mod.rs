@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{value_err, Error, Result};
 use crate::memory;
-use crate::relax::Relax;
+use crate::relax::{Relax, INIT_PASS_LOGIT};
 use crate::simd::{DEFAULT_CHUNK_CELLS, LANES, MAX_CHUNK_CELLS};
 use crate::wiring::Wiring;
 
@@ -60,6 +60,23 @@ pub struct Spec {
     /// written) unless a model is faster with another (docs/performance.md).
     #[serde(default = "default_chunk", skip_serializing_if = "is_default_chunk")]
     pub chunk_cells: usize,
+    /// The logit of the pass-through gate (input A) in a fresh model, every other logit
+    /// 0: how strongly a new network starts as the identity (residual initialisation,
+    /// Petersen et al. 2024). 10 (absent, and not written): the notebook's. Only the
+    /// 16-logit relaxations read it.
+    #[serde(
+        default = "default_init_logit",
+        skip_serializing_if = "is_default_init_logit"
+    )]
+    pub init_logit: f32,
+}
+
+fn default_init_logit() -> f32 {
+    INIT_PASS_LOGIT
+}
+
+fn is_default_init_logit(logit: &f32) -> bool {
+    *logit == INIT_PASS_LOGIT
 }
 
 fn default_chunk() -> usize {
@@ -190,6 +207,17 @@ impl Spec {
         if w == 0 || !w.is_multiple_of(LANES) || w > MAX_CHUNK_CELLS {
             return value_err!(
                 "chunk_cells must be a multiple of {LANES} from {LANES} to {MAX_CHUNK_CELLS}, got {w}"
+            );
+        }
+        if !(self.init_logit.is_finite() && self.init_logit >= 0.0) {
+            return value_err!(
+                "init_logit must be a finite number >= 0, got {}",
+                self.init_logit
+            );
+        }
+        if self.init_logit != INIT_PASS_LOGIT && self.relax.params_per_gate() != 16 {
+            return value_err!(
+                "init_logit applies only to the 16-logit relaxations, not truth tables"
             );
         }
         self.relax.validate()?;

@@ -8,7 +8,7 @@ use std::fmt;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::relax::{self, Relax};
+use crate::relax::{self, Relax, INIT_PASS_LOGIT};
 use crate::simd::DEFAULT_CHUNK_CELLS;
 use crate::wiring::{self, Wiring};
 
@@ -156,6 +156,12 @@ pub const FIELDS: &[Field] = &[
         COUNT,
         Absent::Default(chunk_cells),
     ),
+    one(
+        &["init_logit"],
+        Value::is_number,
+        NUMBER,
+        Absent::Default(init_logit),
+    ),
 ];
 
 fn no() -> Value {
@@ -176,6 +182,10 @@ fn every_step() -> Value {
 
 fn chunk_cells() -> Value {
     json!(DEFAULT_CHUNK_CELLS)
+}
+
+fn init_logit() -> Value {
+    json!(INIT_PASS_LOGIT)
 }
 
 fn is_relax_mode(v: &Value) -> bool {
@@ -296,7 +306,7 @@ mod tests {
         ];
         let mut written = BTreeSet::new();
         for relax in relaxations {
-            let mut config = with(&required(), &["relax"], Some(relax));
+            let mut config = with(&required(), &["relax"], Some(relax.clone()));
             for (key, value) in [
                 ("async", json!(true)),
                 ("fire_rate", json!(0.5)),
@@ -305,6 +315,10 @@ mod tests {
                 ("chunk_cells", json!(80)),
             ] {
                 config = with(&config, &[key], Some(value));
+            }
+            if relax["mode"] != "truth-table" {
+                // truth tables start from their own parameters
+                config = with(&config, &["init_logit"], Some(json!(5.0)));
             }
             let spec: Value = serde_json::from_str(&parse(&config).unwrap().to_json()).unwrap();
             for (key, value) in spec.as_object().unwrap() {
