@@ -85,6 +85,7 @@ fn gol_spec() -> Spec {
         binarize_states: false,
         binarize_every: 1,
         chunk_cells: DEFAULT_CHUNK_CELLS,
+        init_logit: logicars_core::relax::INIT_PASS_LOGIT,
     }
 }
 

@@ -137,6 +137,7 @@ fn checkerboard_spec() -> Spec {
         binarize_states: false,
         binarize_every: 1,
         chunk_cells: DEFAULT_CHUNK_CELLS,
+        init_logit: logicars_core::relax::INIT_PASS_LOGIT,
     }
 }
 
