@@ -20,6 +20,8 @@ table goes:
   cell into the records' `cells`;
 - `{{growth-table NAME ...}}`, `{{growth-plot FILE NAME ...}}`: the growth checks per
   variant, and wrong cells against step;
+- `{{wiring-plot FILE NAME ...}}`: per sweep and variant, the share of runs whose first
+  wiring works against its epochs;
 - `{{variants NAME ...}}`: per sweep and variant, the runs that work and the wall time per
   working circuit;
 - `{{attempt-lengths NAME EPOCHS}}`: the expected epochs to a working circuit had the
@@ -149,9 +151,23 @@ def held_out_ok(r: Record) -> bool:
     return ev["solved"] == ev["samples"]
 
 
+def notebook_epochs(r: Record) -> int | None:
+    """The notebook's epochs for the run: recorded since 2026-11-29, before that its
+    preset's (None for an experiment file's run recorded before)."""
+    paper = (r.get("options") or {}).get("notebook_epochs")
+    if paper is not None:
+        return int(paper)
+    try:
+        return logicars.presets.resolve_preset(r["preset"]).paper_epochs()
+    except ValueError:
+        return None
+
+
 def first_attempt_ok(r: Record) -> bool:
     """Solved by the first wiring within the notebook's epochs."""
-    paper = logicars.get_preset(r["preset"]).paper_epochs()
+    paper = notebook_epochs(r)
+    if paper is None:
+        raise ValueError(f"{r['sweep']}: the notebook's epochs of {r['preset']!r} are unknown")
     at = r["solved_epoch"]
     return held_out_ok(r) and need(r, "attempts") == 1 and at is not None and at <= paper
 
@@ -358,6 +374,8 @@ def render_results(data: Path = DATA) -> tuple[str, list[str]]:
             out += attempt_length_table(args[0], int(args[1]), data)
         elif kind == "growth-plot":
             out.append(f"![wrong cells against step, T to 10T](img/results/{args[0]}){rest}")
+        elif kind == "wiring-plot":
+            out.append(f"![first wirings that work against epochs](img/results/{args[0]}){rest}")
         else:
             raise SystemExit(f"results.template.md: unknown directive {{{{{kind}}}}}")
     return "\n".join(out) + "\n", solving
@@ -454,8 +472,8 @@ def main() -> None:
     RESULTS.write_text(text, encoding="utf-8")
     RELAXATIONS.write_text(relax, encoding="utf-8")
     solving_plot(solving, IMAGES / "solve-rate.png")
-    for png, names in growth_plots((DATA / "results.template.md").read_text(encoding="utf-8")):
-        growth_plot(names, IMAGES / png)
+    for kind, png, names in plots((DATA / "results.template.md").read_text(encoding="utf-8")):
+        (growth_plot if kind == "growth" else wiring_plot)(names, IMAGES / png)
     relax_plot(*RELAX_PLOT)
     print(RESULTS, RELAXATIONS, IMAGES / "solve-rate.png", RELAX_PLOT[1])
 
@@ -565,7 +583,7 @@ def growth_table(names: list[str], data: Path = DATA) -> list[str]:
     return lines
 
 
-ATTEMPT_LENGTHS = (250, 400, 500, 600, 750, 1000, 1250, 1500, 2000, 3000)
+ATTEMPT_LENGTHS = (150, 200, 250, 400, 500, 600, 750, 1000, 1250, 1500, 2000, 3000)
 
 
 def attempt_length_table(name: str, recorded: int, data: Path = DATA) -> list[str]:
@@ -573,29 +591,34 @@ def attempt_length_table(name: str, recorded: int, data: Path = DATA) -> list[st
     unsolved attempts after `recorded` epochs) had restarted after fewer: its attempts
     taken as independent draws, an attempt that solved at epoch e of its own solves with
     any length >= e, one that did not solves with none (so lengths above `recorded` are
-    not estimated). Expected epochs = mean epochs an attempt costs / share that solve."""
-    rows, _ = load(name, data)
-    within: list[int] = []  # the epoch within its attempt at which each solving one solved
-    attempts = 0
-    for r in rows:
-        n, solved = int(need(r, "attempts")), r.get("solved_epoch")
-        attempts += n
-        if solved is not None:
-            within.append(int(solved) - recorded * (n - 1))
+    not estimated). Expected epochs = mean epochs an attempt costs / share that solve.
+    A sweep of several variants (`_variants`) gets a row per variant and length."""
+    groups = _variants([name], data)
+    several = len(groups) > 1
     lines = [
-        f"| attempt length | attempts solving within it (of {attempts}) | expected epochs "
-        "to a working circuit |",
-        "|---|---|---|",
+        ("| options " if several else "")
+        + "| attempt length | attempts solving within it | expected epochs to a working "
+        "circuit |",
+        ("|---" if several else "") + "|---|---|---|",
     ]
-    for length in (a for a in ATTEMPT_LENGTHS if a <= recorded):
-        solving = [e for e in within if e <= length]
-        if not solving:
-            continue
-        cost = (sum(solving) + (attempts - len(solving)) * length) / attempts
-        lines.append(
-            f"| {length} | {len(solving)} ({len(solving) / attempts:.0%}) "
-            f"| {cost * attempts / len(solving):.0f} |"
-        )
+    for (_, label), rows in groups.items():
+        within: list[int] = []  # the epoch within its attempt at which each solving one solved
+        attempts = 0
+        for r in rows:
+            n, solved = int(need(r, "attempts")), r.get("solved_epoch")
+            attempts += n
+            if solved is not None:
+                within.append(int(solved) - recorded * (n - 1))
+        for length in (a for a in ATTEMPT_LENGTHS if a <= recorded):
+            solving = [e for e in within if e <= length]
+            if not solving:
+                continue
+            cost = (sum(solving) + (attempts - len(solving)) * length) / attempts
+            lines.append(
+                (f"| {label} " if several else "")
+                + f"| {length} | {len(solving)} of {attempts} ({len(solving) / attempts:.0%}) "
+                f"| {cost * attempts / len(solving):.0f} |"
+            )
     return lines
 
 
@@ -607,32 +630,44 @@ def _variant(r: Record) -> str:
         parts.append(f"attempts of {o['restart_every']}")
     if o.get("binarize_states"):
         parts.append("binarized states")
+    if o.get("init_logit") is not None and o["init_logit"] != logicars.spec.INIT_LOGIT:
+        parts.append(f"init logit {o['init_logit']:g}")
     if o.get("drift_budget"):
         parts.append(f"drift search {o['drift_budget']}")
     return ", ".join(parts)
 
 
+def _variants(names: list[str], data: Path) -> dict[tuple[str, str], list[Record]]:
+    """Each sweep's runs grouped by their options (`_variant`), in the order met."""
+    groups: dict[tuple[str, str], list[Record]] = {}
+    for name in names:
+        for r in load(name, data)[0]:
+            groups.setdefault((name, _variant(r)), []).append(r)
+    return groups
+
+
 def variants_table(names: list[str], data: Path = DATA) -> list[str]:
     """Per sweep and variant (the options that differ between its runs): the runs, the
-    ones whose final circuit passes its held-out check, and the wall seconds per working
-    circuit (every run's seconds over the working ones: what a user waits)."""
+    ones whose final circuit passes its held-out check, the ones whose first wiring did
+    within the notebook's epochs, and the epochs and wall seconds per working circuit
+    (every run's epochs or seconds over the working ones: what a user waits)."""
     lines = [
-        "| sweep | options | seeds | runs | working | wall s per working circuit |",
-        "|---|---|---|---|---|---|",
+        "| sweep | options | seeds | runs | working | first wiring in the notebook's epochs "
+        "| epochs per working circuit | wall s per working circuit |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for name in names:
-        rows, _ = load(name, data)
-        groups: dict[str, list[Record]] = {}
-        for r in rows:
-            groups.setdefault(_variant(r), []).append(r)
-        for label, rs in groups.items():
-            seeds = sorted(int(r["seed"]) for r in rs)
-            working = sum(bool(need(r, "checks", "held_out")["passed"]) for r in rs)
-            per = _seconds_per_working(rs, working)
-            lines.append(
-                f"| {name} | {label} | {seeds[0]}-{seeds[-1]} | {len(rs)} "
-                f"| {_percent(working, len(rs))}) | {per} |"
-            )
+    for (name, label), rs in _variants(names, data).items():
+        seeds = sorted(int(r["seed"]) for r in rs)
+        working = sum(held_out_ok(r) for r in rs)
+        known = all(notebook_epochs(r) is not None for r in rs)
+        first = _percent(sum(map(first_attempt_ok, rs)), len(rs)) + ")" if known else "–"
+        epochs = [r.get("epochs") for r in rs]
+        per_epochs = "–" if None in epochs or not working else f"{sum(epochs) / working:.0f}"
+        lines.append(
+            f"| {name} | {label} | {seeds[0]}-{seeds[-1]} | {len(rs)} "
+            f"| {_percent(working, len(rs))}) | {first} "
+            f"| {per_epochs} | {_seconds_per_working(rs, working)} |"
+        )
     return lines
 
 
@@ -675,12 +710,58 @@ def _works(r: Record) -> bool:
     return all(c["passed"] for c in checks)
 
 
-GROWTH_PLOT = re.compile(r"^\{\{growth-plot ([^ }]+)((?: [^ }]+)+)\}\}", re.M)
+PLOT = re.compile(r"^\{\{(growth|wiring)-plot ([^ }]+)((?: [^ }]+)+)\}\}", re.M)
 
 
-def growth_plots(template: str) -> list[tuple[str, list[str]]]:
-    """The growth plots the template asks for: (file name, sweeps)."""
-    return [(m.group(1), m.group(2).split()) for m in GROWTH_PLOT.finditer(template)]
+def plots(template: str) -> list[tuple[str, str, list[str]]]:
+    """The plots the template asks for: (kind, file name, sweeps)."""
+    return [(m.group(1), m.group(2), m.group(3).split()) for m in PLOT.finditer(template)]
+
+
+def wiring_plot(names: list[str], path: Path) -> None:
+    """The share of runs whose first wiring works by each epoch, one line per sweep and
+    variant (`_variants`), the notebook's epochs dotted."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 4.2))
+    marks = set()
+    groups = _variants(names, DATA)
+    # The legend names what differs: the parts of the options every variant shares go.
+    parts = {key: key[1].split(", ") for key in groups}
+    shared = set.intersection(*(set(p) for p in parts.values()))
+    for key, rs in groups.items():
+        label = ", ".join(p for p in parts[key] if p not in shared or p == parts[key][0])
+        if not any(p.startswith("init logit") for p in parts[key]):
+            label += f", init logit {logicars.spec.INIT_LOGIT:g}"
+        solved = sorted(
+            int(r["solved_epoch"])
+            for r in rs
+            if held_out_ok(r) and int(r["attempts"]) == 1 and r["solved_epoch"] is not None
+        )
+        first_attempts = [
+            int(r["epochs"]) if int(r["attempts"]) == 1 else int(r["options"]["restart_every"])
+            for r in rs
+        ]
+        end = max(first_attempts)
+        steps = [0, *solved, end]
+        share = [0, *range(1, len(solved) + 1), len(solved)]
+        ax.step(
+            steps, [100 * k / len(rs) for k in share], where="post", label=label.replace("`", "")
+        )
+        marks.update(notebook_epochs(r) for r in rs)
+    for m in sorted(x for x in marks if x is not None):
+        ax.axvline(m, color="grey", ls=":", lw=1)
+    ax.set_xlabel("epochs of the first wiring")
+    ax.set_ylabel("runs whose first wiring works (%)")
+    ax.set_ylim(0, 100)
+    ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1))
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110, metadata={"Software": None})
+    plt.close(fig)
 
 
 def growth_plot(names: list[str], path: Path) -> None:

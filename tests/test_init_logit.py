@@ -46,15 +46,18 @@ def test_a_fresh_model_starts_at_the_specs_logit_on_the_same_wiring() -> None:
     [
         ({"init_logit": -1.0}, "init_logit must be a finite number >= 0"),
         ({"init_logit": float("nan")}, "init_logit must be a finite number >= 0"),
-        (
-            {"init_logit": 5.0, "relax": logicars.Relaxation(mode="truth-table")},
-            "init_logit applies only to the 16-logit relaxations",
-        ),
     ],
 )
 def test_bad_values_are_refused(changes: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         logicars.Model(small_spec(2, False).replace(**changes), 1)
+
+
+def test_a_truth_table_starts_from_its_own_parameters() -> None:
+    table = small_spec(2, False).replace(relax=logicars.Relaxation(mode="truth-table"))
+    fresh = logicars.Model(table, 2).params()
+    for name, params in logicars.Model(table.replace(init_logit=3.0), 2).params().items():
+        assert np.array_equal(params, fresh[name])
 
 
 def test_train_keeps_it_in_the_run_and_its_label(tmp_path: Path) -> None:
@@ -67,7 +70,9 @@ def test_train_keeps_it_in_the_run_and_its_label(tmp_path: Path) -> None:
 
 
 def test_an_experiment_files_model_table_and_the_cli_set_it(tmp_path: Path) -> None:
-    text = preset_file_text("gol").replace("[model]\n", "[model]\ninit_logit = 6\n")
+    text = preset_file_text("gol")
+    assert "\ninit_logit = 5\n" in text
+    text = text.replace("\ninit_logit = 5\n", "\ninit_logit = 6\n")
     path = tmp_path / "weak.toml"
     path.write_text(text)
     assert read_experiment(path).preset.spec.init_logit == 6.0

@@ -72,9 +72,9 @@ def test_the_template_cites_only_recorded_sweeps() -> None:
     names = set()
     for m in make_results.DIRECTIVE.finditer(template):
         kind, args = m.group(1), m.group(2).split()
-        if kind in ("solving-table", "growth-table"):
+        if kind in ("solving-table", "growth-table", "variants"):
             names |= set(args)  # every argument a sweep
-        elif kind == "growth-plot":
+        elif kind in ("growth-plot", "wiring-plot"):
             names |= set(args[1:])  # the image's file name, then the sweeps
         else:
             names |= set(args[:1])
@@ -99,7 +99,8 @@ def test_a_sweep_of_runs_becomes_records(tmp_path: Path) -> None:
     assert [r["seed"] for r in rows] == [0, 1]
     summary = json.loads((sweep / "gol-0" / "summary.json").read_text())
     r = rows[0]
-    assert r["source"] == "run" and r["preset"] == "gol" and r["training"] == "softmax"
+    assert r["source"] == "run" and r["preset"] == "gol"
+    assert r["training"] == "softmax, init logit 5" and r["options"]["init_logit"] == 5
     assert r["epochs"] == summary["epochs"] == 3 and r["attempts"] == 1
     assert r["seconds"] == summary["wall_seconds"]
     assert r["checks"]["held_out"]["samples"] == 512
@@ -114,9 +115,10 @@ def test_a_sweep_of_runs_becomes_records(tmp_path: Path) -> None:
     write_records(data / "sweeps" / "tiny.jsonl", rows)
     assert read_records(data / "sweeps" / "tiny.jsonl") == rows
     lines = make_results.seed_table("tiny", data)
-    assert lines[0].startswith("Trained with softmax:") and len(lines) == 4 + 2
+    assert lines[0].startswith("Trained with softmax, init logit 5:") and len(lines) == 4 + 2
     columns = make_results.SOLVING_COLUMNS
-    assert [columns[c](rows) for c in ("preset", "training", "seeds")] == ["`gol`", "softmax", "2"]
+    training = "softmax, init logit 5"
+    assert [columns[c](rows) for c in ("preset", "training", "seeds")] == ["`gol`", training, "2"]
     # the wider check was skipped, so its column cannot be computed: refused, not guessed
     with pytest.raises(SystemExit, match="wide"):
         make_results.solving_table(["tiny"], data)

@@ -196,6 +196,7 @@ def record_from_run(
             "stall_loss",
             "drift_budget",
             "target_epochs",
+            "notebook_epochs",
             "growth",
             *POOL_SETTINGS,
         )

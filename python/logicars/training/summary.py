@@ -60,6 +60,8 @@ def run_summary(
         "init": state.init,
         "epochs": state.epoch,
         "target_epochs": state.target_epochs,
+        # What "the first wiring solved in the notebook's epochs" counts against.
+        "notebook_epochs": p.paper_epochs(),
         "lr": p.lr,
         "weight_decay": p.weight_decay,
         "lr_decay_from": p.lr_decay_from,

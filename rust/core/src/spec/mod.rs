@@ -63,7 +63,8 @@ pub struct Spec {
     /// The logit of the pass-through gate (input A) in a fresh model, every other logit
     /// 0: how strongly a new network starts as the identity (residual initialisation,
     /// Petersen et al. 2024). 10 (absent, and not written): the notebook's. Only the
-    /// 16-logit relaxations read it.
+    /// 16-logit relaxations read it; a truth table starts from its own parameters, so a
+    /// preset's value does not stop a run from choosing one.
     #[serde(
         default = "default_init_logit",
         skip_serializing_if = "is_default_init_logit"
@@ -213,11 +214,6 @@ impl Spec {
             return value_err!(
                 "init_logit must be a finite number >= 0, got {}",
                 self.init_logit
-            );
-        }
-        if self.init_logit != INIT_PASS_LOGIT && self.relax.params_per_gate() != 16 {
-            return value_err!(
-                "init_logit applies only to the 16-logit relaxations, not truth tables"
             );
         }
         self.relax.validate()?;
