@@ -123,3 +123,57 @@ def test_a_sweep_of_runs_becomes_records(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="wide"):
         make_results.solving_table(["tiny"], data)
     assert record_from_run("tiny", sweep / "gol-1", wide=False)["seed"] == 1
+
+
+def _wiring_runs(data: Path) -> None:
+    """A sweep of two variants, written as records: init logit 5 solves seeds 0 and 1 in
+    their first wiring (epochs 100 and 300), the notebook's init solves seed 0 in its
+    second attempt (of 400 epochs) and not seed 1."""
+
+    def run(seed: int, init: float | None, attempts: int, solved: int | None, epochs: int):
+        options = {"init_logit": init, "restart_every": 400, "notebook_epochs": 500}
+        return seed_record(
+            "wiring", preset="checkerboard", seed=seed, training="softmax", options=options,
+            attempts=attempts, epochs=epochs, solved_epoch=solved, seconds=epochs / 100,
+            checks={"held_out": {"passed": solved is not None}},
+        )  # fmt: skip
+
+    rows = [
+        run(0, 5.0, 1, 100, 100),
+        run(1, 5.0, 1, 300, 300),
+        run(0, None, 2, 600, 600),
+        run(1, None, 3, None, 1200),
+    ]
+    (data / "sweeps").mkdir(parents=True)
+    write_records(data / "sweeps" / "wiring.jsonl", rows)
+
+
+def test_variants_count_first_wirings_and_epochs_per_working_circuit(tmp_path: Path) -> None:
+    _wiring_runs(tmp_path)
+    lines = make_results.variants_table(["wiring"], tmp_path)
+    assert "first wiring in the notebook's epochs | epochs per working circuit" in lines[0]
+    weak, notebook = lines[2], lines[3]  # in the order met
+    assert "init logit" not in notebook and "init logit 5" in weak
+    assert "| 1 (50%) | 0 (0%) | 1800 | 18 |" in notebook  # 1800 epochs, 18 s, 1 works
+    assert "| 2 (100%) | 2 (100%) | 200 | 2 |" in weak
+    # attempts shorter than the recorded 400: per variant
+    lengths = make_results.attempt_length_table("wiring", 400, tmp_path)
+    assert "| options | attempt length |" in lengths[0]
+    cells = [line.strip("| ").split(" | ") for line in lengths[2:]]
+    weak_rows = {c[1]: c[2:] for c in cells if "init logit 5" in c[0]}
+    assert weak_rows["250"] == ["1 of 2 (50%)", "350"]  # (100 + 250) / 2 per attempt, 1/2 solve
+    assert weak_rows["400"] == ["2 of 2 (100%)", "200"]
+
+
+def test_the_wiring_plot_is_drawn_from_the_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _wiring_runs(tmp_path)
+    monkeypatch.setattr(make_results, "DATA", tmp_path)
+    make_results.wiring_plot(["wiring"], tmp_path / "plot.png")
+    assert (tmp_path / "plot.png").read_bytes()[:4] == b"\x89PNG"
+    template = "{{wiring-plot plot.png wiring}}\n{{growth-plot g.png a b}}\n"
+    assert make_results.plots(template) == [
+        ("wiring", "plot.png", ["wiring"]),
+        ("growth", "g.png", ["a", "b"]),
+    ]
