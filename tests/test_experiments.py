@@ -211,8 +211,12 @@ BEFORE_TASKS = {
     ),
 }
 # Defaults that changed since: colored-g then trained seed 13 without binarized states,
-# the lizard softmax from the notebook's seed-23 wiring (still shipped for `init`).
+# the lizard softmax from the notebook's seed-23 wiring (still shipped for `init`), gol
+# and the checkerboards from the notebook's pass-through logit (5 since 2026-11-29).
 OLD_DEFAULTS = {
+    "gol": {"init_logit": 10},
+    "checkerboard": {"init_logit": 10},
+    "checkerboard-async": {"init_logit": 10},
     "colored-g": {"seed": 13, "binarize_states": False},
     "lizard": {
         "relax": "softmax",

@@ -348,7 +348,7 @@ def test_model_spec_build_derives_widths_and_wiring() -> None:
     gol = get_preset("gol").spec
     again = ModelSpec.build(
         channels=1, kernels=16, perceive=[8, 4, 2, 1], update=[128] * 17 + [64, 32, 16, 8, 4, 2],
-        num_steps=1, periodic=True,
+        num_steps=1, periodic=True, init_logit=5,
     )  # fmt: skip
     assert again == gol
     # No perceive width: the engine's config check says so, naming the field.

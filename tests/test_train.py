@@ -1289,3 +1289,11 @@ def test_cli_stall_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert ">attempts</th>" in load_run(out)._repr_html_()
     assert ">3: fresh wirings after epochs 2, 4;" in load_run(out)._repr_html_()
     assert main(["train", "gol", "--stall-epochs", "2", "--stall-loss", "-1"]) == 2
+
+
+def test_a_resumed_run_keeps_the_notebook_epochs(tmp_path: Path) -> None:
+    """What "the first wiring solved in the notebook's epochs" counts against is the run's
+    preset's, before and after a resume (the checkpoint's preset record keeps it)."""
+    first = train("gol", epochs=2, seed=1, out=tmp_path / "r", quiet=True)
+    resumed = train(None, resume=first.run_dir, epochs=3, quiet=True)
+    assert first.summary["notebook_epochs"] == resumed.summary["notebook_epochs"] == 3000

@@ -494,7 +494,7 @@ class TrainConfig:
     )  # fmt: skip
     notebook_epochs: int | None = _setting(
         None, help="the reference notebook's epochs where `epochs` is larger",
-        check=Count(1), resume=Resume.PER_CALL, recorded=Recorded.NOT, cli=False,
+        check=Count(1), resume=Resume.PER_CALL, recorded=Recorded.PRESET, cli=False,
     )  # fmt: skip
 
     def __post_init__(self) -> None:
