@@ -122,8 +122,8 @@ class ModelSpec:
     chunk_cells: int = DEFAULT_CHUNK_CELLS
     # The pass-through gate's logit in a fresh model (every other logit 0): how strongly
     # a new network starts as the identity (residual initialisation). The notebook's 10
-    # makes a softmax gate ~0.9999 pass-through, and AdamW's steps of about `lr` take some
-    # 200 epochs to overturn it; 5 (~0.91) leaves that plateau sooner (docs/results.md).
+    # makes a softmax gate ~0.9993 pass-through; from 5 (~0.91) the checkerboard's first
+    # wirings solved hundreds of epochs sooner (docs/results.md, *Residual initialisation*).
     init_logit: float = INIT_LOGIT
 
     @property
