@@ -183,7 +183,10 @@ def _percent(k: int, n: int) -> str:
 
 
 def _seconds_per_working(rs: list[Record], working: int) -> str:
-    """Every run's wall seconds over the working ones: what a user waits per circuit."""
+    """Every run's wall seconds over the working ones: what a user waits per circuit
+    ("–" for runs transcribed without their seconds)."""
+    if any(r.get("seconds") is None for r in rs):
+        return "–"
     seconds = sum(float(r["seconds"]) for r in rs)
     return f"{seconds / working:.0f}" if working else "none works"
 
