@@ -163,13 +163,21 @@ def notebook_epochs(r: Record) -> int | None:
         return None
 
 
+def first_wiring_epoch(r: Record) -> int | None:
+    """The epoch at which the run's first wiring solved, if it did and the final circuit
+    passes its held-out check."""
+    at = r["solved_epoch"]
+    ok = held_out_ok(r) and need(r, "attempts") == 1 and at is not None
+    return int(at) if ok else None
+
+
 def first_attempt_ok(r: Record) -> bool:
     """Solved by the first wiring within the notebook's epochs."""
     paper = notebook_epochs(r)
     if paper is None:
         raise ValueError(f"{r['sweep']}: the notebook's epochs of {r['preset']!r} are unknown")
-    at = r["solved_epoch"]
-    return held_out_ok(r) and need(r, "attempts") == 1 and at is not None and at <= paper
+    at = first_wiring_epoch(r)
+    return at is not None and at <= paper
 
 
 def quantiles(values: list[float]) -> str:
@@ -739,16 +747,11 @@ def wiring_plot(names: list[str], path: Path) -> None:
         label = ", ".join(p for p in parts[key] if p not in shared or p == parts[key][0])
         if not any(p.startswith("init logit") for p in parts[key]):
             label += f", init logit {logicars.spec.INIT_LOGIT:g}"
-        solved = sorted(
-            int(r["solved_epoch"])
-            for r in rs
-            if held_out_ok(r) and int(r["attempts"]) == 1 and r["solved_epoch"] is not None
-        )
-        first_attempts = [
+        solved = sorted(e for e in map(first_wiring_epoch, rs) if e is not None)
+        end = max(  # the longest first attempt
             int(r["epochs"]) if int(r["attempts"]) == 1 else int(r["options"]["restart_every"])
             for r in rs
-        ]
-        end = max(first_attempts)
+        )
         steps = [0, *solved, end]
         share = [0, *range(1, len(solved) + 1), len(solved)]
         ax.step(
