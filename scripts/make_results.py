@@ -692,6 +692,7 @@ POOL_OPTIONS = (
     ("hold_schedule", "{} hold", "fixed"),
     ("pool_epochs", "fine-tune of {} epochs", None),
     ("pool_binarize_every", "rounded every {} epochs", None),
+    ("pool_attempts", "up to {} pool phases", None),
     ("drift_budget", "drift search {}", 0),
 )
 

@@ -142,6 +142,54 @@ def test_a_pool_fine_tune_runs_its_own_epochs_and_resumes_as_the_straight_run(
         TrainConfig(batch=1, height=10, width=10, epochs=9, pool_binarize_every=2)
 
 
+def test_a_pool_phase_that_ends_unsolved_makes_way_for_a_fresh_wiring(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`pool_attempts`: a pool phase ending without the target held restarts with a fresh
+    wiring on the run's spec (not the phase's rounding rule), which grows again for the
+    run's --epochs and gets a phase of its own; the run ends after the last phase. A run
+    interrupted right where the phase ended restarts when resumed, as the straight one."""
+    keep = growth.GrowthBatches.keep
+    pooled_after = {2, 9}  # epoch 2 of each attempt: its circuit "grows" the target
+
+    def pool_after(self: growth.GrowthBatches, epoch: int, hard: float, last: object) -> None:
+        keep(self, epoch, 0.0 if epoch in pooled_after else hard, last)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(growth.GrowthBatches, "keep", pool_after)
+    extra = "pool_batch = 1\npool_epochs = 5\npool_binarize_every = 3\npool_attempts = 2\n"
+    path = _experiment(tmp_path, "persist", seed=3, epochs=4, extra=extra)
+    every: dict[int, int | None] = {}
+
+    def rounding(row: logicars.EpochMetrics, context: logicars.EpochContext) -> None:
+        every[row.epoch] = context.model.spec.binarize_every
+
+    straight = logicars.train(path, out=tmp_path / "straight", quiet=True, callbacks=[rounding])
+    # The grow: kind rounds in every second epoch; the pool phases in every third.
+    assert [every[e] for e in (1, 2, 3, 7, 8, 9, 10)] == [2, 3, 3, 3, 2, 3, 3]
+    assert int(straight.model.optimizer_state()["t"]) == 5  # fresh after epoch 9
+    # Attempt 1: epochs 1-2 growing, 3-7 its pool phase; attempt 2: 8-9 growing, 10-14.
+    assert [r.epoch for r in straight.metrics] == list(range(1, 15))
+    restarts = straight.summary["restarts"]
+    assert [(r["epoch"], r.get("pool")) for r in restarts] == [(7, True)]
+    assert restarts[0]["reason"].startswith("its pool phase ended without holding")
+    assert [r.attempt for r in straight.metrics] == [1] * 7 + [2] * 7
+    assert straight.summary["pool_attempts"] == 2 and straight.summary["solved_epoch"] is None
+
+    def crash_at_7(row: logicars.EpochMetrics, context: object) -> None:
+        if row.epoch == 7:
+            raise RuntimeError("crash")
+
+    with pytest.raises(RuntimeError, match="crash"):
+        logicars.train(path, out=tmp_path / "part", quiet=True, callbacks=[crash_at_7])
+    resumed = logicars.train(resume=tmp_path / "part", quiet=True)
+    losses = [(r.soft_loss, r.hard_loss) for r in straight.metrics]
+    assert losses == [(r.soft_loss, r.hard_loss) for r in resumed.metrics]
+    for name, value in straight.model.params().items():
+        np.testing.assert_array_equal(value, resumed.model.params()[name])
+    with pytest.raises(ValueError, match="pool_attempts counts --pool-epochs"):
+        TrainConfig(batch=1, height=10, width=10, epochs=9, pool_attempts=2)
+
+
 def _summary(run: logicars.train.RunResult) -> dict:  # type: ignore[name-defined]
     return json.loads((run.run_dir / "summary.json").read_text())
 

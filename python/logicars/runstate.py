@@ -117,7 +117,7 @@ class RunState:
     # wiring; each restart's `{"epoch": the last epoch of the old attempt, "seed": the
     # new wiring's}`.
     restart_every: int | None = None
-    restarts: list[dict[str, int]] = dataclasses.field(default_factory=list)
+    restarts: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     # The restarts that replaced a stalled attempt (`Preset.stall_epochs`).
     stalls: int = 0
     # The unsolved attempt with the best validation score so far, `{"attempt": index from
@@ -135,7 +135,8 @@ class RunState:
     lowest: dict[str, Any] | None = None
     kept_lowest: int | None = None
     # The last epoch of a growth run's pool phase when it is a fine-tune of its own length
-    # (`pool_epochs`): the run ends there, and no restart comes before it.
+    # (`pool_epochs`): no restart comes before it, and the run ends there unless it has
+    # pool phases left (`pool_attempts`; a restart after one is marked `"pool": True`).
     pool_end: int | None = None
 
     @classmethod
@@ -284,6 +285,7 @@ class RunState:
                         "seed": int(r["seed"]),
                         # why the attempt ended (runs from before it was recorded: none)
                         **({"reason": str(r["reason"])} if "reason" in r else {}),
+                        **({"pool": True} if r.get("pool") is True else {}),
                     }
                     for r in extra.get("restarts", [])
                 ],

@@ -492,6 +492,13 @@ class TrainConfig:
         "growth phase)",
         check=Count(1), resume=Resume.FIXED, recorded=Recorded.PRESET, metavar="N",
     )  # fmt: skip
+    pool_attempts: int | None = _setting(
+        None, help="with --pool-epochs: a pool phase that ends without its circuit holding "
+        "the target makes way for a fresh wiring, which learns to grow again (--epochs, "
+        "in attempts of --restart-every) and gets a pool phase of its own; at most N pool "
+        "phases in the run (default: 1, the run ends with the first)",
+        check=Count(1, 1000), resume=Resume.FIXED, recorded=Recorded.PRESET, metavar="N",
+    )  # fmt: skip
     notebook_epochs: int | None = _setting(
         None, help="the reference notebook's epochs where `epochs` is larger",
         check=Count(1), resume=Resume.PER_CALL, recorded=Recorded.PRESET, cli=False,
@@ -511,6 +518,8 @@ class TrainConfig:
             raise ValueError("stall_epochs and stall_loss go together: give both or neither")
         if self.pool_binarize_every is not None and self.pool_epochs is None:
             raise ValueError("pool_binarize_every sets the rule of --pool-epochs' phase: give both")
+        if self.pool_attempts is not None and self.pool_epochs is None:
+            raise ValueError("pool_attempts counts --pool-epochs' phases: give both")
 
     def replace(self, **changes: Any) -> TrainConfig:
         """This config with `changes` (unknown names: TypeError)."""
@@ -575,6 +584,7 @@ POOL_SETTINGS: tuple[str, ...] = (
     "pool_steps",
     "pool_epochs",
     "pool_binarize_every",
+    "pool_attempts",
 )
 
 

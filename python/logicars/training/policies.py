@@ -288,6 +288,19 @@ def attempt_over(state: RunState) -> bool:
     )
 
 
+def pool_phase_over(state: RunState) -> bool:
+    """Whether the current attempt's pool phase of its own length (`pool_epochs`) has
+    trained its last epoch unsolved, with pool phases left in the run (`pool_attempts`):
+    a fresh wiring then learns to grow again."""
+    ended = sum(1 for r in state.restarts if r.get("pool"))
+    return (
+        state.pool_end is not None
+        and state.solved_epoch is None
+        and state.epoch == state.pool_end
+        and ended + 1 < (state.preset.config.pool_attempts or 1)
+    )
+
+
 def stalled(state: RunState) -> int:
     """The epochs of the current attempt (`stall_epochs`) when it has stalled: trained
     them with its lowest hard loss still above `stall_loss`, in a run that has replaced
@@ -323,12 +336,18 @@ def keep_if_best(model: Model, state: RunState, run_dir: Path) -> None:
 
 def restart(model: Model, state: RunState, reason: str = "restarted at its length") -> Model:
     """A fresh model (new wiring and logits, fresh optimizer) for the next attempt;
-    `reason`: why the ending attempt ended (summary.json's `restarts` and `attempt_ends`)."""
+    `reason`: why the ending attempt ended (summary.json's `restarts` and `attempt_ends`).
+    After a pool phase (`pool_phase_over`) the attempt's spec was the phase's (its
+    rounding rule): the new wiring grows with the run's, and trains the run's epochs."""
     seed = restart_seed(state.seed, len(state.restarts) + 1)
-    state.restarts.append({"epoch": state.epoch, "seed": seed, "reason": reason})
+    record: dict[str, Any] = {"epoch": state.epoch, "seed": seed, "reason": reason}
+    spec = model.spec
+    if state.pool_end is not None:
+        record["pool"], spec, state.pool_end = True, state.preset.spec, None
+    state.restarts.append(record)
     state.zero_streak = 0
     state.kept_lowest = None  # the ending attempt's: `best_attempt` keeps it
-    return Model(model.spec, seed)
+    return Model(spec, seed)
 
 
 def best_of_attempts(model: Model, state: RunState, run_dir: Path) -> Model:
@@ -351,7 +370,10 @@ def attempt_end_reason(state: RunState, stalled: bool) -> str:
             f"stalled: lowest hard loss {attempt_lowest(state):g} above {p.stall_loss:g} "
             f"after {p.stall_epochs} epochs"
         )
-    reason = "restarted at its length"
+    if state.pool_end is not None:
+        reason = "its pool phase ended without holding the target"
+    else:
+        reason = "restarted at its length"
     last = [r for r in state.repairs if r["epoch"] == state.epoch]
     if last:
         r = last[-1]
@@ -371,13 +393,24 @@ class Attempts(Policy):
 
     def before_epoch(self, run: Run) -> None:
         stall = stalled(run.state)
-        if stall or attempt_over(run.state):
+        if stall or attempt_over(run.state) or pool_phase_over(run.state):
             self.stall = stall
             run.dispatch("end_attempt", bool(stall))
+
+    def after_step(self, run: Run, row: EpochMetrics) -> None:
+        state = run.state
+        if pool_phase_over(state):
+            # The run goes on: the next epoch's `before_epoch` restarts, so that a run
+            # interrupted right here restarts when resumed, as the straight run does.
+            state.target_epochs = state.epoch + state.preset.config.epochs
+            run.bar.total = state.target_epochs
 
     def end_attempt(self, run: Run, stalled: bool) -> None:
         state = run.state
         if state.solved_epoch is not None:
+            if state.pool_end == state.epoch:  # a pool phase ends with its final repair
+                state.target_epochs = state.epoch
+                run.stop("solved")
             return  # the final repair solved it: the attempt goes on
         keep_if_best(run.model, state, run.run_dir)
         run.model = restart(run.model, state, attempt_end_reason(state, stalled))
