@@ -1258,6 +1258,41 @@ def test_kept_lowest_belongs_to_the_attempt_that_kept_it(
     assert same_state(kept, first)
 
 
+def test_the_drift_search_starts_from_the_best_attempts_circuit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run that ends unsolved searches the best of its attempts' circuits, not its last
+    one (a persisting run's earlier pool phase can end a few cells short where its last
+    wiring never grew the target), and ends with it."""
+    import importlib
+
+    policies = importlib.import_module("logicars.training.policies")
+    first_wires = logicars.Model(logicars.get_preset("gol").spec, 3).wires()
+
+    def is_first(model: logicars.Model) -> bool:
+        wires = model.wires()
+        return all(np.array_equal(wires[k], first_wires[k]) for k in wires)
+
+    def score(model: logicars.Model, preset: object) -> list[int]:
+        return [1, 1] if is_first(model) else [1, 5]
+
+    searched: list[bool] = []
+    repair = policies.repair_circuit
+
+    def spy(model: logicars.Model, preset: object, **kw: object) -> object:
+        if kw.get("method") == "drift":
+            searched.append(is_first(model))
+        return repair(model, preset, **kw)
+
+    monkeypatch.setattr(policies, "validation_score", score)
+    monkeypatch.setattr(policies, "repair_circuit", spy)
+    r = train(
+        "gol", seed=3, epochs=4, restart_every=2, drift_budget=50, out=tmp_path / "r", quiet=True
+    )
+    assert searched == [True]
+    assert r.summary["kept_attempt"] == 0 and is_first(r.model)
+
+
 def test_restart_seeds_are_distinct_64_bit_draws() -> None:
     from logicars.train import restart_seed
 

@@ -247,6 +247,12 @@ class Repair(Policy):
         if interrupt.requested or not drift_due(state):
             return False
         spent = drift_spent(state)
+        if spent == 0:
+            # The search starts from the run's best circuit, which may be an earlier
+            # attempt's (a persisting run's earlier pool phase can end a few cells short
+            # where its last wiring never grew the target); a resumed search goes on from
+            # the circuit it was searching.
+            run.model = best_of_attempts(run.model, state, run.run_dir)
         result = repair_circuit(
             run.model,
             state.preset,
