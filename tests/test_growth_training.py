@@ -310,22 +310,15 @@ def test_a_run_trained_again_in_its_directory_ignores_the_old_pool(tmp_path: Pat
     assert [m[:3] for m in again.metrics] == [m[:3] for m in first.metrics]
 
 
-def test_the_persisting_colored_g_example_is_the_preset_with_its_recipe() -> None:
-    """examples/colored-g-persist: the colored-g preset with the options docs/results.md
-    chose on tuning seeds (and reports on reporting seeds), nothing else."""
+def test_the_growing_only_colored_g_example_is_the_old_default() -> None:
+    """examples/colored-g-grow: the colored-g preset's model and numbers, growing only and
+    with no search, as the preset was before its default became growth that persists (the
+    paper's setting, reproducible from a file)."""
     from logicars.presets import get_preset, read_experiment
 
-    path = Path(__file__).parents[1] / "examples" / "colored-g-persist" / "colored-g-persist.toml"
+    path = Path(__file__).parents[1] / "examples" / "colored-g-grow" / "colored-g-grow.toml"
     example = read_experiment(path).preset
     preset = get_preset("colored-g")
     assert example.spec == preset.spec
-    recipe = {
-        "growth": "persist",
-        "pool_batch": 1,
-        "hold": 45,
-        "hold_schedule": "grow",
-        "pool_epochs": 8000,
-        "pool_binarize_every": 2,
-        "drift_budget": 100000,
-    }
-    assert example.config == preset.config.replace(**recipe)
+    assert example.config == preset.config.replace(growth="grow", drift_budget=0)
+    assert preset.config.growth == "persist" and preset.config.pool_attempts == 3
