@@ -310,6 +310,29 @@ def test_a_run_trained_again_in_its_directory_ignores_the_old_pool(tmp_path: Pat
     assert [m[:3] for m in again.metrics] == [m[:3] for m in first.metrics]
 
 
+def test_a_loaded_run_keeps_its_growth_mode(tmp_path: Path) -> None:
+    """`load_run` (what `logicars repair RUN`, `view` and `evaluate RUN` read) gives the
+    growth mode the run trained with, not the preset's default: colored-g persists by
+    default, and a `--growth grow` run of it is checked at step T alone."""
+    from logicars.growth import holds_target
+    from logicars.runs import load_run
+
+    for mode in ("grow", "persist"):
+        run = logicars.train(
+            "colored-g",
+            growth=mode,
+            epochs=1,
+            drift_budget=0,
+            repair=False,
+            out=tmp_path / mode,
+            quiet=True,
+            threads=1,
+        )
+        preset = load_run(run.run_dir).preset
+        assert preset is not None and preset.config.growth == mode
+        assert holds_target(preset.task()) == (mode == "persist")
+
+
 def test_the_growing_only_colored_g_example_is_the_old_default() -> None:
     """examples/colored-g-grow: the colored-g preset's model and numbers, growing only and
     with no search, as the preset was before its default became growth that persists (the

@@ -76,12 +76,15 @@ def load_run(path: PathLike) -> LoadedRun:
         stored = extra.get("preset", {})
         known = PRESETS.get(str(stored.get("name"))) if state is not None else None
         if known is not None:
-            # The preset as the run used it: its own spec, grid and task.
+            # The preset as the run used it: its own spec, grid and task, and its growth
+            # mode (what its check asks: a `--growth grow` run of a persisting preset is
+            # checked at step T, and `logicars repair` scores it so).
             preset = dataclasses.replace(
                 known,
                 spec=model.spec,
                 lr=state.preset.lr,
                 weight_decay=state.preset.weight_decay,
+                growth=state.preset.config.growth,
                 height=int(stored.get("height", known.height)),
                 width=int(stored.get("width", known.width)),
             )
