@@ -392,8 +392,9 @@ def attempt_end_reason(state: RunState, stalled: bool) -> str:
 
 class Attempts(Policy):
     """Replaces an attempt unsolved after `restart_every` epochs, or stalled
-    (`stall_epochs` above `stall_loss`, which adds its epochs to the run's), by a fresh
-    wiring, after the other policies' `end_attempt` (a final repair may solve it). Checked
+    (`stall_epochs` above `stall_loss`, which adds its epochs to the run's), or whose pool
+    phase ended short with phases left (`pool_attempts`, which gives the new wiring the
+    run's epochs again), by a fresh wiring, after the other policies' `end_attempt` (a final repair may solve it). Checked
     before the epoch, so that a run ending (or interrupted) right there restarts when
     resumed, as the straight run does. A run ending unsolved keeps its best attempt."""
 
