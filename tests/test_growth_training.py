@@ -102,20 +102,23 @@ def test_a_pool_run_resumes_as_the_straight_run(
     assert straight.summary["hold_schedule"] == ("grow" if "grow" in extra else "fixed")
 
 
+def _pool_after(monkeypatch: pytest.MonkeyPatch, epochs: set[int]) -> None:
+    """The pool phase starts after each of `epochs`, as if its circuit grew the target."""
+    keep = growth.GrowthBatches.keep
+
+    def forced(self: growth.GrowthBatches, epoch: int, hard: float, last: object) -> None:
+        keep(self, epoch, 0.0 if epoch in epochs else hard, last)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(growth.GrowthBatches, "keep", forced)
+
+
 def test_a_pool_fine_tune_runs_its_own_epochs_and_resumes_as_the_straight_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`pool_epochs`: from the epoch the pool phase starts (here forced after epoch 2), a
     fresh optimizer state, the phase's rounding rule and its own epochs, past the run's
     --epochs and its --restart-every; a run stopped inside the phase resumes bit for bit."""
-    keep = growth.GrowthBatches.keep
-
-    def pool_after_epoch_2(
-        self: growth.GrowthBatches, epoch: int, hard: float, last: object
-    ) -> None:
-        keep(self, epoch, 0.0 if epoch == 2 else hard, last)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(growth.GrowthBatches, "keep", pool_after_epoch_2)
+    _pool_after(monkeypatch, {2})
     extra = 'pool_batch = 1\nhold = 20\nhold_schedule = "grow"\npool_epochs = 5\n'
     extra += "pool_binarize_every = 2\n"
     path = _experiment(tmp_path, "persist", seed=3, epochs=4, extra=extra)
@@ -149,13 +152,7 @@ def test_a_pool_phase_that_ends_unsolved_makes_way_for_a_fresh_wiring(
     wiring on the run's spec (not the phase's rounding rule), which grows again for the
     run's --epochs and gets a phase of its own; the run ends after the last phase. A run
     interrupted right where the phase ended restarts when resumed, as the straight one."""
-    keep = growth.GrowthBatches.keep
-    pooled_after = {2, 9}  # epoch 2 of each attempt: its circuit "grows" the target
-
-    def pool_after(self: growth.GrowthBatches, epoch: int, hard: float, last: object) -> None:
-        keep(self, epoch, 0.0 if epoch in pooled_after else hard, last)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(growth.GrowthBatches, "keep", pool_after)
+    _pool_after(monkeypatch, {2, 9})  # epoch 2 of each attempt
     extra = "pool_batch = 1\npool_epochs = 5\npool_binarize_every = 3\npool_attempts = 2\n"
     path = _experiment(tmp_path, "persist", seed=3, epochs=4, extra=extra)
     every: dict[int, int | None] = {}

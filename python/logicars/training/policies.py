@@ -348,8 +348,10 @@ def restart(model: Model, state: RunState, reason: str = "restarted at its lengt
     seed = restart_seed(state.seed, len(state.restarts) + 1)
     record: dict[str, Any] = {"epoch": state.epoch, "seed": seed, "reason": reason}
     spec = model.spec
-    if state.pool_end is not None:
-        record["pool"], spec, state.pool_end = True, state.preset.spec, None
+    if state.pool_end is not None:  # the phase is over
+        record["pool"] = True
+        spec = state.preset.spec
+        state.pool_end = None
     state.restarts.append(record)
     state.zero_streak = 0
     state.kept_lowest = None  # the ending attempt's: `best_attempt` keeps it
@@ -394,9 +396,10 @@ class Attempts(Policy):
     """Replaces an attempt unsolved after `restart_every` epochs, or stalled
     (`stall_epochs` above `stall_loss`, which adds its epochs to the run's), or whose pool
     phase ended short with phases left (`pool_attempts`, which gives the new wiring the
-    run's epochs again), by a fresh wiring, after the other policies' `end_attempt` (a final repair may solve it). Checked
-    before the epoch, so that a run ending (or interrupted) right there restarts when
-    resumed, as the straight run does. A run ending unsolved keeps its best attempt."""
+    run's epochs again), by a fresh wiring, after the other policies' `end_attempt` (a
+    final repair may solve it). Checked before the epoch, so that a run ending (or
+    interrupted) right there restarts when resumed, as the straight run does. A run
+    ending unsolved keeps its best attempt."""
 
     def before_epoch(self, run: Run) -> None:
         stall = stalled(run.state)
