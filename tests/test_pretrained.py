@@ -31,7 +31,8 @@ def test_each_shipped_circuit_passes_its_presets_checks(name: str) -> None:
     assert run.preset is not None and run.preset.name == name
     for samples, seed in CHECKS:
         result = evaluate(run.model, run.preset, samples=samples, seed=seed)
-        assert result.solved == result.samples, (name, seed, result)
+        # passed: every input solved and, for a persisting preset, the target held to 4T
+        assert result.passed, (name, seed, result.checks())
 
 
 def test_a_name_that_is_a_directory_here_is_the_directory(tmp_path: Path, monkeypatch) -> None:

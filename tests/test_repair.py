@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -266,15 +267,15 @@ def test_the_library_and_the_command_line_share_the_defaults() -> None:
 
 
 def test_drift_of_a_holding_task_scores_every_step_from_t_to_4t() -> None:
-    """The shipped colored-g circuit, asked to persist: the drift search reads its wrong
-    cells summed over steps T..4T from the start grid, lowers them, and never loses the
-    grown pattern at step T."""
+    """A growing-only colored-g circuit (the one shipped before colored-g persisted by
+    default), asked to persist: the drift search reads its wrong cells summed over steps
+    T..4T from the start grid, lowers them, and never loses the grown pattern at step T."""
     from logicars import growth
+    from logicars.pretrained import _read
 
-    shipped = logicars.pretrained("colored-g")
-    preset = dataclasses.replace(shipped.preset, growth="persist")
+    model, name, _ = _read(Path(__file__).parent / "data" / "colored-g-grow.npz")
+    preset = dataclasses.replace(logicars.get_preset(name), spec=model.spec, growth="persist")
     task = preset.task()
-    model = shipped.model
     at_t, held = growth.held_score(model, task)
     assert at_t == 0 and held > 0  # grown at T, falls apart after
     result = repair(model, preset, budget=3000, method="drift")
