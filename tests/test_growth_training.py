@@ -244,7 +244,7 @@ def test_a_holding_runs_drift_search_scores_the_held_steps(tmp_path: Path) -> No
     """An unsolved run ends with the engine's drift search: a growing run's scores step T,
     a persisting run's every step from T to 4T (what its check reads), never at the cost
     of step T."""
-    for mode in ("grow", "persist"):
+    for mode in ("grow", "persist"):  # regrow: the default
         path = _experiment(tmp_path, mode, seed=3, epochs=3)
         path.write_text(path.read_text().replace("drift_budget = 0", "drift_budget = 300"))
         run = logicars.train(path, out=tmp_path / mode, quiet=True)
@@ -309,12 +309,12 @@ def test_a_run_trained_again_in_its_directory_ignores_the_old_pool(tmp_path: Pat
 
 def test_a_loaded_run_keeps_its_growth_mode(tmp_path: Path) -> None:
     """`load_run` (what `logicars repair RUN`, `view` and `evaluate RUN` read) gives the
-    growth mode the run trained with, not the preset's default: colored-g persists by
+    growth mode the run trained with, not the preset's default: colored-g regrows by
     default, and a `--growth grow` run of it is checked at step T alone."""
     from logicars.growth import holds_target
     from logicars.runs import load_run
 
-    for mode in ("grow", "persist"):
+    for mode in ("grow", "persist"):  # regrow: the default
         run = logicars.train(
             "colored-g",
             growth=mode,
@@ -341,4 +341,17 @@ def test_the_growing_only_colored_g_example_is_the_old_default() -> None:
     preset = get_preset("colored-g")
     assert example.spec == preset.spec
     assert example.config == preset.config.replace(growth="grow", drift_budget=0)
-    assert preset.config.growth == "persist" and preset.config.pool_attempts == 3
+    assert preset.config.growth == "regrow" and preset.config.pool_attempts == 3
+
+
+def test_the_persisting_colored_g_example_is_the_default_without_damage() -> None:
+    """examples/colored-g-persist: the colored-g preset trained to persist only (its
+    default before it regrew): the start grid alone in each batch, no damage."""
+    from logicars.presets import get_preset, read_experiment
+
+    path = Path(__file__).parents[1] / "examples" / "colored-g-persist" / "colored-g-persist.toml"
+    example = read_experiment(path).preset
+    preset = get_preset("colored-g")
+    assert example.spec == preset.spec
+    assert example.config == preset.config.replace(growth="persist", pool_batch=1)
+    assert (preset.config.growth, preset.config.pool_batch) == ("regrow", 2)

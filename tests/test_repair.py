@@ -171,7 +171,7 @@ def _flip_row(model: logicars.Model, name: str, gate: int, row: int) -> None:
 
 
 def _growing_only(preset: logicars.Preset) -> logicars.Preset:
-    """The preset with the task's step-T count (colored-g's persisting default counts the
+    """The preset with the task's step-T count (colored-g's regrowing default counts the
     wrong cells of every step from T to 4T, which `validate` and `wrong_cells` do not)."""
     return dataclasses.replace(preset, growth="grow") if preset.config.growth else preset
 

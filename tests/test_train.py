@@ -765,9 +765,9 @@ def test_a_run_with_a_drift_budget_ends_with_its_lowest_circuit_when_it_scores_b
 # gol's and the checkerboards' again, with the async checkerboard's 202 and 203: all of
 # them solve now (docs/results.md, *The slow tests' seeds*; before, the async seeds 200
 # and 202 ended 12 attempts unsolved and gol's 200 needed a drift search). colored-g's
-# default persists since 2026-11-29, many minutes a run (seed 0: 25,593 epochs, three pool
-# phases and the search), so its seeds 200 and 201 train the paper's growing only
-# (`test_growing_only_colored_g_grows_the_g`), as they did before.
+# default regrows since 2026-11-29, many minutes a run (seed 0: 12,338 epochs, three
+# attempts, 800 s on a loaded host), so its seeds 200 and 201 train the paper's growing
+# only (`test_growing_only_colored_g_grows_the_g`), as they did before.
 SLOW_SEEDS = {
     "gol": (200, 201),
     "checkerboard": (200, 201),
