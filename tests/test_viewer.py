@@ -532,35 +532,50 @@ def test_live_frame_fits_its_page_in_a_notebook(
     assert inner <= outer <= inner + 40, (inner, outer)
 
 
+def check_regrows_on_page(browser: Any, run: Any, page: Path) -> None:
+    """Cuts the engine regrows (a 3x3 square centred on a cell of the target) are most of
+    them; on the page, the grown pattern cut with the brush grows back, bit for bit as the
+    engine."""
+    task = run.preset.task()
+    steps, channels = task.num_steps, run.model.spec.channels
+    start = task.start(np.random.default_rng(0), 1, task.height, task.width).astype(np.uint8)
+    target = task.target(start)
+
+    def is_target(state: np.ndarray) -> bool:
+        return not np.any(task.wrong(state[None], target))
+
+    regrown = []
+    cells = np.argwhere(np.any(target[0] > 0.5, axis=-1))
+    for r, c in cells:
+        cut = np.zeros((1, task.height, task.width), np.uint8)
+        cut[0, max(r - 1, 0) : r + 2, max(c - 1, 0) : c + 2] = 1
+        out = run.model.simulate(start, 2 * steps, damage=cut, damage_steps=(steps - 1, steps))
+        if is_target(out[0]):
+            regrown.append((int(r), int(c), out[0]))
+    assert len(regrown) >= 0.8 * len(cells)  # most cuts regrow
+    open_page(browser, page)
+    for r, c, want in regrown[:3]:
+        browser.execute_script("logicars.reset(); logicars.step(arguments[0])", steps)
+        assert is_target(read_state(browser, channels))  # grown
+        browser.execute_script("logicars.damage(arguments[0], arguments[1], 3)", r, c)
+        assert not is_target(read_state(browser, channels))  # cut
+        browser.execute_script("logicars.step(arguments[0])", steps)
+        assert np.array_equal(read_state(browser, channels), want)  # regrown as the engine
+
+
 def test_a_regenerating_circuit_regrows_on_the_page(browser: Any, tmp_path: Path) -> None:
-    """The page of a regenerating circuit (tests/data: the 10x10 heart trained with
-    `growth = "regrow"`, seed 0): grown, cut with the brush, it grows back to the target,
-    as the engine does."""
+    """The page of a regenerating circuit of the user's own image (tests/data: the 10x10
+    heart trained with `growth = "regrow"`, seed 0)."""
     source = Path(__file__).parent / "data" / "heart-regrow-seed0.safetensors"
     model_file = tmp_path / "heart.safetensors"
     model_file.write_bytes(source.read_bytes())
     assert logicars.cli.main(["view", str(model_file), "--no-open"]) == 0
-    run = load_run(model_file)
-    assert run.preset is not None
-    task = run.preset.task()
-    steps = task.num_steps
-    start = task.start(np.random.default_rng(0), 1, task.height, task.width).astype(np.uint8)
-    target = task.image[..., 0] > 0.5
-    # The cuts the engine regrows: a 3x3 square centred on a cell of the heart.
-    regrown = []
-    for r, c in np.argwhere(target):
-        cut = np.zeros((1, task.height, task.width), np.uint8)
-        cut[0, max(r - 1, 0) : r + 2, max(c - 1, 0) : c + 2] = 1
-        out = run.model.simulate(start, 2 * steps, damage=cut, damage_steps=(steps - 1, steps))
-        if np.array_equal(out[0, ..., 0] > 0, target):
-            regrown.append((int(r), int(c), out[0]))
-    assert len(regrown) >= 0.8 * target.sum()  # most cuts regrow
-    open_page(browser, tmp_path / "heart.html")
-    for r, c, want in regrown[:3]:
-        browser.execute_script("logicars.reset(); logicars.step(arguments[0])", steps)
-        assert np.array_equal(read_state(browser, 16)[..., 0] > 0, target)  # grown
-        browser.execute_script("logicars.damage(arguments[0], arguments[1], 3)", r, c)
-        assert not np.array_equal(read_state(browser, 16)[..., 0] > 0, target)  # cut
-        browser.execute_script("logicars.step(arguments[0])", steps)
-        state = read_state(browser, 16)
-        assert np.array_equal(state, want)  # regrown, bit for bit as the engine
+    check_regrows_on_page(browser, load_run(model_file), tmp_path / "heart.html")
+
+
+def test_the_shipped_colored_g_regrows_on_its_page(browser: Any, tmp_path: Path) -> None:
+    """`view colored-g`: the shipped circuit of the regrowing default, cut on its page, grows
+    the G back (what README and docs/results.md say of it)."""
+    page = tmp_path / "g.html"
+    assert logicars.cli.main(["view", "colored-g", "--no-open", "--out", str(page)]) == 0
+    check_regrows_on_page(browser, logicars.pretrained("colored-g"), page)
