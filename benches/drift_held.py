@@ -6,8 +6,8 @@ of the same steps (every candidate runs them all), alternated over rounds.
 
 On a growing-only coloured-G circuit from its start grid (tests/data/colored-g-grow.npz,
 the circuit the package shipped before `colored-g` persisted by default: the shipped one
-now holds its G, and a search from a circuit that already holds ends at once); prints each
-round and the medians.
+now holds and regrows its G, and a search from a circuit that already holds ends at
+once); prints each round and the medians.
 """
 
 from __future__ import annotations

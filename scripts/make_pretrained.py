@@ -9,8 +9,9 @@ Each run is `python -m logicars train NAME` on the preset's defaults (one engine
 so that the result does not depend on the machine's cores; it does not anyway, but the
 host is shared). A circuit is written only when it passes the preset's checks
 (`evaluate`'s `passed` on the validation and confirmation draws of the held-out check: a
-persisting preset's circuit must hold its target too), as tests/test_pretrained.py checks
-again. Regenerate after changing a preset's model or training.
+persisting preset's circuit must hold its target too, a regrowing one regrow it), as
+tests/test_pretrained.py checks again. Regenerate after changing a preset's model or
+training.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ def passes(model, preset) -> bool:  # type: ignore[no-untyped-def]
     for samples, seed in CHECKS:
         r = evaluate(model, preset, samples=samples, seed=seed)
         # `passed`, not just every input solved: a persisting preset's circuit must also
-        # hold its target (a growing-only one passes through it at step T alone).
+        # hold its target (a growing-only one passes through it at step T alone), and a
+        # regrowing one's regrow it.
         if not r.passed:
             print(f"  {preset.name}: not passed, {r.solved}/{r.samples} solved (seed {seed})")
             return False
