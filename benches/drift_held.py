@@ -13,15 +13,13 @@ once); prints each round and the medians.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import statistics
 import time
 from pathlib import Path
 
 from logicars.circuit.evaluate import heldout_inputs
 from logicars.growth import PERSIST_HORIZON
-from logicars.presets import get_preset
-from logicars.pretrained import _read
+from logicars.pretrained import load_pretrained
 
 CIRCUIT = Path(__file__).parents[1] / "tests" / "data" / "colored-g-grow.npz"
 
@@ -31,11 +29,10 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--candidates", type=int, default=5000)
     args = p.parse_args()
-    model, name, _ = _read(CIRCUIT)  # the shipped circuits' format
-    preset = dataclasses.replace(get_preset(name), spec=model.spec)
-    task = preset.task()
+    run = load_pretrained(CIRCUIT)
+    model, task = run.model, run.preset.task()
     steps = task.num_steps
-    x, target = heldout_inputs(model, preset, 1, 1)
+    x, target = heldout_inputs(model, run.preset, 1, 1)
     x, options = x[:1], target[None, :1]
     searches = {"scored T..4T": steps, "scored at 4T": None}
     times: dict[str, list[float]] = {name: [] for name in searches}

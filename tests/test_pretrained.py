@@ -31,7 +31,8 @@ def test_each_shipped_circuit_passes_its_presets_checks(name: str) -> None:
     assert run.preset is not None and run.preset.name == name
     for samples, seed in CHECKS:
         result = evaluate(run.model, run.preset, samples=samples, seed=seed)
-        # passed: every input solved and, for a persisting preset, the target held to 4T
+        # passed: every input solved, the target held to 4T by a persisting preset's
+        # circuit, and regrown by a regrowing one's
         assert result.passed, (name, seed, result.checks())
 
 

@@ -271,11 +271,12 @@ def test_drift_of_a_holding_task_scores_every_step_from_t_to_4t() -> None:
     default), asked to persist: the drift search reads its wrong cells summed over steps
     T..4T from the start grid, lowers them, and never loses the grown pattern at step T."""
     from logicars import growth
-    from logicars.pretrained import _read
+    from logicars.pretrained import load_pretrained
 
-    model, name, _ = _read(Path(__file__).parent / "data" / "colored-g-grow.npz")
-    preset = dataclasses.replace(logicars.get_preset(name), spec=model.spec, growth="persist")
+    grown_only = load_pretrained(Path(__file__).parent / "data" / "colored-g-grow.npz")
+    preset = dataclasses.replace(grown_only.preset, growth="persist")
     task = preset.task()
+    model = grown_only.model
     at_t, held = growth.held_score(model, task)
     assert at_t == 0 and held > 0  # grown at T, falls apart after
     result = repair(model, preset, budget=3000, method="drift")

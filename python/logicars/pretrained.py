@@ -104,10 +104,16 @@ def pretrained(name: str) -> LoadedRun:
         raise ValueError(
             f"no shipped circuit for {preset.name!r}; shipped: {', '.join(available()) or 'none'}"
         )
-    model, _, info = _read(path)
-    run_preset = dataclasses.replace(preset, spec=model.spec)
+    return load_pretrained(path)
+
+
+def load_pretrained(path: PathLike) -> LoadedRun:
+    """A circuit file in the shipped circuits' format (`save_pretrained`), as `pretrained`
+    gives it: e.g. one the package no longer ships, kept for a test or a bench."""
+    model, name, info = _read(Path(path))
+    preset = dataclasses.replace(get_preset(name), spec=model.spec)
     summary = {"preset": preset.name, "pretrained": True, **info}
-    return LoadedRun(model, run_preset, Path.cwd(), [], summary)
+    return LoadedRun(model, preset, Path.cwd(), [], summary)
 
 
 def is_pretrained_name(source: PathLike) -> bool:
