@@ -637,6 +637,8 @@ def _variant(r: Record) -> str:
     """A run's training options as the variants table names them."""
     o = r.get("options") or {}
     parts = [f"`{r['preset']}`", f"lr {o.get('lr')}", f"{o.get('target_epochs')} epochs"]
+    if o.get("batch") is not None:  # recorded since the batch-size study
+        parts.insert(1, f"batch {o['batch']}")
     if o.get("restart_every"):
         parts.append(f"attempts of {o['restart_every']}")
     if o.get("binarize_states"):

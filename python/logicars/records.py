@@ -186,6 +186,7 @@ def record_from_run(
     given = {
         k: s.get(k)
         for k in (
+            "batch",
             "lr",
             "weight_decay",
             "lr_decay_from",
