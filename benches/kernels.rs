@@ -2,7 +2,9 @@
 //! over a previous layer of `width` rows wired at random, on one arena chunk (`DEFAULT_CHUNK_CELLS`
 //! cells) and on 1024 cells; and the checkerboard's whole perception block (16 kernels
 //! on each of 8 channels, layers [9, 8, 4, 2]) on one chunk, exactly the gates the
-//! compiled step runs. `cargo bench -p logicars-core --bench kernels`.
+//! compiled step runs; and a 512-gate layer forward on rows narrower than the default
+//! (`chunk_cells` 16 and 32, whose row width is only known at run time).
+//! `cargo bench -p logicars-core --bench kernels`.
 
 use std::time::Duration;
 
@@ -202,12 +204,38 @@ fn perception_block(c: &mut Criterion) {
     group.finish();
 }
 
+/// A 512-gate layer forward on rows of 16, 32 and 64 cells, per cell: a narrow row
+/// whose width is read at run time once compiled to scalar code, 5-7x slower per cell
+/// than the default rows (docs/performance.md).
+fn row_width(c: &mut Criterion) {
+    let level = simd_level();
+    let mut rng = ChaCha8Rng::seed_from_u64(2);
+    let mut group = c.benchmark_group(format!("row_width_{}", level.name()));
+    let width = 512;
+    let (gates, _) = layer(width, &mut rng);
+    let coefs: Vec<[f32; 4]> = (0..width)
+        .map(|_| std::array::from_fn(|_| rng.random_range(-1.0..1.0)))
+        .collect();
+    for cells in [16, 32, DEFAULT_CHUNK_CELLS] {
+        let lanes = Lanes {
+            cells,
+            width: cells,
+        };
+        let mut act = random_rows(2 * width * cells, &mut rng);
+        group.throughput(Throughput::Elements((width * cells) as u64));
+        group.bench_function(BenchmarkId::new("forward", format!("{cells}_cells")), |b| {
+            b.iter(|| kernels::forward(&gates, &coefs, &mut act, lanes, level))
+        });
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default()
         .sample_size(20)
         .warm_up_time(Duration::from_millis(300))
         .measurement_time(Duration::from_secs(1));
-    targets = gate_layer, perception_block
+    targets = gate_layer, perception_block, row_width
 }
 criterion_main!(benches);

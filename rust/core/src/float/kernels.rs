@@ -164,11 +164,17 @@ fn forward_impl<A: MulAdd, const W: usize, const N: usize>(
                 rows.get_mut::<N>(ins.out),
             )
         };
+        // Computed into a local row, then stored: the rows come from one raw pointer,
+        // so the compiler cannot prove `out` misses `a` and `b`, and where it does not
+        // version the loop (rows of 16 or 32 cells at a run-time width) it made scalar
+        // code of it.
+        let mut row = [0f32; N];
         for i in 0..N {
             // c0 + c1·a + (c2 + c3·a)·b: three multiply-adds.
             let lin = A::mul_add(c1, a[i], c0);
-            out[i] = A::mul_add(A::mul_add(c3, a[i], c2), b[i], lin);
+            row[i] = A::mul_add(A::mul_add(c3, a[i], c2), b[i], lin);
         }
+        *out = row;
     }
 }
 
