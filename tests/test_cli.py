@@ -107,7 +107,7 @@ def test_presets_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert not any("nb23" in line for line in lines)
     row = rows[1]  # checkerboard
     p = PRESETS["checkerboard"]
-    assert row["grid"] == "16x16" and row["channels"] == "8" and row["batch"] == "2"
+    assert row["grid"] == "16x16" and row["channels"] == "8" and row["batch"] == "1"
     assert row["epochs"] == f"{p.epochs}({p.restart_every})" and row["seed"] == str(p.seed)
     assert row["steps"] == "20" and row["gates"] == f"{p.gates():,}"
     assert row["gate-cells/epoch"] == f"{p.gate_cell_evals_per_epoch():,}"

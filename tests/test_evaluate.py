@@ -46,7 +46,7 @@ def test_checkerboard_fresh_starts_in_any_phase() -> None:
     # The training-time check of seed 5 draws from the stream [5, 2] (`logicars.draws`).
     result = validate(model, preset, samples=3, seed=5)
     rng = np.random.default_rng([5, 2])
-    x = np.concatenate([rng.integers(0, 2, size=(2, 16, 16, 8)) for _ in range(2)])  # batch 2
+    x = np.concatenate([rng.integers(0, 2, size=(1, 16, 16, 8)) for _ in range(3)])  # batch 1
     out = model.rollout(x.astype(np.float32), hard=True)[..., 0]
     # The checkerboard's phases: the pattern shifted by up to 3 cells each way.
     big = checkerboard_target(20, 20)
@@ -55,10 +55,10 @@ def test_checkerboard_fresh_starts_in_any_phase() -> None:
     fixed = [int(np.sum(o != phases[0])) for o in out]
     assert (result.check, result.samples, result.solved) == (
         "fresh starts",
-        4,
+        3,
         int(np.sum(wrong == 0)),
     )
-    assert (result.wrong_cells, result.cells) == (int(wrong.sum()), 4 * 256)
+    assert (result.wrong_cells, result.cells) == (int(wrong.sum()), 3 * 256)
     assert int(wrong.sum()) < sum(fixed)  # some output is closer to another phase
 
 
