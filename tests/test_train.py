@@ -988,17 +988,19 @@ def _fake_repairs(
     return calls
 
 
-def test_repair_runs_after_failed_checks_at_most_every_few_epochs(
+def test_repair_runs_after_failed_checks_ever_more_rarely(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Hard loss 0 at epochs 2, 3, 4, 6, 7: repairs at 2 (fails), not 3 or 4 (within
-    # REPAIR_EVERY = 3 epochs), then at 6, which fixes the circuit: solved, stop.
-    calls = _fake_repairs(monkeypatch, [5.0, 0.0, 0.0, 0.0, 2.0, 0.0, 0.0], fixed_on_call=2)
+    # Hard loss 0 from epoch 2 on (2 at epoch 5): repairs at 2 (fails), then only after
+    # REPAIR_EVERY = 3 epochs doubled once (8: fails) and twice (20), which fixes the
+    # circuit: solved, stop.
+    hard = [5.0, 0.0, 0.0, 0.0, 2.0] + [0.0] * 15
+    calls = _fake_repairs(monkeypatch, hard, fixed_on_call=3)
     r = train("gol", epochs=50, out=tmp_path / "r", quiet=True)
-    assert len(calls) == 2 and r.summary["repair"] is True
-    assert [x["epoch"] for x in r.summary["repairs"]] == [2, 6]
-    assert [x["wrong_after"] for x in r.summary["repairs"]] == [4, 0]
-    assert r.summary["solved_epoch"] == 6 and r.summary["epochs"] == 6
+    assert len(calls) == 3 and r.summary["repair"] is True
+    assert [x["epoch"] for x in r.summary["repairs"]] == [2, 8, 20]
+    assert [x["wrong_after"] for x in r.summary["repairs"]] == [4, 4, 0]
+    assert r.summary["solved_epoch"] == 20 and r.summary["epochs"] == 20
 
 
 def test_a_repair_counts_only_if_the_confirmation_draw_passes(
@@ -1006,7 +1008,7 @@ def test_a_repair_counts_only_if_the_confirmation_draw_passes(
 ) -> None:
     calls = _fake_repairs(monkeypatch, [0.0] * 7, fixed_on_call=1, confirmed=False)
     r = train("gol", epochs=7, out=tmp_path / "r", quiet=True)
-    assert r.summary["solved_epoch"] is None and len(calls) == 3  # epochs 1, 4, 7
+    assert r.summary["solved_epoch"] is None and len(calls) == 2  # epochs 1 and 1 + 2 * 3
     assert r.summary["repairs"][0]["wrong_after"] == 0
 
 

@@ -277,7 +277,8 @@ def train(
       hard circuit passes the validation check: `logicars.evaluate` on its own draw of
       inputs, run after every epoch whose batch it got exactly right; default True).
     - `repair`: repair a circuit that gets a batch right but fails the check
-      (`logicars.repair`, at most every `REPAIR_EVERY` epochs and once at the end);
+      (`logicars.repair`, at most every `REPAIR_EVERY` epochs, a wait that doubles
+      after each failed one of the attempt, and once at the end);
       `drift_budget`: then a drift search of that many candidates on the final circuit
       of an unsolved run, from its lowest-loss parameters when those score better
       (`summary["kept_lowest"]`); an interrupted search goes on when resumed.

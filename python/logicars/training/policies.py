@@ -48,7 +48,8 @@ CONFIRM_SAMPLES = 256
 
 # Discrete repair during training (`logicars.repair`): after an epoch whose batch the hard
 # circuit got right but whose validation check failed, at most once per REPAIR_EVERY
-# epochs, with REPAIR_BUDGET candidate runs; once more at the end of an unsolved attempt
+# epochs, twice that after one failed repair of the attempt, four times after two, and so
+# on, with REPAIR_BUDGET candidate runs; once more at the end of an unsolved attempt
 # that came close (a batch with at most CLOSE_FRACTION of its cells wrong), with
 # FINAL_REPAIR_BUDGET. Budgets are counts, not seconds, so that runs stay deterministic.
 REPAIR_EVERY = 100
@@ -171,7 +172,8 @@ def drift_due(state: RunState) -> bool:
 
 class Repair(Policy):
     """Discrete repair (`logicars.repair`) of a hard circuit that gets a batch right but
-    fails the validation check, at most every `REPAIR_EVERY` epochs; at the end of an
+    fails the validation check, at most every `REPAIR_EVERY` epochs (doubled after each
+    failed one of the attempt); at the end of an
     unsolved attempt that came close, a larger one; at the end of an unsolved run, the
     drift search (`RunState.drift_budget`), which an interrupt ends after a chunk of
     candidates and a resume continues."""
@@ -184,7 +186,10 @@ class Repair(Policy):
         if not (self.check.failed and state.repair):
             return
         last = max((r["epoch"] for r in state.repairs), default=None)
-        if last is not None and state.epoch - last < REPAIR_EVERY:
+        # Each repair of this attempt that failed doubles the wait before the next: most
+        # never succeed, and on the Game of Life's cheap epochs they cost most of a run.
+        failed = sum(1 for r in state.repairs if r["epoch"] > state.attempt_start)
+        if last is not None and state.epoch - last < REPAIR_EVERY * 2**failed:
             return
         solved = self.repaired(run, REPAIR_BUDGET)
         last = state.repairs[-1]
