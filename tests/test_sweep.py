@@ -314,7 +314,7 @@ def test_failed_point_is_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 def test_a_crashed_point_resumes_with_its_own_options(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Seed 7 solves gol at epoch 1631 (a repair, from the notebook's init); with
+    # Seed 7 solves gol at epoch 1893 (a repair, from the notebook's init); with
     # stop_on_solve=False it must train on to 2000 after the resume too (train's default on a
     # resume would stop it at the solve).
     options = {"preset": "gol", "epochs": 2000, "stop_on_solve": False, "seed": 7, "init_logit": 10}
@@ -340,7 +340,7 @@ def test_a_crashed_point_resumes_with_its_own_options(
     assert again.counts["resumed"] == 1
     row = again.rows[0]
     assert row["status"] == "done" and row["trained_epochs"] == 2000 and row["error"] is None
-    assert row["solved_epoch"] == 1631
+    assert row["solved_epoch"] == 1893
     own = train(**options, out=tmp_path / "straight", quiet=True)
     assert same_run(tmp_path / point.name, own.run_dir)
 
