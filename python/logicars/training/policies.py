@@ -187,7 +187,8 @@ class Repair(Policy):
             return
         last = max((r["epoch"] for r in state.repairs), default=None)
         # Each repair of this attempt that failed doubles the wait before the next: most
-        # never succeed, and on the Game of Life's cheap epochs they cost most of a run.
+        # never succeed, and beside the Game of Life's cheap epochs they cost more than the
+        # training (docs/results.md, *Rarer repairs*).
         failed = sum(1 for r in state.repairs if r["epoch"] > state.attempt_start)
         if last is not None and state.epoch - last < REPAIR_EVERY * 2**failed:
             return
