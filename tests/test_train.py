@@ -1003,6 +1003,19 @@ def test_repair_runs_after_failed_checks_ever_more_rarely(
     assert r.summary["solved_epoch"] == 20 and r.summary["epochs"] == 20
 
 
+def test_a_fresh_wiring_repairs_at_the_first_wait_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every batch right, every repair failing, REPAIR_EVERY = 3, attempts of 10 epochs:
+    # the first attempt repairs at 1 and 1 + 2 * 3 = 7, and once more at its end (10,
+    # its final repair); the second attempt's wait starts over at 3 epochs after that.
+    calls = _fake_repairs(monkeypatch, [0.0] * 20, fixed_on_call=None)
+    r = train("gol", epochs=20, restart_every=10, out=tmp_path / "r", quiet=True)
+    epochs = [x["epoch"] for x in r.summary["repairs"]]
+    assert epochs[:5] == [1, 7, 10, 13, 19], epochs
+    assert len(calls) == len(epochs)
+
+
 def test_a_repair_counts_only_if_the_confirmation_draw_passes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
