@@ -258,6 +258,20 @@ def test_life_task_holds_out_all_512_boards_for_any_rule() -> None:
     np.testing.assert_array_equal(yb, life_step(xb, "B36/S23"))
 
 
+@pytest.mark.parametrize("rule", ["B3/S23", "B36/S23", "B/S", "B012345678/S012345678"])
+def test_life_targets_on_3x3_boards_are_the_rule_steps(rule: str) -> None:
+    # 3x3 boards look their next state up by index; any board (extra channels, values
+    # other than 0 and 1) and any number of steps must give what life_step gives.
+    task = LifeTask(rule, channels=1, height=3, width=3, num_steps=1)
+    x = np.random.default_rng(7).uniform(0, 1, (300, 3, 3, 2)).astype(np.float32)
+    want = x[..., :1]
+    for steps in (1, 2, 3):
+        want = life_step(want, rule)
+        got = task.target(x, steps)
+        assert got.dtype == np.float32 and got.shape == (300, 3, 3, 1)
+        np.testing.assert_array_equal(got, want)
+
+
 def test_pattern_scoring_accepts_every_phase_and_only_those() -> None:
     tile = np.array([[1, 0, 0], [1, 1, 0]])
     task = PatternTask(tile, channels=2, height=7, width=8, batch=3)

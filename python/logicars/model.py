@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from typing import TYPE_CHECKING, Any, Union
 
@@ -491,7 +492,7 @@ class Model:
 def _unflatten(info: list[tuple[str, list[int], int]], flat: np.ndarray) -> dict[str, np.ndarray]:
     out = {}
     for name, shape, offset in info:
-        size = int(np.prod(shape))
+        size = math.prod(shape)
         out[name] = flat[offset : offset + size].reshape(shape).copy()
     return out
 
@@ -499,7 +500,7 @@ def _unflatten(info: list[tuple[str, list[int], int]], flat: np.ndarray) -> dict
 def _flatten_params(
     info: list[tuple[str, list[int], int]], params: dict[str, np.ndarray]
 ) -> np.ndarray:
-    total = sum(int(np.prod(shape)) for _, shape, _ in info)
+    total = sum(math.prod(shape) for _, shape, _ in info)
     flat = np.empty(total, dtype=np.float32)
     expected = {name for name, _, _ in info}
     unknown = sorted(set(params) - expected)

@@ -33,6 +33,9 @@ class LifeTask(Task):
         geometry.setdefault("periodic", True)
         super().__init__(f"life:{self.rule}", **geometry)
         self._boards = life_boards()
+        # Each 3x3 board's next state, looked up by its index: what every training batch
+        # and check asks for, at a fraction of `life_step`'s cost on the notebook's boards.
+        self._next_boards = life_step(self._boards, self.rule)
 
     @property
     def random_starts(self) -> bool:
@@ -50,7 +53,12 @@ class LifeTask(Task):
         """The rule applied `steps` (default: the task's) times to channel 0."""
         y = np.asarray(x)[..., :1].astype(np.float32)
         for _ in range(self.num_steps if steps is None else steps):
-            y = life_step(y, self.rule)
+            if y.shape[1:3] == (3, 3):
+                # Board i's cell (r, c) is bit r * 3 + c of i (`life_boards`).
+                alive = (y.reshape(len(y), 9) > 0.5).astype(np.int64)
+                y = self._next_boards[alive @ (1 << np.arange(9))]
+            else:
+                y = life_step(y, self.rule)
         return y
 
     def holdout(self, samples: int = 16, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
