@@ -430,8 +430,8 @@ class TrainConfig:
     )  # fmt: skip
     checkpoint_every: int | None = _setting(
         DEFAULT_CHECKPOINT_EVERY,
-        help=f"epochs between checkpoints (default {DEFAULT_CHECKPOINT_EVERY}; one is "
-        "always written at the end)",
+        help=f"epochs between checkpoints (default: the preset's, else "
+        f"{DEFAULT_CHECKPOINT_EVERY}; one is always written at the end)",
         check=Count(1), resume=Resume.PER_CALL, recorded=Recorded.NOT, metavar="N",
         none_is_value=True,
     )  # fmt: skip
