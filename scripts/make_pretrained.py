@@ -24,15 +24,12 @@ from pathlib import Path
 
 from logicars.circuit.evaluate import evaluate
 from logicars.presets import PRESET_NAMES, get_preset
-from logicars.pretrained import _data_dir, pretrained, save_pretrained
+from logicars.pretrained import SHIP_CHECKS, _data_dir, pretrained, save_pretrained
 from logicars.runs import load_run
-
-# The draws the shipped circuits must solve: tests/test_pretrained.py uses the same.
-CHECKS = ((64, 1), (256, 2))
 
 
 def passes(model, preset) -> bool:  # type: ignore[no-untyped-def]
-    for samples, seed in CHECKS:
+    for samples, seed in SHIP_CHECKS:
         r = evaluate(model, preset, samples=samples, seed=seed)
         # `passed`, not just every input solved: a persisting preset's circuit must also
         # hold its target (a growing-only one passes through it at step T alone), and a

@@ -12,10 +12,7 @@ import pytest
 import logicars
 from logicars.circuit.evaluate import evaluate
 from logicars.presets import PRESET_NAMES
-from logicars.pretrained import available, open_run
-
-# The draws scripts/make_pretrained.py checks before it ships a circuit.
-CHECKS = ((64, 1), (256, 2))
+from logicars.pretrained import SHIP_CHECKS, available, open_run
 
 
 def test_every_preset_ships_a_small_circuit() -> None:
@@ -29,7 +26,7 @@ def test_every_preset_ships_a_small_circuit() -> None:
 def test_each_shipped_circuit_passes_its_presets_checks(name: str) -> None:
     run = logicars.pretrained(name)
     assert run.preset is not None and run.preset.name == name
-    for samples, seed in CHECKS:
+    for samples, seed in SHIP_CHECKS:
         result = evaluate(run.model, run.preset, samples=samples, seed=seed)
         # passed: every input solved, the target held to 4T by a persisting preset's
         # circuit, and regrown by a regrowing one's

@@ -29,6 +29,9 @@ from .runs import LoadedRun
 from .spec import ModelSpec, Relaxation
 
 FORMAT = "logicars-pretrained-1"
+# The checks a shipped circuit passes, as `(samples, seed)` of `evaluate`: the held-out
+# draw and a larger one (`scripts/make_pretrained.py` ships only what passes both).
+SHIP_CHECKS = ((64, 1), (256, 2))
 # The logit of a gate's op; every other op's is 0, so the op is the gate's argmax.
 _OP_LOGIT = 10.0
 _GATE_OPS = 16
