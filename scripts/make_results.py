@@ -195,8 +195,10 @@ def _seconds_per_working(rs: list[Record], working: int) -> str:
     ("–" for runs transcribed without their seconds)."""
     if any(r.get("seconds") is None for r in rs):
         return "–"
-    seconds = sum(float(r["seconds"]) for r in rs)
-    return f"{seconds / working:.0f}" if working else "none works"
+    if not working:
+        return "none works"
+    per = sum(float(r["seconds"]) for r in rs) / working
+    return f"{per:.1f}" if per < 10 else f"{per:.0f}"  # a tenth where it is a tenth of many
 
 
 SOLVING_HEADER = [

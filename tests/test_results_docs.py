@@ -155,7 +155,7 @@ def test_variants_count_first_wirings_and_epochs_per_working_circuit(tmp_path: P
     weak, notebook = lines[2], lines[3]  # in the order met
     assert "init logit" not in notebook and "init logit 5" in weak
     assert "| 1 (50%) | 0 (0%) | 1800 | 18 |" in notebook  # 1800 epochs, 18 s, 1 works
-    assert "| 2 (100%) | 2 (100%) | 200 | 2 |" in weak
+    assert "| 2 (100%) | 2 (100%) | 200 | 2.0 |" in weak  # a tenth below 10 s
     # attempts shorter than the recorded 400: per variant
     lengths = make_results.attempt_length_table("wiring", 400, tmp_path)
     assert "| options | attempt length |" in lengths[0]
