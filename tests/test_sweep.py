@@ -381,11 +381,13 @@ def test_until_solved_stops_launching(tmp_path: Path) -> None:
 
 # 3 checkerboard seeds on 2 workers: seeds 0 and 1 finish about together while seed 2
 # starts, so the driver can be stopped with points finished, half-trained and not started.
+# 80 epochs: at one start per epoch (the preset's since 2026-11-29) 40 were over so soon
+# that a point could finish before the signal reached it.
 KILL_ARGV = [
-    "checkerboard", "--seeds", "0-2", "--epochs", "40", "--set", "checkpoint_every=5",
+    "checkerboard", "--seeds", "0-2", "--epochs", "80", "--set", "checkpoint_every=10",
     "--workers", "2", "--quiet",
 ]  # fmt: skip
-KILL_GRID = {"preset": "checkerboard", "seed": range(3), "epochs": 40, "checkpoint_every": 5}
+KILL_GRID = {"preset": "checkerboard", "seed": range(3), "epochs": 80, "checkpoint_every": 10}
 
 
 def start_driver(out: Path) -> subprocess.Popen:
@@ -451,10 +453,10 @@ def test_sigkill_the_driver_then_rerun(tmp_path: Path) -> None:
     cut = {}  # half-trained point -> metrics rows its checkpoint holds
     for d in partial(out):
         _, extra = load_checkpoint(d / "model.safetensors")
-        assert 0 < extra["epoch"] <= 40
+        assert 0 < extra["epoch"] <= KILL_GRID["epochs"]
         # Killed between its final checkpoint and its summary, a point is trained
         # again (counted below as trained), not resumed.
-        if extra["epoch"] < 40:
+        if extra["epoch"] < KILL_GRID["epochs"]:
             cut[d.name] = extra["metrics"]
 
     again = logicars.sweep(KILL_GRID, out=out, workers=2, quiet=True)
@@ -471,7 +473,9 @@ def test_sigkill_the_driver_then_rerun(tmp_path: Path) -> None:
             pytest.approx(r[3], abs=1e-4) for r in rows
         ]
         seed = int(name.rsplit("=", 1)[1])
-        own = train("checkerboard", seed=seed, epochs=40, out=tmp_path / name, quiet=True)
+        own = train(
+            "checkerboard", seed=seed, epochs=KILL_GRID["epochs"], out=tmp_path / name, quiet=True
+        )
         assert same_run(out / name, own.run_dir)
 
 

@@ -150,6 +150,16 @@ fn self_test(isa: Isa) -> bool {
     }
 }
 
+/// Cell-steps below which [`simulate_into`], asked for no engine, runs the slot engine:
+/// the JIT's machine code for a circuit it has not run costs more to make than such a run
+/// takes. A repair's candidate on the Game of Life's 512 boards (4608 cell-steps, a new
+/// circuit each): 0.82 ms with the JIT, 0.62 with the slots (docs/performance.md).
+pub const SLOTS_BELOW_CELL_STEPS: usize = 1 << 14;
+
+fn small_run(shape: GridShape, steps: usize) -> bool {
+    shape.cells().saturating_mul(steps.max(1)) < SLOTS_BELOW_CELL_STEPS
+}
+
 /// The engine [`simulate`] and [`Simulator::new`] use when none is asked for: the
 /// AVX-512 JIT where [`jit_avx512_available`] and the kernels run at the AVX-512 level
 /// (not forced to `LOGICARS_SIMD=avx2`), else the AVX2 JIT where [`jit_available`], else
@@ -595,7 +605,7 @@ pub fn simulate_on(
 }
 
 /// [`simulate`] into `out`, which holds [`output_len`] bytes, on `engine` (`None`: the
-/// [`default_engine`]).
+/// slot engine for a run under [`SLOTS_BELOW_CELL_STEPS`], else the [`default_engine`]).
 pub fn simulate_into(
     engine: Option<HardEngine>,
     circuit: &CompiledCircuit,
@@ -604,6 +614,7 @@ pub fn simulate_into(
     opts: &SimOptions<'_>,
     out: &mut [u8],
 ) -> Result<()> {
+    let engine = engine.or_else(|| small_run(shape, opts.steps).then_some(HardEngine::Slots));
     // One hand-over to the pool for the whole run (one per interrupt check with one): the
     // steps' parallel loops then start on a worker instead of waking the pool from
     // outside twice per step.
