@@ -300,7 +300,9 @@ class Model:
         any size. Gates are folded first: constants, pass-throughs and NOTs cost nothing.
         Where the CPU has AVX2 the circuit is compiled to machine code (256 cells per
         instruction), else the portable bit-sliced engine runs it (64 cells per word);
-        `build_info()["hard_engine"]` says which. For many short calls on one grid, a
+        `build_info()["hard_engine"]` says which. A run of fewer than 16,384 cell-steps
+        (cells of all grids times steps) takes the bit-sliced engine anyway: making the
+        machine code would cost more than it saves. For many short calls on one grid, a
         `Simulator` keeps the packed grid between them.
 
         Args:
