@@ -12,6 +12,7 @@ from .data import (
     CONWAY,
     LIFE_BOARDS,
     check_tile,
+    life_board_index,
     life_boards,
     life_step,
     normalise_rule,
@@ -54,9 +55,7 @@ class LifeTask(Task):
         y = np.asarray(x)[..., :1].astype(np.float32)
         for _ in range(self.num_steps if steps is None else steps):
             if y.shape[1:3] == (3, 3):
-                # Board i's cell (r, c) is bit r * 3 + c of i (`life_boards`).
-                alive = (y.reshape(len(y), 9) > 0.5).astype(np.int64)
-                y = self._next_boards[alive @ (1 << np.arange(9))]
+                y = self._next_boards[life_board_index(y)]
             else:
                 y = life_step(y, self.rule)
         return y

@@ -46,6 +46,12 @@ def life_boards() -> np.ndarray:
     return bits.reshape(LIFE_BOARDS, 3, 3, 1).astype(np.float32)
 
 
+def life_board_index(boards: np.ndarray) -> np.ndarray:
+    """Each (3, 3, C) board's index in `life_boards()`, read from channel 0 (> 0.5 alive)."""
+    alive = np.asarray(boards)[..., 0].reshape(len(boards), 9) > 0.5
+    return alive.astype(np.int64) @ (1 << np.arange(9))
+
+
 def parse_rule(rule: str) -> tuple[frozenset[int], frozenset[int]]:
     """`(birth, survival)` neighbour counts of a rule in B/S notation (`B36/S23`)."""
     match = _RULE.match(rule.strip().upper()) if isinstance(rule, str) else None
