@@ -25,7 +25,9 @@ table goes:
 - `{{variants NAME ...}}`: per sweep and variant, the runs that work and the wall time per
   working circuit;
 - `{{attempt-lengths NAME EPOCHS}}`: the expected epochs to a working circuit had the
-  sweep's attempts (of EPOCHS) been shorter.
+  sweep's attempts (of EPOCHS) been shorter;
+- `{{probe-table NAME}}`: per variant of `docs/data/probes/NAME.jsonl` (a probe script's
+  lines: variant, seed, the epoch its first wiring solved or null), the wirings that solve.
 
 To add a sweep: `python -m logicars sweep lizard --seeds 100-139 --out DIR`, then
 `python scripts/make_results.py --record DIR --name lizard-seeds-100-139` (this writes
@@ -385,6 +387,8 @@ def render_results(data: Path = DATA) -> tuple[str, list[str]]:
             out += variants_table(args, data)
         elif kind == "attempt-lengths":
             out += attempt_length_table(args[0], int(args[1]), data)
+        elif kind == "probe-table":
+            out += probe_table(args[0], data)
         elif kind == "growth-plot":
             out.append(f"![wrong cells against step, T to 10T](img/results/{args[0]}){rest}")
         elif kind == "wiring-plot":
@@ -593,6 +597,23 @@ def growth_table(names: list[str], data: Path = DATA) -> list[str]:
                 f"| {_percent(grows, n)}) | {_percent(persists, n)}) | {_percent(regrows, n)}) "
                 f"| {np.median(shares):.0%} | {per} |"
             )
+    return lines
+
+
+def probe_table(name: str, data: Path = DATA) -> list[str]:
+    """Per variant of a probe's lines (`scripts/probe_first_wiring.py`), in the order met:
+    the first wirings that solve within the probe's epochs, and the epochs they took."""
+    solved: dict[str, list[int | None]] = {}
+    for line in (data / "probes" / f"{name}.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        solved.setdefault(r["variant"], []).append(r["solved"])
+    lines = ["| variant | first wirings that solve | at epochs |", "|---|---|---|"]
+    for variant, epochs in solved.items():
+        hit = sorted(e for e in epochs if e is not None)
+        lines.append(
+            f"| `{variant}` | {len(hit)} of {len(epochs)} ({100 * len(hit) / len(epochs):.0f}%) "
+            f"| {', '.join(map(str, hit))} |"
+        )
     return lines
 
 

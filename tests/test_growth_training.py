@@ -355,3 +355,28 @@ def test_the_persisting_colored_g_example_is_the_default_without_damage() -> Non
     assert example.spec == preset.spec
     assert example.config == preset.config.replace(growth="persist", pool_batch=1)
     assert (preset.config.growth, preset.config.pool_batch) == ("regrow", 2)
+
+
+def test_the_persisting_lizard_example_is_the_preset_on_a_zero_boundary() -> None:
+    """examples/lizard-persist: the lizard preset's model and growing phase, with a zero
+    boundary for the torus and a long persisting fine-tune (docs/results.md, *A lizard that
+    persists*); the lizard preset itself stays the paper's growing only."""
+    from dataclasses import replace
+
+    from logicars.presets import get_preset, read_experiment
+
+    path = Path(__file__).parents[1] / "examples" / "lizard-persist" / "lizard-persist.toml"
+    example = read_experiment(path).preset
+    preset = get_preset("lizard")
+    assert preset.spec.periodic and not example.spec.periodic
+    assert example.spec == replace(preset.spec, periodic=False)
+    assert example.config == preset.config.replace(
+        growth="persist",
+        pool_batch=1,
+        hold=3 * preset.spec.num_steps,
+        hold_schedule="grow",
+        pool_epochs=30000,
+        pool_binarize_every=2,
+        drift_budget=0,
+    )
+    assert preset.config.growth in (None, "grow")

@@ -69,10 +69,12 @@ def test_every_sweep_file_reads_and_names_its_source() -> None:
 
 def test_the_template_cites_only_recorded_sweeps() -> None:
     template = (ROOT / "docs" / "data" / "results.template.md").read_text()
-    names = set()
+    names, probes = set(), set()
     for m in make_results.DIRECTIVE.finditer(template):
         kind, args = m.group(1), m.group(2).split()
-        if kind in ("solving-table", "growth-table", "variants"):
+        if kind == "probe-table":
+            probes.add(args[0])
+        elif kind in ("solving-table", "growth-table", "variants"):
             names |= set(args)  # every argument a sweep
         elif kind in ("growth-plot", "wiring-plot"):
             names |= set(args[1:])  # the image's file name, then the sweeps
@@ -80,6 +82,23 @@ def test_the_template_cites_only_recorded_sweeps() -> None:
             names |= set(args[:1])
     for name in names:
         assert (ROOT / "docs" / "data" / "sweeps" / f"{name}.jsonl").is_file(), name
+    for name in probes:
+        assert (ROOT / "docs" / "data" / "probes" / f"{name}.jsonl").is_file(), name
+
+
+def test_a_probe_table_counts_the_wirings_that_solve(tmp_path: Path) -> None:
+    """`{{probe-table NAME}}`: per variant, in the order met, the first wirings that
+    solved (a null epoch did not) and their epochs, sorted."""
+    (tmp_path / "probes").mkdir()
+    lines = [
+        {"variant": "plain", "seed": 0, "solved": 80},
+        {"variant": "plain", "seed": 1, "solved": None},
+        {"variant": "hold=4", "seed": 0, "solved": None},
+        {"variant": "plain", "seed": 2, "solved": 12},
+    ]
+    (tmp_path / "probes" / "p.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    table = make_results.probe_table("p", tmp_path)
+    assert table[2:] == ["| `plain` | 2 of 3 (67%) | 12, 80 |", "| `hold=4` | 0 of 1 (0%) |  |"]
 
 
 def test_seed_record_refuses_unknown_fields() -> None:

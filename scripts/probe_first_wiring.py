@@ -1,0 +1,110 @@
+"""Probe levers the package has no option for, on the checkerboard's first wiring
+(docs/results.md, *First wiring: levers without an option*).
+
+    python scripts/probe_first_wiring.py VARIANT [VARIANT ...] [--seeds 0-19] [--out FILE]
+
+Each variant trains a fresh wiring of the `checkerboard` preset (its spec, batch, learning
+rate and pass-through logit) for the notebook's 500 epochs, one random start per epoch,
+and records the first epoch whose hard circuit is exact on its batch and then on 64 fixed
+random starts (the probe's own check; `train` validates and confirms on other draws, so
+the counts compare between variants, not with `sweep`'s). Variants:
+
+- `plain`: the loss at step 20, as `train` does;
+- `loss-from=L`: the loss the mean over steps L..20 (the engine's `train_step_at`);
+- `hold=N`: rollouts of 20 + N steps, the loss over steps 20..20+N;
+- `steps-jitter=J`: each epoch's rollout length drawn from 20-J..20+J, the loss at its last;
+- `lr-warmup=E`: the learning rate rising linearly from 0 to the preset's over E epochs;
+- `kernels=K`: K perception kernels instead of 16.
+
+One JSON line per (variant, seed) goes to `--out` (appended; docs/results.md's table of
+them is `scripts/make_results.py`'s `{{probe-table NAME}}`), and a count per variant to
+stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+import logicars
+
+EPOCHS = 500  # the reference notebook's
+CHECK_STARTS = 64
+CHECK_SEED = 12345  # the probe's own check draw, fixed across variants
+
+
+def parse_seeds(text: str) -> list[int]:
+    lo, _, hi = text.partition("-")
+    return list(range(int(lo), int(hi or lo) + 1))
+
+
+def first_solving_epoch(variant: str, seed: int) -> int | None:
+    preset = logicars.get_preset("checkerboard")
+    task, spec, cfg = preset.task(), preset.spec, preset.config
+    kind, _, arg = variant.partition("=")
+    value = int(arg) if arg else 0
+    if kind == "kernels":
+        spec = logicars.ModelSpec.build(
+            channels=spec.channels,
+            kernels=value,
+            perceive=spec.perceive.layers[1:],
+            update=spec.update.layers[1:-1],
+            num_steps=spec.num_steps,
+            periodic=spec.periodic,
+            loss_channels=spec.loss_channels,
+            init_logit=spec.init_logit,
+        )
+    elif kind not in ("plain", "loss-from", "hold", "steps-jitter", "lr-warmup"):
+        raise SystemExit(f"unknown variant {variant!r}")
+    h, w, t = cfg.height, cfg.width, spec.num_steps
+    check_x = task.start(np.random.default_rng(CHECK_SEED), CHECK_STARTS, h, w).astype(np.uint8)
+    check_y = task.target(check_x)
+    model = logicars.Model(spec, seed=seed)
+    rng = np.random.default_rng(seed)
+    for epoch in range(1, EPOCHS + 1):
+        x = task.start(rng, cfg.batch, h, w)
+        y = task.target(x)
+        steps, loss_from, lr = t, t, cfg.lr
+        if kind == "loss-from":
+            loss_from = value
+        elif kind == "hold":
+            steps = t + value
+        elif kind == "steps-jitter":
+            steps = loss_from = int(rng.integers(t - value, t + value + 1))
+        elif kind == "lr-warmup":
+            lr = cfg.lr * min(1.0, epoch / value)
+        _, hard, _ = model.train_step_at(
+            x, y, steps=steps, loss_from=loss_from, lr=lr, weight_decay=cfg.weight_decay
+        )
+        if hard == 0:
+            out = model.simulate(check_x, t, periodic=spec.periodic)
+            if not task.wrong(out, check_y).any():
+                return epoch
+    return None
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("variants", nargs="+")
+    ap.add_argument("--seeds", default="0-19", type=parse_seeds)
+    ap.add_argument("--out", type=Path, default=Path("first-wiring-probe.jsonl"))
+    args = ap.parse_args()
+    logicars.set_num_threads(1)
+    solved: dict[str, list[int | None]] = defaultdict(list)
+    for variant in args.variants:
+        for seed in args.seeds:
+            epoch = first_solving_epoch(variant, seed)
+            solved[variant].append(epoch)
+            with args.out.open("a") as f:
+                f.write(json.dumps({"variant": variant, "seed": seed, "solved": epoch}) + "\n")
+    for variant, epochs in solved.items():
+        hit = sum(e is not None for e in epochs)
+        print(f"{variant}: {hit} of {len(epochs)} first wirings solve within {EPOCHS} epochs")
+
+
+if __name__ == "__main__":
+    main()
