@@ -42,13 +42,10 @@ def parse_seeds(text: str) -> list[int]:
     return list(range(int(lo), int(hi or lo) + 1))
 
 
-def first_solving_epoch(variant: str, seed: int) -> int | None:
-    preset = logicars.get_preset("checkerboard")
-    task, spec, cfg = preset.task(), preset.spec, preset.config
-    kind, _, arg = variant.partition("=")
-    value = int(arg) if arg else 0
+def variant_spec(kind: str, value: int, spec: logicars.ModelSpec) -> logicars.ModelSpec:
+    """The preset's spec, with `kernels=K`'s perception kernels."""
     if kind == "kernels":
-        spec = logicars.ModelSpec.build(
+        return logicars.ModelSpec.build(
             channels=spec.channels,
             kernels=value,
             perceive=spec.perceive.layers[1:],
@@ -58,11 +55,20 @@ def first_solving_epoch(variant: str, seed: int) -> int | None:
             loss_channels=spec.loss_channels,
             init_logit=spec.init_logit,
         )
-    elif kind not in ("plain", "loss-from", "hold", "steps-jitter", "lr-warmup"):
-        raise SystemExit(f"unknown variant {variant!r}")
+    if kind not in ("plain", "loss-from", "hold", "steps-jitter", "lr-warmup"):
+        raise SystemExit(f"unknown variant {kind!r}")
+    return spec
+
+
+def first_solving_epoch(
+    preset: logicars.Preset, check: tuple[np.ndarray, np.ndarray], variant: str, seed: int
+) -> int | None:
+    task, cfg = preset.task(), preset.config
+    kind, _, arg = variant.partition("=")
+    value = int(arg) if arg else 0
+    spec = variant_spec(kind, value, preset.spec)
     h, w, t = cfg.height, cfg.width, spec.num_steps
-    check_x = task.start(np.random.default_rng(CHECK_SEED), CHECK_STARTS, h, w).astype(np.uint8)
-    check_y = task.target(check_x)
+    check_x, check_y = check
     model = logicars.Model(spec, seed=seed)
     rng = np.random.default_rng(seed)
     for epoch in range(1, EPOCHS + 1):
@@ -94,10 +100,15 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("first-wiring-probe.jsonl"))
     args = ap.parse_args()
     logicars.set_num_threads(1)
+    preset = logicars.get_preset("checkerboard")
+    task, cfg = preset.task(), preset.config
+    rng = np.random.default_rng(CHECK_SEED)
+    check_x = task.start(rng, CHECK_STARTS, cfg.height, cfg.width).astype(np.uint8)
+    check = (check_x, task.target(check_x))
     solved: dict[str, list[int | None]] = defaultdict(list)
     for variant in args.variants:
         for seed in args.seeds:
-            epoch = first_solving_epoch(variant, seed)
+            epoch = first_solving_epoch(preset, check, variant, seed)
             solved[variant].append(epoch)
             with args.out.open("a") as f:
                 f.write(json.dumps({"variant": variant, "seed": seed, "solved": epoch}) + "\n")
