@@ -66,7 +66,7 @@ def _pool_from_the_start(monkeypatch: pytest.MonkeyPatch) -> None:
 
     def pooling_init(self: growth.GrowthBatches, *args: object, **kw: object) -> None:
         init(self, *args, **kw)  # type: ignore[arg-type]
-        self.start_pool(0)
+        self._start_pool(0)
 
     monkeypatch.setattr(growth.GrowthBatches, "__init__", pooling_init)
 
@@ -187,53 +187,6 @@ def test_a_pool_phase_that_ends_unsolved_makes_way_for_a_fresh_wiring(
         TrainConfig(batch=1, height=10, width=10, epochs=9, pool_attempts=2)
 
 
-def test_a_growth_search_starts_the_fine_tune_of_a_circuit_a_few_cells_short(
-    tmp_path: Path,
-) -> None:
-    """`grow_search`: a persisting run whose growth ends without the target searches its
-    gates on step T alone. Seed 1's heart is 38 cells short after 300 epochs; the search
-    grows it, the fine-tune (a fresh optimizer) trains its `pool_epochs` from the searched
-    circuit, and a run interrupted before the search resumes as the straight one."""
-    extra = "pool_batch = 1\npool_epochs = 3\ngrow_search = 40000\n"
-    path = _experiment(tmp_path, "persist", seed=1, epochs=300, extra=extra)
-    straight = logicars.train(path, out=tmp_path / "straight", quiet=True)
-    search = straight.summary["repairs"][0]
-    assert (search["method"], search["epoch"], search["wrong_after"]) == ("grow-search", 300, 0)
-    assert search["wrong_before"] == straight.metrics[299].hard_loss > 0
-    assert [r.epoch for r in straight.metrics][-1] == 303 and straight.summary["restarts"] == []
-    assert int(straight.model.optimizer_state()["t"]) == 3
-    assert straight.summary["grow_search"] == 40000
-
-    def crash_at_150(row: logicars.EpochMetrics, context: object) -> None:
-        if row.epoch == 150:
-            raise RuntimeError("crash")
-
-    with pytest.raises(RuntimeError, match="crash"):
-        logicars.train(path, out=tmp_path / "part", quiet=True, callbacks=[crash_at_150])
-    resumed = logicars.train(resume=tmp_path / "part", quiet=True)
-    losses = [(r.soft_loss, r.hard_loss) for r in straight.metrics]
-    assert losses == [(r.soft_loss, r.hard_loss) for r in resumed.metrics]
-    for name, value in straight.model.params().items():
-        np.testing.assert_array_equal(value, resumed.model.params()[name])
-
-
-def test_a_growth_search_that_falls_short_ends_the_run_with_its_circuit(tmp_path: Path) -> None:
-    """A search that does not grow the target: the run ends (no pool phase) with the
-    searched circuit, its wrong cells at step T those the search left; and the option
-    needs --pool-epochs, whose phase it starts."""
-    extra = "pool_batch = 1\npool_epochs = 3\ngrow_search = 500\n"
-    path = _experiment(tmp_path, "persist", seed=3, epochs=300, extra=extra)
-    run = logicars.train(path, out=tmp_path / "r", quiet=True)
-    search = run.summary["repairs"][0]
-    assert search["method"] == "grow-search" and search["evaluations"] == 500
-    assert [r.epoch for r in run.metrics][-1] == 300
-    task = run.preset.task()
-    assert growth.wrong_by_step(run.model, task, 10)[10] == search["wrong_after"] > 0
-    assert "the growth search gave up" in run.summary["attempt_ends"][-1]["reason"]
-    with pytest.raises(ValueError, match="grow_search starts --pool-epochs"):
-        TrainConfig(batch=1, height=10, width=10, epochs=9, grow_search=100)
-
-
 def _summary(run: logicars.train.RunResult) -> dict:  # type: ignore[name-defined]
     return json.loads((run.run_dir / "summary.json").read_text())
 
@@ -339,7 +292,7 @@ def test_a_run_trained_again_in_its_directory_ignores_the_old_pool(tmp_path: Pat
     path = _experiment(tmp_path, "persist", seed=3, epochs=4)
     preset = logicars.presets.read_experiment(path).preset
     stale = growth.GrowthBatches(preset.task(), 3)
-    stale.start_pool(7)
+    stale._start_pool(7)
     np.savez(tmp_path / POOL_NAME, **stale.state())
     fresh = PoolBatches(preset.task(), preset.config, 3, tmp_path, resumed=False)
     assert not fresh.batches.pooling and not (tmp_path / POOL_NAME).exists()

@@ -273,7 +273,7 @@ class GrowthBatches:
             if self.hold_grows and hard_loss == 0:
                 self.hold = min(self.hold_max, self.hold + 1)
         elif self.task.growth != "grow" and hard_loss == 0:
-            self.start_pool(epoch)
+            self._start_pool(epoch)
 
     def reset(self) -> None:
         """A fresh wiring learns to grow again: back to the start grid alone."""
@@ -281,8 +281,7 @@ class GrowthBatches:
         self.loss_from = self.num_steps
         self.hold = 0 if self.hold_grows else self.hold_max
 
-    def start_pool(self, epoch: int) -> None:
-        """The pool phase begins after `epoch` (its circuit grows the target)."""
+    def _start_pool(self, epoch: int) -> None:
         self.pooling_from = epoch
         self.pool = np.repeat(self.start.astype(np.uint8), self.pool_size, axis=0)
 
@@ -300,7 +299,7 @@ class GrowthBatches:
     def load_state(self, state: dict[str, Any]) -> None:
         if "pool" not in state:
             return
-        self.start_pool(int(state["pooling_from"]))
+        self._start_pool(int(state["pooling_from"]))
         assert self.pool is not None
         pool = np.unpackbits(state["pool"], axis=-1, count=self.pool.shape[-1])
         if pool.shape != self.pool.shape:

@@ -49,15 +49,6 @@ def _describe(name: str, check: Mapping[str, Any]) -> str:
     return text
 
 
-# What a run's lines call the search a repair record comes from (its `method`).
-SEARCH_NAMES = {"drift": "drift search", "grow-search": "growth search"}
-
-
-def search_name(record: Mapping[str, Any]) -> str:
-    """The name of the search of a run's repair record: greedy repairs are "repair"."""
-    return SEARCH_NAMES.get(record.get("method") or "", "repair")
-
-
 def final_repair(summary: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The repair (greedy or drift search) that ran at the run's last epoch, if any: its
     circuit is the final one."""
@@ -76,8 +67,9 @@ def outcome_line(summary: Mapping[str, Any], run_dir: object = None) -> str:
     parts = [f"{verdict} {summary.get('preset', '?')}: {checks} of the final circuit"]
     repair = final_repair(summary)
     if repair is not None and repair.get("wrong_after") is not None:
+        what = "drift search" if repair.get("method") == "drift" else "repair"
         parts.append(
-            f"after the {search_name(repair)} at epoch {repair['epoch']} "
+            f"after the {what} at epoch {repair['epoch']} "
             f"({repair.get('wrong_before', '?')} -> {repair['wrong_after']} wrong validation cells)"
         )
     attempts = 1 + len(summary.get("restarts") or [])

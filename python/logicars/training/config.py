@@ -499,14 +499,6 @@ class TrainConfig:
         "phases in the run (default: 1, the run ends with the first)",
         check=Count(1, 1000), resume=Resume.FIXED, recorded=Recorded.PRESET, metavar="N",
     )  # fmt: skip
-    grow_search: int = _setting(
-        0, help="with --pool-epochs: a growth attempt that ends without growing the target "
-        "(at the run's last epoch or --restart-every's) searches its hard circuit's gates "
-        "for up to N candidates (a drift search, as `repair`, on step T alone); when the "
-        "search grows the target, the pool phase starts from the searched circuit (0: none)",
-        check=Count(0), resume=Resume.FIXED, recorded=Recorded.PRESET, metavar="N",
-        before=0,
-    )  # fmt: skip
     notebook_epochs: int | None = _setting(
         None, help="the reference notebook's epochs where `epochs` is larger",
         check=Count(1), resume=Resume.PER_CALL, recorded=Recorded.PRESET, cli=False,
@@ -528,8 +520,6 @@ class TrainConfig:
             raise ValueError("pool_binarize_every sets the rule of --pool-epochs' phase: give both")
         if self.pool_attempts is not None and self.pool_epochs is None:
             raise ValueError("pool_attempts counts --pool-epochs' phases: give both")
-        if self.grow_search and self.pool_epochs is None:
-            raise ValueError("grow_search starts --pool-epochs' phase: give both")
 
     def replace(self, **changes: Any) -> TrainConfig:
         """This config with `changes` (unknown names: TypeError)."""
@@ -595,7 +585,6 @@ POOL_SETTINGS: tuple[str, ...] = (
     "pool_epochs",
     "pool_binarize_every",
     "pool_attempts",
-    "grow_search",
 )
 
 

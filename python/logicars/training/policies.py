@@ -29,7 +29,6 @@ from ..circuit.repair import repair as repair_circuit
 from ..errors import CheckpointError
 from ..growth import held_score, holds_target, wrong_while_held
 from ..model import Model
-from ..outcome import search_name
 from ..presets import Preset
 from ..runstate import EpochMetrics, RunState
 from ..tensorboard_log import TensorBoardLog
@@ -395,7 +394,7 @@ def attempt_end_reason(state: RunState, stalled: bool) -> str:
         if r["wrong_after"] == 0 and not r.get("confirmed", True):
             reason += "; the repaired circuit passed the validation draw, not the confirmation"
         else:
-            reason += f"; the {search_name(r)} gave up at {r['wrong_after']} wrong cells"
+            reason += f"; the repair gave up at {r['wrong_after']} wrong cells"
     return reason
 
 

@@ -3,14 +3,12 @@ in the training loop, its pool kept beside the checkpoint."""
 
 from __future__ import annotations
 
-import dataclasses
 import io
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..circuit.repair import repair
 from ..files import load_npz, write_atomic
 from ..growth import GrowthBatches
 from .loop import BatchSource, Run
@@ -36,7 +34,6 @@ class PoolBatches(BatchSource):
         )
         self.pool_lr = config.pool_lr
         self.pool_epochs, self.pool_binarize_every = config.pool_epochs, config.pool_binarize_every
-        self.grow_search = config.grow_search
         self.path = run_dir / POOL_NAME
         if not resumed:
             # A pool left by an earlier run of the directory (one trained again from the
@@ -63,35 +60,11 @@ class PoolBatches(BatchSource):
             weight_decay=weight_decay,
             keep_last=b.pooling,
         )
-        epoch, was_pooling = run.state.epoch + 1, b.pooling
-        b.keep(epoch, hard, last)
-        if not b.pooling and self._growth_ends(run, epoch) and self._grown_by_search(run, epoch):
-            b.start_pool(epoch)
+        was_pooling = b.pooling
+        b.keep(run.state.epoch + 1, hard, last)
         if b.pooling and not was_pooling and self.pool_epochs is not None:
             self._start_fine_tune(run)
         return soft, hard
-
-    def _growth_ends(self, run: Run, epoch: int) -> bool:
-        """Whether `epoch` is the last of a growth attempt that searches (`grow_search`):
-        the run's last epoch, or its attempt's last of --restart-every."""
-        state = run.state
-        every = state.restart_every
-        last_of_attempt = every is not None and epoch - state.attempt_start == every
-        return self.grow_search > 0 and (epoch == state.target_epochs or last_of_attempt)
-
-    def _grown_by_search(self, run: Run, epoch: int) -> bool:
-        """The growth search (`grow_search`): a drift search of the hard circuit's gates for
-        fewer wrong cells at step T alone (on the validation stream, as every repair);
-        whether it grew the target. A circuit trained to grow often ends a few cells
-        short, and the fine-tune that teaches it to hold starts only from an exact one."""
-        preset = run.state.preset
-        grow_only = dataclasses.replace(preset, config=preset.config.replace(growth="grow"))
-        result = repair(
-            run.model, grow_only, budget=self.grow_search, method="drift", progress=not run.quiet
-        )
-        record = {**result.to_dict(), "changes": len(result.changes)}
-        run.state.repairs.append({"epoch": epoch, "method": "grow-search", **record})
-        return result.wrong_after == 0
 
     def _start_fine_tune(self, run: Run) -> None:
         """The pool phase as a fine-tune of the grown circuit (`pool_epochs`): a fresh

@@ -8,7 +8,6 @@ from .. import _core
 from ..circuit.evaluate import evaluate
 from ..circuit.export import active_gates
 from ..model import Model
-from ..outcome import search_name
 from ..runstate import RunState
 from .config import POOL_SETTINGS
 
@@ -35,8 +34,8 @@ def attempt_ends(state: RunState, interrupted: bool, early_stopped: bool) -> lis
         reason = "ran its epochs unsolved"
         final = [r for r in state.repairs if r["epoch"] == state.epoch]
         if final:
-            last = final[-1]
-            reason += f"; the {search_name(last)} gave up at {last['wrong_after']} wrong cells"
+            what = "drift search" if final[-1].get("method") == "drift" else "repair"
+            reason += f"; the {what} gave up at {final[-1]['wrong_after']} wrong cells"
         if state.kept_attempt is not None:
             reason += f"; the run keeps attempt {state.kept_attempt + 1}'s circuit"
     ends.append({"attempt": len(state.restarts) + 1, "epoch": state.epoch, "reason": reason})
