@@ -412,6 +412,25 @@ def test_page_starts_as_the_preset(browser: Any, tmp_path: Path) -> None:
     np.testing.assert_array_equal(read_state(browser, 128), start)
 
 
+def test_the_persisting_lizard_page_holds_its_lizard(browser: Any) -> None:
+    """docs/pages/lizard-persist.html, the circuit of examples/lizard-persist's tuning seed
+    1: from its start the page grows the lizard at step T and holds it exactly to 10T,
+    where the paper's growing-only lizard (docs/pages/lizard.html) fills its grid."""
+    pages = Path(__file__).parent.parent / "docs" / "pages"
+    _, target = logicars.get_preset("lizard").task().sample(np.random.default_rng(0), 1)
+    lizard = target[0, ..., 0] > 0.5
+    for name, holds in (("lizard-persist", True), ("lizard", False)):
+        open_page(browser, pages / f"{name}.html")
+        browser.execute_script("logicars.reset(); logicars.pause()")
+        wrong, done = [], 0
+        for step in (12, 13, 24, 48, 120):
+            browser.execute_script("logicars.step(arguments[0])", step - done)
+            done = step
+            wrong.append(int(np.count_nonzero((read_state(browser, 128)[..., 0] > 0) != lizard)))
+        assert wrong[0] == 0, name
+        assert (max(wrong) == 0) == holds, f"{name}: wrong cells at T, T+1, 2T, 4T, 10T {wrong}"
+
+
 def test_api_rejects_bad_settings(browser: Any, gol_run: Path) -> None:
     from selenium.common.exceptions import JavascriptException
 
