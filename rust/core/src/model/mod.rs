@@ -8,6 +8,8 @@ mod loss;
 #[cfg(test)]
 mod tests;
 
+use std::sync::Arc;
+
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
@@ -92,7 +94,9 @@ pub enum Decoding {
 }
 
 pub struct Model {
-    spec: Spec,
+    // Shared with the hard loss, which runs beside the soft pass (`train_step_at`)
+    // without a copy per epoch.
+    spec: Arc<Spec>,
     perceive_wires: Vec<Wires>,
     update_wires: Vec<Wires>,
     /// Every parameter, perception layers then update layers, `relax.params_per_gate()`
@@ -157,7 +161,7 @@ impl Model {
         let program = Program::compile(&spec, &perceive_wires, &update_wires);
         Ok(Model {
             optimizer: AdamW::try_new(logits.len())?,
-            spec,
+            spec: Arc::new(spec),
             perceive_wires,
             update_wires,
             logits,
@@ -484,7 +488,7 @@ impl Model {
                 Some((bits, mask_bits)) => {
                     self.hard_circuit();
                     let (ops, circuit) = self.hard_circuit.take().expect("compiled above");
-                    let spec = self.spec.clone();
+                    let spec = Arc::clone(&self.spec);
                     let bits = (&bits[..], mask_bits.as_deref());
                     let hard = || {
                         let (spec, circuit) = (&spec, &circuit);
