@@ -14,7 +14,11 @@ the counts compare between variants, not with `sweep`'s). Variants:
 - `hold=N`: rollouts of 20 + N steps, the loss over steps 20..20+N;
 - `steps-jitter=J`: each epoch's rollout length drawn from 20-J..20+J, the loss at its last;
 - `lr-warmup=E`: the learning rate rising linearly from 0 to the preset's over E epochs;
-- `kernels=K`: K perception kernels instead of 16.
+- `kernels=K`: K perception kernels instead of 16;
+- `choose=KxE`: K wirings (the run's, then its restart seeds') trained E epochs each,
+  each on a batch stream of its own, and the one with the lowest mean hard loss over its
+  last 10 epochs trained on: a choice among wirings, whose epochs all count against the
+  500 (a wiring exact during its trial stops the probe there).
 
 One JSON line per (variant, seed) goes to `--out` (appended; docs/results.md's table of
 them is `scripts/make_results.py`'s `{{probe-table NAME}}`), and a count per variant to
@@ -31,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 import logicars
+from logicars.training.policies import restart_seed
 
 EPOCHS = 500  # the reference notebook's
 CHECK_STARTS = 64
@@ -55,9 +60,15 @@ def variant_spec(kind: str, value: int, spec: logicars.ModelSpec) -> logicars.Mo
             loss_channels=spec.loss_channels,
             init_logit=spec.init_logit,
         )
-    if kind not in ("plain", "loss-from", "hold", "steps-jitter", "lr-warmup"):
+    if kind not in ("plain", "loss-from", "hold", "steps-jitter", "lr-warmup", "choose"):
         raise SystemExit(f"unknown variant {kind!r}")
     return spec
+
+
+def solves(model: logicars.Model, check: tuple[np.ndarray, np.ndarray], task, spec) -> bool:
+    """The probe's check: the hard circuit exact on the fixed random starts."""
+    out = model.simulate(check[0], spec.num_steps, periodic=spec.periodic)
+    return not task.wrong(out, check[1]).any()
 
 
 def first_solving_epoch(
@@ -65,10 +76,11 @@ def first_solving_epoch(
 ) -> int | None:
     task, cfg = preset.task(), preset.config
     kind, _, arg = variant.partition("=")
+    if kind == "choose":
+        return chosen_wiring_epoch(preset, check, arg, seed)
     value = int(arg) if arg else 0
     spec = variant_spec(kind, value, preset.spec)
     h, w, t = cfg.height, cfg.width, spec.num_steps
-    check_x, check_y = check
     model = logicars.Model(spec, seed=seed)
     rng = np.random.default_rng(seed)
     for epoch in range(1, EPOCHS + 1):
@@ -86,10 +98,47 @@ def first_solving_epoch(
         _, hard, _ = model.train_step_at(
             x, y, steps=steps, loss_from=loss_from, lr=lr, weight_decay=cfg.weight_decay
         )
-        if hard == 0:
-            out = model.simulate(check_x, t, periodic=spec.periodic)
-            if not task.wrong(out, check_y).any():
-                return epoch
+        if hard == 0 and solves(model, check, task, spec):
+            return epoch
+    return None
+
+
+def chosen_wiring_epoch(
+    preset: logicars.Preset, check: tuple[np.ndarray, np.ndarray], arg: str, seed: int
+) -> int | None:
+    """`choose=KxE`: the epochs, all wirings' together, until the chosen one solves."""
+    task, cfg, spec = preset.task(), preset.config, preset.spec
+    count, _, length = arg.partition("x")
+    k_wirings, trial = int(count), int(length)
+    if k_wirings * trial >= EPOCHS:
+        raise SystemExit(f"choose={arg}: the trials alone use the {EPOCHS} epochs")
+    used = 0
+    candidates = []
+
+    def epoch_of(model: logicars.Model, rng: np.random.Generator) -> float:
+        x, y = task.sample(rng, cfg.batch)
+        _, hard, _ = model.train_step_at(
+            x, y, steps=spec.num_steps, loss_from=spec.num_steps, lr=cfg.lr,
+            weight_decay=cfg.weight_decay,
+        )  # fmt: skip
+        return hard
+
+    for k in range(k_wirings):
+        model = logicars.Model(spec, seed=seed if k == 0 else restart_seed(seed, k))
+        rng = np.random.default_rng([seed, k])
+        recent = []
+        for _ in range(trial):
+            used += 1
+            hard = epoch_of(model, rng)
+            if hard == 0 and solves(model, check, task, spec):
+                return used
+            recent = (recent + [hard])[-10:]
+        candidates.append((float(np.mean(recent)), k, model, rng))
+    _, _, model, rng = min(candidates, key=lambda c: c[:2])
+    while used < EPOCHS:
+        used += 1
+        if epoch_of(model, rng) == 0 and solves(model, check, task, spec):
+            return used
     return None
 
 
