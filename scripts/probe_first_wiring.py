@@ -31,6 +31,7 @@ import argparse
 import json
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -65,7 +66,9 @@ def variant_spec(kind: str, value: int, spec: logicars.ModelSpec) -> logicars.Mo
     return spec
 
 
-def solves(model: logicars.Model, check: tuple[np.ndarray, np.ndarray], task, spec) -> bool:
+def solves(
+    model: logicars.Model, check: tuple[np.ndarray, np.ndarray], task: Any, spec: logicars.ModelSpec
+) -> bool:
     """The probe's check: the hard circuit exact on the fixed random starts."""
     out = model.simulate(check[0], spec.num_steps, periodic=spec.periodic)
     return not task.wrong(out, check[1]).any()
@@ -113,7 +116,7 @@ def chosen_wiring_epoch(
     if k_wirings * trial >= EPOCHS:
         raise SystemExit(f"choose={arg}: the trials alone use the {EPOCHS} epochs")
     used = 0
-    candidates = []
+    candidates: list[tuple[float, int, logicars.Model, np.random.Generator]] = []
 
     def epoch_of(model: logicars.Model, rng: np.random.Generator) -> float:
         x, y = task.sample(rng, cfg.batch)
@@ -126,7 +129,7 @@ def chosen_wiring_epoch(
     for k in range(k_wirings):
         model = logicars.Model(spec, seed=seed if k == 0 else restart_seed(seed, k))
         rng = np.random.default_rng([seed, k])
-        recent = []
+        recent: list[float] = []
         for _ in range(trial):
             used += 1
             hard = epoch_of(model, rng)
@@ -153,7 +156,9 @@ def main() -> None:
     task, cfg = preset.task(), preset.config
     rng = np.random.default_rng(CHECK_SEED)
     check_x = task.start(rng, CHECK_STARTS, cfg.height, cfg.width).astype(np.uint8)
-    check = (check_x, task.target(check_x))
+    check_y = task.target(check_x)
+    assert check_y is not None  # the checkerboard has a target on every start
+    check = (check_x, check_y)
     solved: dict[str, list[int | None]] = defaultdict(list)
     for variant in args.variants:
         for seed in args.seeds:
