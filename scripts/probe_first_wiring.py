@@ -15,6 +15,8 @@ the counts compare between variants, not with `sweep`'s). Variants:
 - `steps-jitter=J`: each epoch's rollout length drawn from 20-J..20+J, the loss at its last;
 - `lr-warmup=E`: the learning rate rising linearly from 0 to the preset's over E epochs;
 - `kernels=K`: K perception kernels instead of 16;
+- `round-every=N`: the states rounded to 0/1 between steps (straight-through) in every
+  N-th epoch's rollout, the others relaxed (the lizard's `binarize_every`);
 - `choose=KxE`: K wirings (the run's, then its restart seeds') trained E epochs each,
   each on a batch stream of its own, and the one with the lowest mean hard loss over its
   last 10 epochs trained on: a choice among wirings, whose epochs all count against the
@@ -61,6 +63,8 @@ def variant_spec(kind: str, value: int, spec: logicars.ModelSpec) -> logicars.Mo
             loss_channels=spec.loss_channels,
             init_logit=spec.init_logit,
         )
+    if kind == "round-every":
+        return spec.with_rounding(True, value)
     if kind not in ("plain", "loss-from", "hold", "steps-jitter", "lr-warmup", "choose"):
         raise SystemExit(f"unknown variant {kind!r}")
     return spec
