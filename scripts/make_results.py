@@ -715,6 +715,7 @@ POOL_OPTIONS = (
     ("pool_steps", "rollouts T..{}", None),
     ("hold", "hold {}", 0),
     ("hold_schedule", "{} hold", "fixed"),
+    ("hold_tolerance", "hold grows within {} cells", None),
     ("pool_epochs", "fine-tune of {} epochs", None),
     ("pool_binarize_every", "rounded every {} epochs", None),
     ("pool_attempts", "up to {} pool phases", None),

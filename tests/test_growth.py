@@ -17,6 +17,7 @@ from logicars.circuit.evaluate import evaluate, heldout_inputs, validate
 from logicars.circuit.repair import _set_op, repair
 from logicars.growth import (
     DAMAGE_RADIUS,
+    HOLD_WINDOW,
     PERSIST_HORIZON,
     REPORT_HORIZON,
     GrowthBatches,
@@ -194,6 +195,40 @@ def test_a_growing_hold_extends_after_each_exact_epoch() -> None:
     assert fixed.steps == 5
     with pytest.raises(ValueError, match="hold_schedule"):
         GrowthBatches(task, seed=3, hold_schedule="sometimes")
+
+
+def test_a_hold_tolerance_lengthens_the_hold_after_a_near_window() -> None:
+    """`hold_tolerance`: the growing hold also lengthens after `HOLD_WINDOW` pool epochs
+    whose median hard loss is at most the tolerance, and only then (a window above it, or
+    one epoch short of it, does not); the window is part of the resume state, and a
+    fresh attempt starts it anew."""
+    task = _task("persist")
+
+    def batches() -> GrowthBatches:
+        return GrowthBatches(
+            task, seed=3, pool_size=8, batch=1, hold=3, hold_schedule="grow", hold_tolerance=1.0
+        )
+
+    near = batches()
+    near.keep(1, 0.0, None)  # grown: the pool phase begins
+    for hard in [2.0] * 60 + [0.5] * 50:
+        near.keep(0, hard, None)
+    assert near.hold == 0  # the last 100: fifty 2.0s and fifty 0.5s, a median of 1.25
+    near.keep(0, 0.5, None)
+    assert (near.hold, near.recent) == (1, [])  # a median of 0.5: one more step held
+    for _ in range(HOLD_WINDOW - 1):
+        near.keep(0, 0.5, None)
+    assert near.hold == 1  # one epoch short of a window
+    near.keep(0, 0.5, None)
+    assert near.hold == 2
+    near.keep(0, 0.25, None)
+    again = batches()
+    again.load_state(near.state())
+    assert (again.hold, again.recent) == (2, [0.25])
+    near.reset()
+    assert (near.hold, near.recent) == (0, [])
+    with pytest.raises(ValueError, match="hold_tolerance paces"):
+        logicars.get_preset("lizard").config.replace(hold_tolerance=1.0)
 
 
 def test_a_pool_larger_than_its_batch_is_required() -> None:

@@ -77,12 +77,16 @@ def _pool_from_the_start(monkeypatch: pytest.MonkeyPatch) -> None:
         ("persist", ""),
         ("regrow", "pool_steps = 17\n"),
         ("persist", 'pool_batch = 1\nhold = 20\nhold_schedule = "grow"\n'),
+        ("persist", 'pool_batch = 1\nhold = 20\nhold_schedule = "grow"\nhold_tolerance = 1e9\n'),
     ],
 )
 def test_a_pool_run_resumes_as_the_straight_run(
     growth_mode: str, extra: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _pool_from_the_start(monkeypatch)
+    # Windows of 3 epochs: the tolerant hold grows at epochs 3 and 6, and the run stopped
+    # at epoch 4 saves a window begun.
+    monkeypatch.setattr(growth, "HOLD_WINDOW", 3)
     path = _experiment(tmp_path, growth_mode, seed=3, epochs=8, extra=extra)
     straight = logicars.train(path, out=tmp_path / "straight", quiet=True, checkpoint_every=4)
     part = logicars.train(path, epochs=4, out=tmp_path / "part", quiet=True)
@@ -100,6 +104,7 @@ def test_a_pool_run_resumes_as_the_straight_run(
     assert part.summary["preset"] == straight.summary["preset"]
     assert straight.summary["pool_steps"] == (17 if "pool_steps" in extra else None)
     assert straight.summary["hold_schedule"] == ("grow" if "grow" in extra else "fixed")
+    assert straight.summary["hold_tolerance"] == (1e9 if "tolerance" in extra else None)
 
 
 def _pool_after(monkeypatch: pytest.MonkeyPatch, epochs: set[int]) -> None:

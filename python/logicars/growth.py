@@ -165,6 +165,8 @@ POOL_BATCH = 4
 DAMAGED_PER_BATCH = 1
 # How the states after T that the pool phase's loss reads are chosen (`GrowthBatches`).
 HOLD_SCHEDULES = ("fixed", "grow")
+# With a hold tolerance: the pool epochs whose median hard loss may lengthen the hold.
+HOLD_WINDOW = 100
 
 
 class GrowthBatches:
@@ -186,7 +188,8 @@ class GrowthBatches:
     also puts the loss on the `hold` steps after that; with `hold_schedule="grow"` on
     0 steps at first and one more after each epoch whose hard circuit is exact on all of
     them, up to `hold` (a curriculum: a grown circuit asked at once to hold the target for
-    T more steps tends to lose its growth). `batch` 1 trains on the start grid alone.
+    T more steps tends to lose its growth), and with `hold_tolerance` also after
+    `HOLD_WINDOW` epochs whose median hard loss is at most that. `batch` 1 trains on the start grid alone.
     Draws are keyed by seed and epoch (`draws.training_rng`); the pool and the current
     hold are part of the checkpoint (`state`, `load_state`).
     """
@@ -201,6 +204,7 @@ class GrowthBatches:
         hold: int = 0,
         max_steps: int | None = None,
         hold_schedule: str = "fixed",
+        hold_tolerance: float | None = None,
     ) -> None:
         self.task = task
         self.seed = int(seed)
@@ -216,6 +220,8 @@ class GrowthBatches:
             )
         self.hold_max, self.hold_grows = hold, hold_schedule == "grow"
         self.hold = 0 if self.hold_grows else hold  # the states after T the loss reads now
+        self.hold_tolerance = hold_tolerance
+        self.recent: list[float] = []  # the pool epochs' hard losses since the hold last grew
         self.pooling_from: int | None = None  # the epoch the pool phase began after
         self.pool: np.ndarray | None = None
         self.drawn: np.ndarray | None = None
@@ -272,12 +278,25 @@ class GrowthBatches:
             self.drawn = None
             if self.hold_grows and hard_loss == 0:
                 self.hold = min(self.hold_max, self.hold + 1)
+            self._near_enough(hard_loss)
         elif self.task.growth != "grow" and hard_loss == 0:
             self._start_pool(epoch)
+
+    def _near_enough(self, hard_loss: float) -> None:
+        """With a hold tolerance: the hold one longer after `HOLD_WINDOW` pool epochs whose
+        median hard loss per held step is at most the tolerance (the lizard's pool phase
+        spends thousands of epochs a cell or two off, and its exact epochs are rare)."""
+        if self.hold_tolerance is None or not self.hold_grows or self.hold >= self.hold_max:
+            return
+        self.recent = [*self.recent[-(HOLD_WINDOW - 1) :], float(hard_loss)]
+        if len(self.recent) == HOLD_WINDOW and np.median(self.recent) <= self.hold_tolerance:
+            self.hold += 1
+            self.recent = []
 
     def reset(self) -> None:
         """A fresh wiring learns to grow again: back to the start grid alone."""
         self.pool, self.pooling_from, self.drawn = None, None, None
+        self.recent = []
         self.loss_from = self.num_steps
         self.hold = 0 if self.hold_grows else self.hold_max
 
@@ -294,6 +313,7 @@ class GrowthBatches:
             "pooling_from": self.pooling_from,
             "pool": np.packbits(self.pool, axis=-1),
             "hold": self.hold,
+            "recent": np.asarray(self.recent, dtype=np.float64),
         }
 
     def load_state(self, state: dict[str, Any]) -> None:
@@ -307,3 +327,4 @@ class GrowthBatches:
         self.pool = pool
         if "hold" in state:  # pools saved before the hold schedule held the fixed hold
             self.hold = int(state["hold"])
+        self.recent = [float(v) for v in state.get("recent", ())]

@@ -473,6 +473,12 @@ class TrainConfig:
         check=Choice(HOLD_SCHEDULES), resume=Resume.FIXED, recorded=Recorded.PRESET,
         metavar="SCHEDULE", before="fixed",
     )  # fmt: skip
+    hold_tolerance: float | None = _setting(
+        None, help="with --hold-schedule grow: the hold also grows by one after "
+        "100 pool epochs whose median hard loss per held step is at most X cells, not only "
+        "after an exact epoch (default: only after an exact epoch)",
+        check=Number(0), resume=Resume.FIXED, recorded=Recorded.PRESET, metavar="X",
+    )  # fmt: skip
     pool_steps: int | None = _setting(
         None, help="with --growth persist or regrow: each pool batch runs a number of steps "
         "drawn from T to this, the loss at the last (default: T, the task's steps; a longer "
@@ -518,6 +524,8 @@ class TrainConfig:
             raise ValueError("stall_epochs and stall_loss go together: give both or neither")
         if self.pool_binarize_every is not None and self.pool_epochs is None:
             raise ValueError("pool_binarize_every sets the rule of --pool-epochs' phase: give both")
+        if self.hold_tolerance is not None and self.hold_schedule != "grow":
+            raise ValueError("hold_tolerance paces --hold-schedule grow: give that schedule")
         if self.pool_attempts is not None and self.pool_epochs is None:
             raise ValueError("pool_attempts counts --pool-epochs' phases: give both")
 
@@ -581,6 +589,7 @@ POOL_SETTINGS: tuple[str, ...] = (
     "pool_lr",
     "hold",
     "hold_schedule",
+    "hold_tolerance",
     "pool_steps",
     "pool_epochs",
     "pool_binarize_every",

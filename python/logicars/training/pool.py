@@ -31,6 +31,7 @@ class PoolBatches(BatchSource):
             hold=config.hold,
             max_steps=config.pool_steps,
             hold_schedule=config.hold_schedule,
+            hold_tolerance=config.hold_tolerance,
         )
         self.pool_lr = config.pool_lr
         self.pool_epochs, self.pool_binarize_every = config.pool_epochs, config.pool_binarize_every
