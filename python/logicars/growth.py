@@ -189,7 +189,8 @@ class GrowthBatches:
     0 steps at first and one more after each epoch whose hard circuit is exact on all of
     them, up to `hold` (a curriculum: a grown circuit asked at once to hold the target for
     T more steps tends to lose its growth), and with `hold_tolerance` also after
-    `HOLD_WINDOW` epochs whose median hard loss is at most that. `batch` 1 trains on the start grid alone.
+    `HOLD_WINDOW` epochs whose median hard loss is at most that. `batch` 1 trains on the
+    start grid alone.
     Draws are keyed by seed and epoch (`draws.training_rng`); the pool and the current
     hold are part of the checkpoint (`state`, `load_state`).
     """
