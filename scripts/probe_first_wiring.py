@@ -15,6 +15,9 @@ the counts compare between variants, not with `sweep`'s). Variants:
 - `steps-jitter=J`: each epoch's rollout length drawn from 20-J..20+J, the loss at its last;
 - `lr-warmup=E`: the learning rate rising linearly from 0 to the preset's over E epochs;
 - `kernels=K`: K perception kernels instead of 16;
+- `channels=C`: C state channels instead of 8 (the check drawn on C channels);
+- `batches=K`: the run's wiring, trained on batch stream K instead of the seed's own
+  (does the wiring decide, or the draws?);
 - `round-every=N`: the states rounded to 0/1 between steps (straight-through) in every
   N-th epoch's rollout, the others relaxed (the lizard's `binarize_every`);
 - `choose=KxE`: K wirings (the run's, then its restart seeds') trained E epochs each,
@@ -30,6 +33,7 @@ stdout.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -51,11 +55,11 @@ def parse_seeds(text: str) -> list[int]:
 
 
 def variant_spec(kind: str, value: int, spec: logicars.ModelSpec) -> logicars.ModelSpec:
-    """The preset's spec, with `kernels=K`'s perception kernels."""
-    if kind == "kernels":
+    """The preset's spec, with `kernels=K`'s perception kernels or `channels=C`'s channels."""
+    if kind in ("kernels", "channels"):
         return logicars.ModelSpec.build(
-            channels=spec.channels,
-            kernels=value,
+            channels=value if kind == "channels" else spec.channels,
+            kernels=value if kind == "kernels" else spec.perceive.n_kernels,
             perceive=spec.perceive.layers[1:],
             update=spec.update.layers[1:-1],
             num_steps=spec.num_steps,
@@ -65,7 +69,7 @@ def variant_spec(kind: str, value: int, spec: logicars.ModelSpec) -> logicars.Mo
         )
     if kind == "round-every":
         return spec.with_rounding(True, value)
-    if kind not in ("plain", "loss-from", "hold", "steps-jitter", "lr-warmup", "choose"):
+    if kind not in ("plain", "loss-from", "hold", "steps-jitter", "lr-warmup", "choose", "batches"):
         raise SystemExit(f"unknown variant {kind!r}")
     return spec
 
@@ -78,18 +82,35 @@ def solves(
     return not task.wrong(out, check[1]).any()
 
 
+def variant_preset(preset: logicars.Preset, variant: str) -> logicars.Preset:
+    """The preset with the variant's spec (its task then draws starts of its channels)."""
+    kind, _, arg = variant.partition("=")
+    if kind == "choose":
+        return preset
+    return dataclasses.replace(preset, spec=variant_spec(kind, int(arg or 0), preset.spec))
+
+
+def check_draw(preset: logicars.Preset) -> tuple[np.ndarray, np.ndarray]:
+    """The probe's fixed check: CHECK_STARTS random starts and their targets."""
+    task, cfg = preset.task(), preset.config
+    rng = np.random.default_rng(CHECK_SEED)
+    check_x = task.start(rng, CHECK_STARTS, cfg.height, cfg.width).astype(np.uint8)
+    check_y = task.target(check_x)
+    assert check_y is not None  # the checkerboard has a target on every start
+    return check_x, check_y
+
+
 def first_solving_epoch(
     preset: logicars.Preset, check: tuple[np.ndarray, np.ndarray], variant: str, seed: int
 ) -> int | None:
-    task, cfg = preset.task(), preset.config
+    task, cfg, spec = preset.task(), preset.config, preset.spec
     kind, _, arg = variant.partition("=")
     if kind == "choose":
         return chosen_wiring_epoch(preset, check, arg, seed)
     value = int(arg) if arg else 0
-    spec = variant_spec(kind, value, preset.spec)
     h, w, t = cfg.height, cfg.width, spec.num_steps
     model = logicars.Model(spec, seed=seed)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng([seed, value] if kind == "batches" else seed)
     for epoch in range(1, EPOCHS + 1):
         x = task.start(rng, cfg.batch, h, w)
         y = task.target(x)
@@ -156,15 +177,10 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("first-wiring-probe.jsonl"))
     args = ap.parse_args()
     logicars.set_num_threads(1)
-    preset = logicars.get_preset("checkerboard")
-    task, cfg = preset.task(), preset.config
-    rng = np.random.default_rng(CHECK_SEED)
-    check_x = task.start(rng, CHECK_STARTS, cfg.height, cfg.width).astype(np.uint8)
-    check_y = task.target(check_x)
-    assert check_y is not None  # the checkerboard has a target on every start
-    check = (check_x, check_y)
     solved: dict[str, list[int | None]] = defaultdict(list)
     for variant in args.variants:
+        preset = variant_preset(logicars.get_preset("checkerboard"), variant)
+        check = check_draw(preset)
         for seed in args.seeds:
             epoch = first_solving_epoch(preset, check, variant, seed)
             solved[variant].append(epoch)
