@@ -25,6 +25,7 @@ from logicars.growth import (
     growth_checks,
     wrong_while_held,
 )
+from logicars.pretrained import pretrained
 from logicars.tasks import GrowTask, Task
 
 HEART = np.array(
@@ -59,10 +60,14 @@ def test_damage_discs_cut_the_pattern() -> None:
 
 class _FakeCircuit:
     """A hard circuit that writes the target from step `reach` on until step `breaks`, and
-    regrows a damage only when it erased at most `heals` cells."""
+    regrows a damage only when it erased at most `heals` cells; with `needs_seed`, an
+    empty grid stays wrong."""
 
-    def __init__(self, task: GrowTask, reach: int, breaks: int, heals: int) -> None:
+    def __init__(
+        self, task: GrowTask, reach: int, breaks: int, heals: int, needs_seed: bool = False
+    ) -> None:
         self.task, self.reach, self.breaks, self.heals = task, reach, breaks, heals
+        self.needs_seed = needs_seed
 
     def simulate(self, x: np.ndarray, steps: int, **kw: Any) -> np.ndarray:
         b = len(x)
@@ -75,6 +80,9 @@ class _FakeCircuit:
         if damage is not None:
             unhealed = damage.reshape(b, -1).sum(axis=1) > self.heals
             grids[-1][unhealed, ..., 0] = 0
+        if self.needs_seed:
+            empty = ~x.reshape(b, -1).any(axis=1)
+            grids[:, empty, ..., 0] = 1 - HEART
         return grids if kw.get("record") else grids[-1]
 
 
@@ -95,6 +103,25 @@ def test_growth_checks_read_what_the_circuit_does() -> None:
     checks = growth_checks(late, task, rng, 0)
     assert not checks.grown and not checks.persists and checks.holds_until == 2
     assert PERSIST_HORIZON * 3 < REPORT_HORIZON * 3
+
+
+def test_grows_without_its_seed_tells_a_frame_drawing_from_a_growing_circuit() -> None:
+    task = _task(steps=3)
+    rng = np.random.default_rng(4)
+    frame = growth_checks(_FakeCircuit(task, 3, 10**6, 0), task, rng, 0)
+    seeded = growth_checks(_FakeCircuit(task, 3, 10**6, 0, needs_seed=True), task, rng, 0)
+    assert frame.grown and seeded.grown
+    assert frame.grows_without_seed is True and seeded.grows_without_seed is False
+    seedless = GrowTask(HEART, name="heart", channels=4, num_steps=3, seed_cell=False)
+    none = growth_checks(_FakeCircuit(seedless, 3, 10**6, 0), seedless, rng, 0)
+    assert none.grows_without_seed is None
+    # The shipped torus lizard grows from its seed: an empty grid stays empty. The check is
+    # reported in `evaluate`'s named checks and never required.
+    lizard = logicars.get_preset("lizard")
+    ev = evaluate(pretrained("lizard").model, lizard, samples=2)
+    check = ev.checks()["grows without its seed"]
+    assert check["solved"] == 0 and check["required"] is False
+    assert ev.passed
 
 
 def test_grow_batches_are_the_start_grid() -> None:

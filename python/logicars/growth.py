@@ -10,6 +10,10 @@ what it does after the trained step, where training never looked:
 - *regrows*: the grown pattern, damaged by a disc erased in every channel
   (`damage_discs`), is the target again T steps later; the share of fresh damages for
   which it is.
+- *grows without its seed* (reported, never required; a task whose start grid is a seed
+  cell): the target at step T from an empty grid. On a zero-padded boundary a circuit can
+  read where it is from the edges and draw the target from the frame, ignoring the seed:
+  this says whether it does.
 
 Damage discs and pool draws come from `numpy` streams keyed by purpose
 (`logicars.draws`), so training's draws and the checks' never coincide.
@@ -63,7 +67,9 @@ class GrowthChecks:
     `wrong_by_step[t]`: wrong loss-channel cells at step t, for t = 0..`REPORT_HORIZON` T.
     `holds_until`: the last step through which the pattern has held since T (T - 1 when it
     is wrong at T; `REPORT_HORIZON` T when it holds to the end). `regrown` of `damages`:
-    damaged grown patterns that were the target again T steps later.
+    damaged grown patterns that were the target again T steps later. `grows_without_seed`:
+    whether an empty grid is the target at T too (None when the start grid has no seed
+    cell to leave out).
     """
 
     steps: int
@@ -73,6 +79,7 @@ class GrowthChecks:
     regrown: int
     damages: int
     wrong_by_step: list[int]
+    grows_without_seed: bool | None = None
 
     @property
     def regrow_share(self) -> float:
@@ -89,6 +96,16 @@ def wrong_by_step(model: Any, task: Any, horizon: int) -> list[int]:
     grids = model.simulate(x, horizon, record=True, periodic=task.periodic)
     target = task.target(x)
     return [int(np.count_nonzero(task.wrong(g, target))) for g in grids]
+
+
+def grows_without_seed(model: Any, task: Any) -> bool | None:
+    """Whether the hard circuit run from an empty grid (the start grid without its seed
+    cell) is the target at step T; None when the task's start grid has no seed cell."""
+    if not getattr(task, "seed_cell", False):
+        return None
+    x = np.zeros((1, task.height, task.width, task.channels), dtype=np.uint8)
+    out = model.simulate(x, task.num_steps, periodic=task.periodic)
+    return not task.wrong(out, task.target(x)).any()
 
 
 def holds_target(task: Any) -> bool:
@@ -155,6 +172,7 @@ def growth_checks(
         regrown=restored,
         damages=damages,
         wrong_by_step=wrong,
+        grows_without_seed=grows_without_seed(model, task),
     )
 
 

@@ -19,7 +19,9 @@ check is named by what it checks:
   `PERSIST_HORIZON` x T (which a persisting or regrowing run's training, repair and
   search also score, on that one start grid), and how long it holds up to
   `REPORT_HORIZON` x T (which none of them looks at); and regrown after fresh damage
-  discs that no training-time draw makes (`logicars.growth`).
+  discs that no training-time draw makes (`logicars.growth`); and, reported but never
+  required, whether the target appears from an empty grid too (*grows without its seed*:
+  on a zero-padded boundary a circuit can draw it from the frame).
 
 The checks made during training (`validate`: validation, confirmation, repair, search)
 draw from other streams than `evaluate` (`logicars.draws`).
@@ -111,6 +113,13 @@ class Evaluation:
                 "solved": g.regrown,
                 "passed": g.regrow_share >= REGROW_PASS,
                 "required": self.growth_mode == "regrow",
+            }
+        if g.grows_without_seed is not None:
+            out["grows without its seed"] = {
+                "samples": 1,
+                "solved": int(g.grows_without_seed),
+                "passed": g.grows_without_seed,
+                "required": False,
             }
         return out
 
