@@ -385,3 +385,31 @@ def test_the_persisting_lizard_example_is_the_preset_on_a_zero_boundary() -> Non
         drift_budget=0,
     )
     assert preset.config.growth in (None, "grow")
+
+
+def test_the_regrowing_lizard_example_is_the_colored_g_recipe_at_20_steps() -> None:
+    """examples/lizard-regrow: the coloured G's model and regrowing recipe on the lizard's
+    20x20 grid, with 20 steps, attempts of 6000 epochs and a hold of up to 3T
+    (docs/results.md, *A lizard that regrows*)."""
+    from dataclasses import replace
+
+    from logicars.presets import get_preset, read_experiment
+
+    path = Path(__file__).parents[1] / "examples" / "lizard-regrow" / "lizard-regrow.toml"
+    example = read_experiment(path).preset
+    g, lizard = get_preset("colored-g"), get_preset("lizard")
+    assert example.task().image.shape == lizard.task().image.shape
+    assert example.spec == replace(
+        g.spec,
+        num_steps=20,
+        loss_channels=[0],
+        binarize_every=2,
+        chunk_cells=lizard.spec.chunk_cells,
+    )
+    assert not example.spec.periodic and example.spec.relax.mode == "softmax"
+    cfg = example.config
+    assert (cfg.height, cfg.width, cfg.epochs, cfg.restart_every) == (20, 20, 18000, 6000)
+    assert (cfg.growth, cfg.pool_batch, cfg.hold) == ("regrow", 2, 3 * 20)
+    same = ("hold_schedule", "pool_epochs", "pool_binarize_every", "pool_attempts", "lr")
+    assert all(getattr(cfg, k) == getattr(g.config, k) for k in same)
+    assert cfg.drift_budget == g.config.drift_budget
