@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import logicars
+import logicars.cli
 from logicars.circuit.evaluate import evaluate
 from logicars.presets import PRESET_NAMES
 from logicars.pretrained import SHIP_CHECKS, available, open_run
@@ -60,3 +61,26 @@ def test_view_and_simulate_need_no_training(tmp_path: Path) -> None:
     out = cli("simulate", "gol", "--size", "32", "--out", "final.npy")
     assert "0 of 1024 target cells wrong" in out
     assert np.load(tmp_path / "final.npy").shape == (1, 32, 32, 1)
+    assert "wrote verilog to gol.v" in cli("export", "gol", "--format", "verilog")
+    assert "module" in (tmp_path / "gol.v").read_text()
+
+
+def test_a_circuit_file_opens_as_its_circuit(tmp_path: Path) -> None:
+    """A file in the shipped circuits' format opens where a run or a model file would
+    (`view`, `simulate`, `export`); another .npz is not taken for one."""
+    from logicars.pretrained import is_circuit_file, save_pretrained
+
+    shipped = logicars.pretrained("gol")
+    path = tmp_path / "mine.npz"
+    save_pretrained(shipped.model, "gol", path, {"seed": 3})
+    assert is_circuit_file(path)
+    run = open_run(path)
+    assert run.summary["seed"] == 3 and run.preset is not None and run.preset.name == "gol"
+    assert all(
+        np.array_equal(run.model.hard_ops()[k], v) for k, v in shipped.model.hard_ops().items()
+    )
+    assert logicars.cli.main(["export", str(path), "--format", "c"]) == 0
+    assert (tmp_path / "mine.c").is_file()
+    other = tmp_path / "other.npz"
+    np.savez(other, x=np.zeros(3))
+    assert not is_circuit_file(other) and not is_circuit_file(tmp_path / "missing.npz")

@@ -25,6 +25,7 @@ import logicars
 import logicars.cli
 import logicars.viz.page
 from logicars.datasets import checkerboard_target
+from logicars.pretrained import load_pretrained
 from logicars.runs import load_run
 
 # ---- trained circuits -----------------------------------------------------------------
@@ -589,6 +590,18 @@ def test_a_regenerating_circuit_regrows_on_the_page(browser: Any, tmp_path: Path
     model_file.write_bytes(source.read_bytes())
     assert logicars.cli.main(["view", str(model_file), "--no-open"]) == 0
     check_regrows_on_page(browser, load_run(model_file), tmp_path / "heart.html")
+
+
+def test_the_regrowing_lizard_regrows_on_its_page(browser: Any, tmp_path: Path) -> None:
+    """The circuit of examples/lizard-regrow's tuning seed 1 (tests/data, in the shipped
+    circuits' format; docs/pages/lizard-regrow.html is its page): `view` of the file writes
+    the docs' page, and on it the grown lizard, cut with the brush, grows back."""
+    source = Path(__file__).parent / "data" / "lizard-regrow-seed1.npz"
+    page = tmp_path / "lizard-regrow.html"
+    assert logicars.cli.main(["view", str(source), "--no-open", "--out", str(page)]) == 0
+    docs_page = Path(__file__).parent.parent / "docs" / "pages" / "lizard-regrow.html"
+    assert page.read_bytes() == docs_page.read_bytes()
+    check_regrows_on_page(browser, load_pretrained(source), page)
 
 
 def test_the_shipped_colored_g_regrows_on_its_page(browser: Any, tmp_path: Path) -> None:

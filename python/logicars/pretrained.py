@@ -119,6 +119,18 @@ def load_pretrained(path: PathLike) -> LoadedRun:
     return LoadedRun(model, preset, Path.cwd(), [], summary)
 
 
+def is_circuit_file(source: PathLike) -> bool:
+    """Whether `source` is a file in the shipped circuits' format (`save_pretrained`)."""
+    path = Path(source)
+    if path.suffix != ".npz" or not path.is_file():
+        return False
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return "format" in z.files and str(z["format"]) == FORMAT
+    except (OSError, ValueError):
+        return False
+
+
 def is_pretrained_name(source: PathLike) -> bool:
     """Whether a command's RUN_OR_MODEL names a shipped circuit (a preset's name that is
     not also a file or directory here)."""
@@ -132,12 +144,15 @@ def is_pretrained_name(source: PathLike) -> bool:
 
 
 def open_run(source: PathLike) -> LoadedRun:
-    """What `view`, `simulate` take: a run directory, a model file, or a preset's name
-    for its shipped circuit (`pretrained`)."""
+    """What `view`, `simulate` take: a run directory, a model file, a circuit file in the
+    shipped circuits' format (`save_pretrained`), or a preset's name for its shipped
+    circuit (`pretrained`)."""
     from .runs import load_run
 
     if is_pretrained_name(source):
         return pretrained(os.fspath(source))
+    if is_circuit_file(source):
+        return load_pretrained(source)
     try:
         return load_run(source)
     except FileNotFoundError as e:

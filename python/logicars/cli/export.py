@@ -12,7 +12,12 @@ HELP = "export a trained circuit as C, Verilog, DigitalJS, DOT or an interactive
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", metavar="RUN_OR_MODEL", help="run directory, .safetensors or .npz")
+    p.add_argument(
+        "model",
+        metavar="RUN_OR_MODEL",
+        help="run directory, .safetensors or .npz, or a preset's name for the circuit shipped "
+        "with the package (e.g. gol)",
+    )
     p.add_argument("--format", required=True, choices=FORMATS, help="output format")
     p.add_argument(
         "--out",
@@ -23,9 +28,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..runs import load_run
+    from ..pretrained import open_run
 
-    run = load_run(args.model)
+    run = open_run(args.model)
     text = export_text(run.model, args.format, run.preset)
     out = Path(args.out) if args.out else default_output(args.model, args.format)
     write_atomic(out, text.encode("utf-8"))
