@@ -567,15 +567,25 @@ def _named(r: Record, prefix: str) -> dict[str, Any]:
     return next(v for k, v in named.items() if k.startswith(prefix))
 
 
+def _without_seed(rs: list[Record]) -> str:
+    """How many of the runs' circuits grow the target from an empty grid too, of those
+    whose record has the check (`evaluate` reports it since 2026-11-30); "–" if none has."""
+    named = [need(r, "checks", "named") for r in rs]
+    checks = [n["grows without its seed"] for n in named if "grows without its seed" in n]
+    if not checks:
+        return "–"
+    return f"{sum(bool(c['passed']) for c in checks)} of {len(checks)}"
+
+
 def growth_table(names: list[str], data: Path = DATA) -> list[str]:
     """Per sweep and growth mode: the seeds whose final circuit grows the target, holds it
-    through 4T and regrows at least 80% of fresh damages (`evaluate`'s checks), and the
-    wall time per working circuit (every attempt and search counted; working: what its
-    mode requires)."""
+    through 4T and regrows at least 80% of fresh damages (`evaluate`'s checks), how many
+    grow it without their seed cell, and the wall time per working circuit (every attempt
+    and search counted; working: what its mode requires)."""
     lines = [
         "| sweep | seeds | growth | pool phase, search | grows | persists to 4T | regrows >= 80% "
-        "| median regrown | wall s per working circuit |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| median regrown | grows without its seed | wall s per working circuit |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name in names:
         rows, _ = load(name, data)
@@ -595,7 +605,7 @@ def growth_table(names: list[str], data: Path = DATA) -> list[str]:
             lines.append(
                 f"| {name} | {min(seeds)}-{max(seeds)} | {mode} | {pool_phase} "
                 f"| {_percent(grows, n)}) | {_percent(persists, n)}) | {_percent(regrows, n)}) "
-                f"| {np.median(shares):.0%} | {per} |"
+                f"| {np.median(shares):.0%} | {_without_seed(rs)} | {per} |"
             )
     return lines
 
