@@ -144,9 +144,9 @@ def is_pretrained_name(source: PathLike) -> bool:
 
 
 def open_run(source: PathLike) -> LoadedRun:
-    """What `view`, `simulate` take: a run directory, a model file, a circuit file in the
-    shipped circuits' format (`save_pretrained`), or a preset's name for its shipped
-    circuit (`pretrained`)."""
+    """What `view`, `simulate` and `export` take: a run directory, a model file, a circuit
+    file in the shipped circuits' format (`save_pretrained`), or a preset's name for its
+    shipped circuit (`pretrained`)."""
     from .runs import load_run
 
     if is_pretrained_name(source):
