@@ -65,9 +65,14 @@ def save_pretrained(model: Model, preset: str, path: PathLike, info: dict[str, A
         np.savez_compressed(f, **arrays)
 
 
+def _has_format(z: Any) -> bool:
+    """Whether an opened .npz is in the shipped circuits' format."""
+    return "format" in z.files and str(z["format"]) == FORMAT
+
+
 def _read(path: Path) -> tuple[Model, str, dict[str, Any]]:
     with np.load(path, allow_pickle=False) as z:
-        if "format" not in z.files or str(z["format"]) != FORMAT:
+        if not _has_format(z):
             raise ValueError(f"{path}: not a logicars pretrained circuit")
         spec = ModelSpec.from_json(str(z["config"]))
         # The ops as a softmax model's logits: the hard circuit does not depend on the
@@ -126,7 +131,7 @@ def is_circuit_file(source: PathLike) -> bool:
         return False
     try:
         with np.load(path, allow_pickle=False) as z:
-            return "format" in z.files and str(z["format"]) == FORMAT
+            return _has_format(z)
     except (OSError, ValueError):
         return False
 
