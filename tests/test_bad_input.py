@@ -854,7 +854,7 @@ def test_cli_grids_over_memory_cap(
     code = main(["train", "lizard", "--epochs", "1", "--out", str(tmp_path / "r")])
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1, err
-    assert err.startswith("logicars: error: a grid of 1x20x20 cells over 12 steps"), err
+    assert err.startswith("logicars: error: a grid of 1x20x20 cells over 20 steps"), err
     assert "limit of 2 MB" in err
     assert not (tmp_path / "r").exists()
 

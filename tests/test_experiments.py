@@ -12,11 +12,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import REPO
 
 import logicars
 from logicars.cli import main
 from logicars.model import load_checkpoint
-from logicars.presets import preset_file_text
 from logicars.runs import load_run
 
 NOTEBOOK_LIZARD = Path(str(resources.files("logicars") / "data" / "lizard_notebook_seed23.npz"))
@@ -100,9 +100,9 @@ def test_task_kind_from_the_cli_end_to_end(
     assert task.to_dict() == {k: v for k, v in record.items() if k != "task_kind"}
 
     out = _cli(capsys, "train", "--resume", str(run), "--epochs", "3", "--quiet")
-    # the kind preset's relaxation (the lizard's for a growth image)
-    relax = "truth-table(warmup=3000, hard_fraction=0.3)" if case == "grow-grey" else "softmax"
-    assert f"{kind} ({relax}): 3 epochs" in out
+    # the kind preset's relaxation (the lizard's for a grey growth image, softmax since
+    # 2026-11-30, as every preset's)
+    assert f"{kind} (softmax): 3 epochs" in out
     resumed = json.loads((run / "summary.json").read_text())
     assert resumed["epochs"] == 3 and resumed["hard_eval"]["samples"] == held_out
 
@@ -232,8 +232,9 @@ OLD_DEFAULTS = {
 @pytest.mark.parametrize("name", list(BEFORE_TASKS))
 def test_presets_train_as_before_tasks(name: str, tmp_path: Path) -> None:
     source: str | Path = name
-    if name == "lizard":  # it then computed 64 cells per chunk, not 80 (lizard.toml)
-        text = preset_file_text(name).replace("chunk_cells = 80\n", "chunk_cells = 64\n")
+    if name == "lizard":  # the paper's (examples/lizard-grow), then 64 cells per chunk, not 80
+        paper = REPO / "examples" / "lizard-grow" / "lizard-grow.toml"
+        text = paper.read_text().replace("chunk_cells = 80\n", "chunk_cells = 64\n")
         assert "chunk_cells = 64" in text
         source = tmp_path / "lizard.toml"
         source.write_text(text)

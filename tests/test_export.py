@@ -461,9 +461,9 @@ def test_start_grid_of_grow_presets_is_centred() -> None:
 
     lizard = logicars.get_preset("lizard")
     x = start_grid(lizard, lizard.spec.channels, 9, 1, 0)
-    assert x.shape == (1, 9, 9, 128) and x.sum() == 128 and x[0, 4, 4].all()
+    assert x.shape == (1, 9, 9, 64) and x.sum() == 64 and x[0, 4, 4].all()
     x = start_grid(lizard, lizard.spec.channels, 40, 2, 0)
-    assert x.shape == (2, 40, 40, 128) and x[:, 20, 20].all() and x.sum() == 2 * 128
+    assert x.shape == (2, 40, 40, 64) and x[:, 20, 20].all() and x.sum() == 2 * 64
 
 
 def test_simulate_targets() -> None:
@@ -476,8 +476,8 @@ def test_simulate_targets() -> None:
     assert y is not None and y.shape == (2, 12, 20, 1)
     np.testing.assert_array_equal(y[1, ..., 0], checkerboard_target(12, 20))
     lizard = logicars.get_preset("lizard")
-    assert target_grid(lizard, np.zeros((1, 20, 20, 128), np.uint8), 12) is not None
-    assert target_grid(lizard, np.zeros((1, 32, 32, 128), np.uint8), 12) is None  # other size
+    assert target_grid(lizard, np.zeros((1, 20, 20, 64), np.uint8), 20) is not None
+    assert target_grid(lizard, np.zeros((1, 32, 32, 64), np.uint8), 20) is None  # other size
     assert target_grid(None, x, 3) is None
 
 

@@ -4,12 +4,14 @@ draw (`logicars.draws`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from conftest import REPO
 
 import logicars
 from logicars import draws, growth
@@ -25,7 +27,7 @@ from logicars.growth import (
     growth_checks,
     wrong_while_held,
 )
-from logicars.pretrained import pretrained
+from logicars.pretrained import load_pretrained, pretrained
 from logicars.tasks import GrowTask, Task
 
 HEART = np.array(
@@ -115,13 +117,18 @@ def test_grows_without_its_seed_tells_a_frame_drawing_from_a_growing_circuit() -
     seedless = GrowTask(HEART, name="heart", channels=4, num_steps=3, seed_cell=False)
     none = growth_checks(_FakeCircuit(seedless, 3, 10**6, 0), seedless, rng, 0)
     assert none.grows_without_seed is None
-    # The shipped torus lizard grows from its seed: an empty grid stays empty. The check is
-    # reported in `evaluate`'s named checks and never required.
-    lizard = logicars.get_preset("lizard")
-    ev = evaluate(pretrained("lizard").model, lizard, samples=2)
+    # The paper's torus lizard (the shipped one until 2026-11-30) grows from its seed: an
+    # empty grid stays empty. The check is reported in `evaluate`'s named checks and never
+    # required. The shipped regrowing lizard draws it from the zero boundary's frame.
+    torus = load_pretrained(REPO / "tests" / "data" / "lizard-grow-seed0.npz")
+    paper = dataclasses.replace(torus.preset, config=torus.preset.config.replace(growth="grow"))
+    ev = evaluate(torus.model, paper, samples=2)
     check = ev.checks()["grows without its seed"]
     assert check["solved"] == 0 and check["required"] is False
     assert ev.passed
+    shipped = pretrained("lizard")
+    ev = evaluate(shipped.model, shipped.preset, samples=2)
+    assert ev.passed and ev.checks()["grows without its seed"]["solved"] == 1
 
 
 def test_grow_batches_are_the_start_grid() -> None:
@@ -255,7 +262,7 @@ def test_a_hold_tolerance_lengthens_the_hold_after_a_near_window() -> None:
     near.reset()
     assert (near.hold, near.recent) == (0, [])
     with pytest.raises(ValueError, match="hold_tolerance paces"):
-        logicars.get_preset("lizard").config.replace(hold_tolerance=1.0)
+        logicars.get_preset("lizard").config.replace(hold_schedule="fixed", hold_tolerance=1.0)
 
 
 def test_a_pool_larger_than_its_batch_is_required() -> None:

@@ -44,11 +44,25 @@ growth = "{growth}"
 """
 
 
+# The pool options of `train`'s defaults where a test's file does not set them, not the
+# lizard preset's regrowing recipe (which a grey grow: image takes since 2026-11-30).
+POOL_DEFAULTS = {
+    "pool_batch": "4",
+    "hold": "0",
+    "hold_schedule": '"fixed"',
+    "pool_epochs": "0",
+    "pool_binarize_every": "0",
+    "pool_attempts": "0",
+}
+
+
 def _experiment(tmp_path: Path, growth_mode: str, seed: int, epochs: int, extra: str = "") -> Path:
     shutil.copy(HEART, tmp_path / "heart.png")
     path = tmp_path / f"heart-{growth_mode}.toml"
     text = EXPERIMENT.format(epochs=epochs, seed=seed, growth=growth_mode)
-    path.write_text(text + extra)
+    given = {line.split("=")[0].strip() for line in extra.splitlines()}
+    defaults = "".join(f"{k} = {v}\n" for k, v in POOL_DEFAULTS.items() if k not in given)
+    path.write_text(text + defaults + extra)
     return path
 
 
@@ -362,17 +376,17 @@ def test_the_persisting_colored_g_example_is_the_default_without_damage() -> Non
     assert (preset.config.growth, preset.config.pool_batch) == ("regrow", 2)
 
 
-def test_the_persisting_lizard_example_is_the_preset_on_a_zero_boundary() -> None:
-    """examples/lizard-persist: the lizard preset's model and growing phase, with a zero
-    boundary for the torus and a long persisting fine-tune (docs/results.md, *A lizard that
-    persists*); the lizard preset itself stays the paper's growing only."""
+def test_the_persisting_lizard_example_is_the_paper_lizard_on_a_zero_boundary() -> None:
+    """examples/lizard-persist: the paper lizard's model and growing phase
+    (examples/lizard-grow), with a zero boundary for the torus and a long persisting
+    fine-tune (docs/results.md, *A lizard that persists*)."""
     from dataclasses import replace
 
-    from logicars.presets import get_preset, read_experiment
+    from logicars.presets import read_experiment
 
-    path = Path(__file__).parents[1] / "examples" / "lizard-persist" / "lizard-persist.toml"
-    example = read_experiment(path).preset
-    preset = get_preset("lizard")
+    examples = Path(__file__).parents[1] / "examples"
+    example = read_experiment(examples / "lizard-persist" / "lizard-persist.toml").preset
+    preset = read_experiment(examples / "lizard-grow" / "lizard-grow.toml").preset
     assert preset.spec.periodic and not example.spec.periodic
     assert example.spec == replace(preset.spec, periodic=False)
     assert example.config == preset.config.replace(
@@ -384,27 +398,40 @@ def test_the_persisting_lizard_example_is_the_preset_on_a_zero_boundary() -> Non
         pool_binarize_every=2,
         drift_budget=0,
     )
-    assert preset.config.growth in (None, "grow")
+    assert preset.config.growth == "grow"
 
 
-def test_the_regrowing_lizard_example_is_the_colored_g_recipe_at_20_steps() -> None:
-    """examples/lizard-regrow: the coloured G's model and regrowing recipe on the lizard's
-    20x20 grid, with 20 steps, attempts of 6000 epochs and a hold of up to 3T
-    (docs/results.md, *A lizard that regrows*)."""
+def test_the_paper_lizard_file_switches_off_the_presets_restarts_and_pool() -> None:
+    """examples/lizard-grow takes the lizard preset's settings where it is silent, so it
+    sets the ones the paper lizard left unset to 0 (none): its runs are the old preset's."""
+    from logicars.presets import get_preset, read_experiment
+
+    path = Path(__file__).parents[1] / "examples" / "lizard-grow" / "lizard-grow.toml"
+    cfg = read_experiment(path).preset.config
+    none = (cfg.restart_every, cfg.pool_epochs, cfg.pool_binarize_every, cfg.pool_attempts)
+    assert none == (None, None, None, None)
+    assert (cfg.growth, cfg.pool_batch, cfg.hold, cfg.hold_schedule) == ("grow", 4, 0, "fixed")
+    assert (cfg.stall_epochs, cfg.stall_loss, cfg.drift_budget) == (8000, 40, 400000)
+    lizard = get_preset("lizard").config
+    assert (lizard.restart_every, lizard.pool_epochs, lizard.pool_attempts) == (6000, 4000, 3)
+
+
+def test_the_lizard_preset_is_the_colored_g_recipe_at_20_steps() -> None:
+    """The lizard preset (since 2026-11-30): the coloured G's model and regrowing recipe
+    on the lizard's 20x20 grid, with 20 steps, attempts of 6000 epochs and a hold of up to
+    3T (docs/results.md, *A lizard that regrows*); the paper's growing only on the torus
+    is examples/lizard-grow."""
     from dataclasses import replace
 
     from logicars.presets import get_preset, read_experiment
 
-    path = Path(__file__).parents[1] / "examples" / "lizard-regrow" / "lizard-regrow.toml"
-    example = read_experiment(path).preset
-    g, lizard = get_preset("colored-g"), get_preset("lizard")
-    assert example.task().image.shape == lizard.task().image.shape
+    path = Path(__file__).parents[1] / "examples" / "lizard-grow" / "lizard-grow.toml"
+    paper = read_experiment(path).preset
+    g, example = get_preset("colored-g"), get_preset("lizard")
+    assert paper.spec.periodic and paper.config.growth == "grow"
+    assert example.task().image.shape == paper.task().image.shape
     assert example.spec == replace(
-        g.spec,
-        num_steps=20,
-        loss_channels=[0],
-        binarize_every=2,
-        chunk_cells=lizard.spec.chunk_cells,
+        g.spec, num_steps=20, loss_channels=[0], binarize_every=2, chunk_cells=80
     )
     assert not example.spec.periodic and example.spec.relax.mode == "softmax"
     cfg = example.config

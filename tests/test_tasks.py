@@ -199,7 +199,7 @@ def test_checkerboard_dataset_fresh_bits_each_call() -> None:
 def test_lizard_dataset() -> None:
     p = get_preset("lizard")
     x, y = p.task().sample(np.random.default_rng(0))
-    np.testing.assert_array_equal(x, seed_grid(20, 20, 128))
+    np.testing.assert_array_equal(x, seed_grid(20, 20, p.spec.channels))
     np.testing.assert_array_equal(y[0, ..., 0], lizard_target())
 
 

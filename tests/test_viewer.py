@@ -109,7 +109,7 @@ def test_page_config_follows_the_preset() -> None:
     config = page_config(logicars.Model(lizard.spec), lizard)
     # The lizard's seed: every channel of the centre cell, on its own 20x20 grid.
     assert config["size"] == 20 and config["start"]["kind"] == "cells"
-    assert sorted(config["start"]["cells"]) == [[0, 0, c] for c in range(128)]
+    assert sorted(config["start"]["cells"]) == [[0, 0, c] for c in range(lizard.spec.channels)]
     assert config["palette"]["channels"] == [0] and config["palette"]["colours"][0] == "#ffffff"
     g = logicars.get_preset("colored-g")
     config = page_config(logicars.Model(g.spec), g)
@@ -400,26 +400,27 @@ def test_page_starts_as_the_preset(browser: Any, tmp_path: Path) -> None:
     page = tmp_path / "lizard.html"
     page.write_text(logicars.Model(lizard.spec).export("html", preset=lizard))
     open_page(browser, page)
-    start = np.zeros((20, 20, 128), dtype=np.uint8)
+    c = lizard.spec.channels
+    start = np.zeros((20, 20, c), dtype=np.uint8)
     start[10, 10] = 1
-    np.testing.assert_array_equal(read_state(browser, 128), start)
+    np.testing.assert_array_equal(read_state(browser, c), start)
     browser.execute_script("logicars.damage(10, 10, 1)")
-    assert read_state(browser, 128).sum() == 0
+    assert read_state(browser, c).sum() == 0
     browser.execute_script("logicars.reset()")
-    np.testing.assert_array_equal(read_state(browser, 128), start)
+    np.testing.assert_array_equal(read_state(browser, c), start)
     browser.execute_script("logicars.configure({size: 31})")  # centred on a new size
-    start = np.zeros((31, 31, 128), dtype=np.uint8)
+    start = np.zeros((31, 31, c), dtype=np.uint8)
     start[15, 15] = 1
-    np.testing.assert_array_equal(read_state(browser, 128), start)
+    np.testing.assert_array_equal(read_state(browser, c), start)
 
 
 def test_the_persisting_lizard_page_holds_its_lizard(browser: Any) -> None:
     """docs/pages/lizard-persist.html, the circuit of examples/lizard-persist's tuning seed
     1: from its start the page grows the lizard at step T and holds it exactly to 10T,
-    where the paper's growing-only lizard (docs/pages/lizard.html) fills its grid."""
+    where the paper's growing-only lizard (docs/pages/lizard-grow.html) fills its grid."""
     pages = Path(__file__).parent.parent / "docs" / "pages"
     lizard = logicars.get_preset("lizard").task().image[..., 0] > 0.5
-    for name, holds in (("lizard-persist", True), ("lizard", False)):
+    for name, holds in (("lizard-persist", True), ("lizard-grow", False)):
         open_page(browser, pages / f"{name}.html")
         browser.execute_script("logicars.reset(); logicars.pause()")
         wrong, done = [], 0
@@ -593,9 +594,10 @@ def test_a_regenerating_circuit_regrows_on_the_page(browser: Any, tmp_path: Path
 
 
 def test_the_regrowing_lizard_regrows_on_its_page(browser: Any, tmp_path: Path) -> None:
-    """The circuit of examples/lizard-regrow's tuning seed 1 (tests/data, in the shipped
-    circuits' format; docs/pages/lizard-regrow.html is its page): `view` of the file writes
-    the docs' page, and on it the grown lizard, cut with the brush, grows back."""
+    """The circuit of the lizard preset's tuning seed 1 (then examples/lizard-regrow;
+    tests/data, in the shipped circuits' format; docs/pages/lizard-regrow.html is its page):
+    `view` of the file writes the docs' page, and on it the grown lizard, cut with the
+    brush, grows back."""
     source = Path(__file__).parent / "data" / "lizard-regrow-seed1.npz"
     page = tmp_path / "lizard-regrow.html"
     assert logicars.cli.main(["view", str(source), "--no-open", "--out", str(page)]) == 0
@@ -604,9 +606,16 @@ def test_the_regrowing_lizard_regrows_on_its_page(browser: Any, tmp_path: Path) 
     check_regrows_on_page(browser, load_pretrained(source), page)
 
 
-def test_the_shipped_colored_g_regrows_on_its_page(browser: Any, tmp_path: Path) -> None:
-    """`view colored-g`: the shipped circuit of the regrowing default, cut on its page, grows
-    the G back (what README and docs/results.md say of it)."""
-    page = tmp_path / "g.html"
-    assert logicars.cli.main(["view", "colored-g", "--no-open", "--out", str(page)]) == 0
-    check_regrows_on_page(browser, logicars.pretrained("colored-g"), page)
+@pytest.mark.parametrize("name", ["colored-g", "lizard"])
+def test_the_shipped_growth_circuits_regrow_on_their_pages(
+    browser: Any, tmp_path: Path, name: str
+) -> None:
+    """`view colored-g`, `view lizard`: the shipped circuits of the regrowing defaults, cut
+    on their pages, grow back (what README and docs/results.md say of them); the lizard's
+    is docs/pages/lizard.html."""
+    page = tmp_path / f"{name}.html"
+    assert logicars.cli.main(["view", name, "--no-open", "--out", str(page)]) == 0
+    check_regrows_on_page(browser, logicars.pretrained(name), page)
+    if name == "lizard":
+        docs_page = Path(__file__).parent.parent / "docs" / "pages" / "lizard.html"
+        assert page.read_bytes() == docs_page.read_bytes()

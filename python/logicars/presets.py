@@ -27,12 +27,15 @@ preset's default seed.
 
 The growth presets change the notebook's training rule, as the seed sweeps of
 docs/results.md measured: with the notebook's softmax, none of ten colored-G seeds and none
-of eleven lizard seeds solves. The coloured G trains with its states binarized between
-steps (`binarize_states`), the lizard with the truth-table parametrization of its gates
-(`relax = "truth-table"`); the coloured G restarts unsolved attempts, the lizard
-stalled ones. Every default seed is 0; the notebook's own seed-23 lizard wiring stays in
-`logicars/data/` for `init` (drawn with `scripts/notebook_init.py`, which needs JAX),
-which trains the notebook's run with `relax = "softmax"` and `binarize_states = false`.
+of eleven lizard seeds solves. Both train with their states binarized between steps
+(`binarize_states`; the lizard in every second epoch), restart unsolved attempts and, once
+a circuit grows the target, fine-tune it to hold and regrow it (`growth = "regrow"`); the
+lizard does so with the coloured G's model, 20 steps and a zero boundary (the paper's
+torus lizard, growing only with the truth-table relaxation, is
+examples/lizard-grow/lizard-grow.toml). Every default seed is 0; the notebook's own
+seed-23 lizard wiring stays in `logicars/data/` for `init` (drawn with
+`scripts/notebook_init.py`, which needs JAX), which trains the notebook's run with
+`relax = "softmax"` and `binarize_states = false` on the paper lizard's model.
 """
 
 from __future__ import annotations

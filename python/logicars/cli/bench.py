@@ -18,7 +18,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "presets",
         nargs="*",
         help="presets to time (default: all), task kinds (life:B36/S23, grow:IMAGE.png, "
-        "pattern:TILE.png) or run directories (their model and task); several take turns "
+        "pattern:TILE.png), experiment files (FILE.toml) or run directories (their model "
+        "and task); several take turns "
         "in the same 5 rounds",
     )
     p.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
@@ -99,14 +100,17 @@ def _run_hard(args: argparse.Namespace, threads: list[int]) -> int:
 
 
 def _bench_preset(name: str) -> Preset:
-    """What `name` times: a preset, a task kind's preset or a run's (its spec and task)."""
-    from ..presets import PRESETS, resolve_preset
+    """What `name` times: a preset, a task kind's preset, an experiment file's (e.g. the
+    paper's lizard, examples/lizard-grow/lizard-grow.toml) or a run's (its spec and task)."""
+    from ..presets import PRESETS, read_experiment, resolve_preset
     from ..runs import load_run
 
     if name in PRESETS:
         return PRESETS[name]
     if ":" in name:
         return resolve_preset(name)
+    if name.endswith(".toml"):
+        return read_experiment(name).preset
     preset = load_run(name).preset
     if preset is None or not preset.has_task():
         raise UsageError(f"{name}: the run records no task to time (a bare model file)")

@@ -68,11 +68,14 @@ def add_setting_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _option_type(name: str, check: Constraint) -> Callable[[str], Any]:
-    """argparse's `type` for a setting: the word parsed and checked by its declaration."""
+    """argparse's `type` for a setting: the word parsed and checked by its declaration,
+    kept as given (a 0 that means none, `CountOrNone`, must still read as given)."""
 
     def parse(text: str) -> Any:
         try:
-            return check.check(name, check.parse(text))
+            value = check.parse(text)
+            check.check(name, value)
+            return value
         except (TypeError, ValueError) as e:
             raise argparse.ArgumentTypeError(str(e)) from None
 

@@ -95,6 +95,25 @@ class Count(Constraint):
 
 
 @dataclass(frozen=True)
+class CountOrNone(Count):
+    """An integer >= 1, or 0 for none (kept as None): a file or flag can switch off what
+    its preset turns on."""
+
+    lo: int = 1
+
+    @property
+    def expected(self) -> str:  # type: ignore[override]
+        return f"{super().expected}, or 0 for none"
+
+    def check(self, name: str, value: Any) -> int | None:  # type: ignore[override]
+        if not isinstance(value, bool) and isinstance(value, numbers.Integral) and value <= 0:
+            if value == 0:
+                return None
+            raise InvalidValueError(f"{name} must be >= {self.lo}, or 0 for none, got {value}")
+        return super().check(name, value)
+
+
+@dataclass(frozen=True)
 class Number(Constraint):
     """A finite real number above `lo` (or at it, with `lo_open=False`) and at most
     `hi` (bool refused); an int reads as a float."""
@@ -415,8 +434,8 @@ class TrainConfig:
     )  # fmt: skip
     restart_every: int | None = _setting(
         None, help="replace an attempt that has not solved the task after N epochs by a "
-        "fresh wiring, while --epochs last (default: the preset's)",
-        check=Count(1), resume=Resume.CHANGES, recorded=Recorded.STATE, metavar="N",
+        "fresh wiring, while --epochs last (0: never; default: the preset's)",
+        check=CountOrNone(), resume=Resume.CHANGES, recorded=Recorded.STATE, metavar="N",
     )  # fmt: skip
     stall_epochs: int | None = _setting(
         None, help="with --stall-loss: an attempt whose lowest hard loss after N of its "
@@ -489,21 +508,21 @@ class TrainConfig:
         None, help="with --growth persist or regrow: the pool phase as a fine-tune of the "
         "grown circuit: a fresh optimizer state and N epochs of its own, after which the "
         "run ends; no restart cuts it short (default: the pool goes on to the end of the "
-        "attempt, with the growth phase's optimizer state)",
-        check=Count(1), resume=Resume.FIXED, recorded=Recorded.PRESET, metavar="N",
+        "attempt, with the growth phase's optimizer state; 0: the same)",
+        check=CountOrNone(), resume=Resume.FIXED, recorded=Recorded.PRESET, metavar="N",
     )  # fmt: skip
     pool_binarize_every: int | None = _setting(
         None, help="with --pool-epochs and --binarize-states: the pool phase rounds the "
         "states in every N-th epoch's rollout only, the others relaxed (default: as the "
-        "growth phase)",
-        check=Count(1), resume=Resume.FIXED, recorded=Recorded.PRESET, metavar="N",
+        "growth phase; 0: the same)",
+        check=CountOrNone(), resume=Resume.FIXED, recorded=Recorded.PRESET, metavar="N",
     )  # fmt: skip
     pool_attempts: int | None = _setting(
         None, help="with --pool-epochs: a pool phase that ends without its circuit holding "
         "the target makes way for a fresh wiring, which learns to grow again (--epochs, "
         "in attempts of --restart-every) and gets a pool phase of its own; at most N pool "
-        "phases in the run (default: 1, the run ends with the first)",
-        check=Count(1, 1000), resume=Resume.FIXED, recorded=Recorded.PRESET, metavar="N",
+        "phases in the run (default or 0: 1, the run ends with the first)",
+        check=CountOrNone(1, 1000), resume=Resume.FIXED, recorded=Recorded.PRESET, metavar="N",
     )  # fmt: skip
     notebook_epochs: int | None = _setting(
         None, help="the reference notebook's epochs where `epochs` is larger",
