@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+# The paper's lizard, growing only on the torus: the lizard preset until 2026-11-30.
+PAPER_LIZARD = REPO / "examples" / "lizard-grow" / "lizard-grow.toml"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 # The binary targets of the lizard and colored-G experiments, as the notebook derives them.
 TARGETS = FIXTURES / "targets"

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import PAPER_LIZARD
 
 import logicars
 from logicars import _core, bench
@@ -116,7 +117,7 @@ def test_bench_table_shows_the_rounding_period(capsys: pytest.CaptureFixture[str
 def test_bench_times_an_experiment_files_model(capsys: pytest.CaptureFixture[str]) -> None:
     """The paper's lizard, an experiment file since the preset regrows: its 128 channels
     and 12 steps, as `bench lizard` timed them before 2026-11-30."""
-    paper = Path(__file__).parents[1] / "examples" / "lizard-grow" / "lizard-grow.toml"
+    paper = PAPER_LIZARD
     argv = ["bench", str(paper), "--threads", "1", "--epochs", "1", "--warmup", "0", "--json"]
     assert main(argv) == 0
     (row,) = [json.loads(line) for line in capsys.readouterr().out.strip().splitlines()]

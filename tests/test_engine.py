@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import REPO
+from conftest import PAPER_LIZARD, REPO
 from reference import Reference
 
 import logicars
@@ -85,7 +85,7 @@ def test_matches_float64_oracle(channels, periodic, fire_rate, bhw) -> None:
 
 
 def _paper_lizard() -> logicars.Preset:
-    return read_experiment(REPO / "examples" / "lizard-grow" / "lizard-grow.toml").preset
+    return read_experiment(PAPER_LIZARD).preset
 
 
 @pytest.mark.parametrize("name", ["lizard", "colored-g"])

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO
+from conftest import PAPER_LIZARD
 
 import logicars
 from logicars.cli import main
@@ -233,8 +233,7 @@ OLD_DEFAULTS = {
 def test_presets_train_as_before_tasks(name: str, tmp_path: Path) -> None:
     source: str | Path = name
     if name == "lizard":  # the paper's (examples/lizard-grow), then 64 cells per chunk, not 80
-        paper = REPO / "examples" / "lizard-grow" / "lizard-grow.toml"
-        text = paper.read_text().replace("chunk_cells = 80\n", "chunk_cells = 64\n")
+        text = PAPER_LIZARD.read_text().replace("chunk_cells = 80\n", "chunk_cells = 64\n")
         assert "chunk_cells = 64" in text
         source = tmp_path / "lizard.toml"
         source.write_text(text)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import PAPER_LIZARD
 
 import logicars
 from logicars import growth
@@ -386,7 +387,7 @@ def test_the_persisting_lizard_example_is_the_paper_lizard_on_a_zero_boundary() 
 
     examples = Path(__file__).parents[1] / "examples"
     example = read_experiment(examples / "lizard-persist" / "lizard-persist.toml").preset
-    preset = read_experiment(examples / "lizard-grow" / "lizard-grow.toml").preset
+    preset = read_experiment(PAPER_LIZARD).preset
     assert preset.spec.periodic and not example.spec.periodic
     assert example.spec == replace(preset.spec, periodic=False)
     assert example.config == preset.config.replace(
@@ -406,8 +407,7 @@ def test_the_paper_lizard_file_switches_off_the_presets_restarts_and_pool() -> N
     sets the ones the paper lizard left unset to 0 (none): its runs are the old preset's."""
     from logicars.presets import get_preset, read_experiment
 
-    path = Path(__file__).parents[1] / "examples" / "lizard-grow" / "lizard-grow.toml"
-    cfg = read_experiment(path).preset.config
+    cfg = read_experiment(PAPER_LIZARD).preset.config
     none = (cfg.restart_every, cfg.pool_epochs, cfg.pool_binarize_every, cfg.pool_attempts)
     assert none == (None, None, None, None)
     assert (cfg.growth, cfg.pool_batch, cfg.hold, cfg.hold_schedule) == ("grow", 4, 0, "fixed")
@@ -425,8 +425,7 @@ def test_the_lizard_preset_is_the_colored_g_recipe_at_20_steps() -> None:
 
     from logicars.presets import get_preset, read_experiment
 
-    path = Path(__file__).parents[1] / "examples" / "lizard-grow" / "lizard-grow.toml"
-    paper = read_experiment(path).preset
+    paper = read_experiment(PAPER_LIZARD).preset
     g, example = get_preset("colored-g"), get_preset("lizard")
     assert paper.spec.periodic and paper.config.growth == "grow"
     assert example.task().image.shape == paper.task().image.shape

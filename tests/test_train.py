@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO
+from conftest import PAPER_LIZARD
 from PIL import Image
 
 import logicars
@@ -405,7 +405,7 @@ def test_the_notebook_lizard_start_is_shipped_for_init(tmp_path: Path) -> None:
     trains from it unless a seed is given."""
     assert all(p.init is None and p.seed == 0 for p in logicars.PRESETS.values())
     # The paper lizard's file (examples/lizard-grow), on the notebook's training rule.
-    paper = (REPO / "examples" / "lizard-grow" / "lizard-grow.toml").read_text()
+    paper = PAPER_LIZARD.read_text()
     path = tmp_path / "notebook.toml"
     path.write_text(
         paper.replace("binarize_states = true\n", "binarize_states = false\n")
@@ -436,7 +436,7 @@ def test_the_notebook_lizard_start_is_shipped_for_init(tmp_path: Path) -> None:
     # The paper lizard's own relaxation has 4 parameters per gate, not the npz's 16 logits.
     with pytest.raises(ValueError, match="16 parameters per gate .*'truth-table' takes 4"):
         train(
-            REPO / "examples" / "lizard-grow" / "lizard-grow.toml",
+            PAPER_LIZARD,
             epochs=1, init=shipped_path, out=tmp_path / "tt", quiet=True,
         )  # fmt: skip
 
@@ -841,8 +841,7 @@ def test_growing_only_lizard_grows_the_lizard(tmp_path: Path, seed: int) -> None
     """examples/lizard-grow (the paper's growing only on the torus, the lizard preset's
     default before it regrew) grows the lizard on its old default seed and on a seed
     outside the tuning and reporting ranges."""
-    path = REPO / "examples" / "lizard-grow" / "lizard-grow.toml"
-    r = train(path, seed=seed, out=tmp_path / "lizard", quiet=True)
+    r = train(PAPER_LIZARD, seed=seed, out=tmp_path / "lizard", quiet=True)
     assert r.summary["solved_epoch"] is not None, r.summary
     result = evaluate(logicars.Model.load(r.checkpoint), r.preset)
     assert result.passed and result.growth is not None and result.growth.grown, result
