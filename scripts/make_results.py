@@ -676,6 +676,8 @@ def _variant(r: Record) -> str:
         parts.append(f"attempts of {o['restart_every']}")
     if o.get("binarize_states"):
         parts.append("binarized states")
+    if o.get("beta1") is not None and o["beta1"] != logicars.spec.DEFAULT_BETA1:
+        parts.append(f"β1 {o['beta1']:g}")
     if o.get("init_logit") is not None and o["init_logit"] != logicars.spec.INIT_LOGIT:
         parts.append(f"init logit {o['init_logit']:g}")
     if o.get("drift_budget"):

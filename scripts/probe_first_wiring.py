@@ -20,6 +20,13 @@ the counts compare between variants, not with `sweep`'s). Variants:
   (does the wiring decide, or the draws?);
 - `round-every=N`: the states rounded to 0/1 between steps (straight-through) in every
   N-th epoch's rollout, the others relaxed (the lizard's `binarize_every`);
+- `beta1=B`, `beta2=B`: the engine's AdamW (gradients clipped to ±100, β1 0.9, β2 0.99)
+  redone in numpy with another β (`beta1=0.9` is that numpy baseline: float rounding apart,
+  `plain`);
+- `logit-noise=S`: the numpy AdamW, and Gaussian noise of deviation S added to every logit
+  after each step (a random walk off plateaus);
+- `lr-cosine=F`: the numpy AdamW with the learning rate decayed by a cosine to F times the
+  preset's over the 500 epochs;
 - `choose=KxE`: K wirings (the run's, then its restart seeds') trained E epochs each,
   each on a batch stream of its own, and the one with the lowest mean hard loss over its
   last 10 epochs trained on: a choice among wirings, whose epochs all count against the
@@ -54,6 +61,45 @@ def parse_seeds(text: str) -> list[int]:
     return list(range(int(lo), int(hi or lo) + 1))
 
 
+# Variants trained by `NumpyAdamW` instead of the engine's optimizer (float arguments).
+NUMPY_OPTIMIZER = ("beta1", "beta2", "logit-noise", "lr-cosine")
+
+
+class NumpyAdamW:
+    """The engine's clipped AdamW (rust/core/src/optim.rs) in numpy, with its β's, noise
+    and learning rate open to change."""
+
+    def __init__(self, kind: str, value: float, seed: int) -> None:
+        self.beta1 = value if kind == "beta1" else 0.9
+        self.beta2 = value if kind == "beta2" else 0.99
+        self.noise = value if kind == "logit-noise" else 0.0
+        self.lr_floor = value if kind == "lr-cosine" else 1.0
+        self.rng = np.random.default_rng([seed, 777])  # the noise's own stream
+        self.m: dict[str, np.ndarray] = {}
+        self.v: dict[str, np.ndarray] = {}
+        self.t = 0
+
+    def step(
+        self, model: logicars.Model, x: np.ndarray, y: np.ndarray, lr: float, wd: float
+    ) -> None:
+        self.t += 1
+        if self.lr_floor < 1.0:
+            cos = 0.5 * (1 + np.cos(np.pi * self.t / EPOCHS))
+            lr *= self.lr_floor + (1 - self.lr_floor) * cos
+        _, grads = model.loss_and_grad(x, y)
+        params = model.params()
+        b1, b2 = self.beta1, self.beta2
+        for name, p in params.items():
+            g = np.clip(grads[name], -100.0, 100.0)
+            m = self.m[name] = b1 * self.m.get(name, 0.0) + (1 - b1) * g
+            v = self.v[name] = b2 * self.v.get(name, 0.0) + (1 - b2) * g * g
+            m_hat, v_hat = m / (1 - b1**self.t), v / (1 - b2**self.t)
+            p -= lr * (m_hat / (np.sqrt(v_hat) + 1e-8) + wd * p)
+            if self.noise:
+                p += self.rng.normal(0.0, self.noise, p.shape)
+        model.set_params({k: p.astype(np.float32) for k, p in params.items()})
+
+
 def variant_spec(kind: str, value: int, spec: logicars.ModelSpec) -> logicars.ModelSpec:
     """The preset's spec, with `kernels=K`'s perception kernels or `channels=C`'s channels."""
     if kind in ("kernels", "channels"):
@@ -69,7 +115,8 @@ def variant_spec(kind: str, value: int, spec: logicars.ModelSpec) -> logicars.Mo
         )
     if kind == "round-every":
         return spec.with_rounding(True, value)
-    if kind not in ("plain", "loss-from", "hold", "steps-jitter", "lr-warmup", "choose", "batches"):
+    known = ("plain", "loss-from", "hold", "steps-jitter", "lr-warmup", "choose", "batches")
+    if kind not in known + NUMPY_OPTIMIZER:
         raise SystemExit(f"unknown variant {kind!r}")
     return spec
 
@@ -85,7 +132,7 @@ def solves(
 def variant_preset(preset: logicars.Preset, variant: str) -> logicars.Preset:
     """The preset with the variant's spec (its task then draws starts of its channels)."""
     kind, _, arg = variant.partition("=")
-    if kind == "choose":
+    if kind in ("choose",) + NUMPY_OPTIMIZER:
         return preset
     return dataclasses.replace(preset, spec=variant_spec(kind, int(arg or 0), preset.spec))
 
@@ -107,6 +154,8 @@ def first_solving_epoch(
     kind, _, arg = variant.partition("=")
     if kind == "choose":
         return chosen_wiring_epoch(preset, check, arg, seed)
+    if kind in NUMPY_OPTIMIZER:
+        return numpy_optimizer_epoch(preset, check, NumpyAdamW(kind, float(arg), seed), seed)
     value = int(arg) if arg else 0
     h, w, t = cfg.height, cfg.width, spec.num_steps
     model = logicars.Model(spec, seed=seed)
@@ -128,6 +177,24 @@ def first_solving_epoch(
         )
         if hard == 0 and solves(model, check, task, spec):
             return epoch
+    return None
+
+
+def numpy_optimizer_epoch(
+    preset: logicars.Preset, check: tuple[np.ndarray, np.ndarray], opt: NumpyAdamW, seed: int
+) -> int | None:
+    """The first epoch whose hard circuit is exact on its batch (before the step, as the
+    engine's `hard`) and on the check, trained by `opt`."""
+    task, cfg, spec = preset.task(), preset.config, preset.spec
+    model = logicars.Model(spec, seed=seed)
+    rng = np.random.default_rng(seed)
+    for epoch in range(1, EPOCHS + 1):
+        x = task.start(rng, cfg.batch, cfg.height, cfg.width)
+        y = task.target(x)
+        out = model.simulate(x.astype(np.uint8), spec.num_steps, periodic=spec.periodic)
+        if not task.wrong(out, y).any() and solves(model, check, task, spec):
+            return epoch
+        opt.step(model, x, y, cfg.lr, cfg.weight_decay)
     return None
 
 

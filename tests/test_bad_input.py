@@ -654,6 +654,13 @@ API_CASES = [
         "number",
     ),
     case(
+        "train-beta1-one",
+        lambda tmp: logicars.train("gol", beta1=1.0, out=tmp / "r"),
+        InvalidValueError,
+        "beta1",
+        "number in [0, 1)",
+    ),
+    case(
         "train-seed-negative",
         lambda tmp: logicars.train("gol", seed=-3, out=tmp / "r"),
         InvalidValueError,

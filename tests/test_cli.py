@@ -196,9 +196,9 @@ def test_module_entry_point(tmp_path: Path) -> None:
 def test_cli_weight_decay_and_lr_reach_the_run(tmp_path: Path) -> None:
     out = tmp_path / "r"
     argv = ["train", "gol", "--epochs", "1", "--lr", "0.02", "--weight-decay", "0"]
-    assert main([*argv, "--quiet", "--out", str(out)]) == 0
+    assert main([*argv, "--beta1", "0.5", "--quiet", "--out", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text())
-    assert (summary["lr"], summary["weight_decay"]) == (0.02, 0.0)
+    assert (summary["lr"], summary["weight_decay"], summary["beta1"]) == (0.02, 0.0, 0.5)
     decayed = tmp_path / "d"
     argv = [*argv, "--lr-decay-from", "0", "--lr-end", "0.01", "--quiet", "--out", str(decayed)]
     assert main(argv) == 0

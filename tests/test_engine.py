@@ -368,3 +368,17 @@ def test_a_saturated_circuit_stays_in_range_in_a_relaxed_epoch() -> None:
     assert np.isfinite(loss) and all(np.isfinite(g).all() for g in grads.values())
     states = model.respecified(model.spec.with_rounding(False)).rollout(x, record=True)
     assert states.min() >= 0.0 and states.max() <= 1.0
+
+
+def test_engine_default_beta1_is_the_packages() -> None:
+    """The binding's literal default for `beta1` is `DEFAULT_BETA1` (the notebook's)."""
+    spec = logicars.get_preset("gol").spec
+    x = np.random.default_rng(0).integers(0, 2, (2, 6, 6, spec.channels)).astype(np.float32)
+    y = x.copy()
+    implicit, explicit = (logicars.Model(spec, seed=3) for _ in range(2))
+    for _ in range(2):
+        implicit._engine.train_step(x, y, None, lr=0.05, weight_decay=0.01)
+        explicit._engine.train_step(
+            x, y, None, lr=0.05, weight_decay=0.01, beta1=logicars.spec.DEFAULT_BETA1
+        )
+    np.testing.assert_array_equal(implicit._engine.logits(), explicit._engine.logits())

@@ -72,9 +72,11 @@ def test_train_step_matches(fixture_name: str) -> None:
     assert off <= 1e-3 * total, f"{off} of {total} next_* entries off by more than {NEXT_ATOL}"
 
 
-def _adamw_first_step(w: np.ndarray, g: np.ndarray, lr: float, wd: float = 1e-2) -> np.ndarray:
+def _adamw_first_step(
+    w: np.ndarray, g: np.ndarray, lr: float, wd: float = 1e-2, beta1: float = 0.9
+) -> np.ndarray:
     g = np.clip(g, -100, 100).astype(np.float32)
-    m_hat = (np.float32(0.1) * g) / np.float32(1 - 0.9)
+    m_hat = (np.float32(1 - beta1) * g) / np.float32(1 - beta1)
     v_hat = (np.float32(0.01) * g * g) / np.float32(1 - 0.99)
     return w - np.float32(lr) * (m_hat / (np.sqrt(v_hat) + np.float32(1e-8)) + np.float32(wd) * w)
 
@@ -105,6 +107,24 @@ def test_adamw_weight_decay_is_the_runs(wd: float) -> None:
     for name, p in model.params().items():
         want = _adamw_first_step(before[name], grads[name], 0.05, wd)
         np.testing.assert_allclose(p, want, atol=1e-6, rtol=0, err_msg=name)
+
+
+@pytest.mark.parametrize("beta1", [0.0, 0.5])
+def test_adamw_beta1_is_the_runs(beta1: float) -> None:
+    """`beta1` replaces the notebook's 0.9 in the first moment: the first step's m̂ is
+    the gradient whatever β1, so a second step tells them apart."""
+    model, f, masks = _model_and_data("sync_small")
+    _, g1 = model.loss_and_grad(f["x"], f["y"], masks=masks)
+    model.train_step(f["x"], f["y"], masks=masks, lr=0.05, beta1=beta1)
+    before = model.params()
+    _, g2 = model.loss_and_grad(f["x"], f["y"], masks=masks)
+    model.train_step(f["x"], f["y"], masks=masks, lr=0.05, beta1=beta1)
+    for name, p in model.params().items():
+        a, b = (np.clip(g, -100, 100).astype(np.float64) for g in (g1[name], g2[name]))
+        m_hat = (beta1 * (1 - beta1) * a + (1 - beta1) * b) / (1 - beta1**2)
+        v_hat = (0.99 * 0.01 * a * a + 0.01 * b * b) / (1 - 0.99**2)
+        want = before[name] - 0.05 * (m_hat / (np.sqrt(v_hat) + 1e-8) + 0.01 * before[name])
+        np.testing.assert_allclose(p, want, atol=1e-5, rtol=0, err_msg=name)
 
 
 def test_three_step_trajectory_matches(fixture_name: str) -> None:

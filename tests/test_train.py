@@ -237,6 +237,23 @@ def test_weight_decay_is_the_runs(tmp_path: Path) -> None:
     assert load_run(default.run_dir).preset.weight_decay == 0.01
 
 
+def test_beta1_is_the_runs(tmp_path: Path) -> None:
+    """`beta1` trains, is stored (summary, training state) and kept on resume; a
+    checkpoint from before the option reads as the notebook's 0.9."""
+    preset = tiny_async_preset()
+    r = train(preset, epochs=3, beta1=0.0, out=tmp_path / "r", quiet=True)
+    default = train(preset, epochs=3, out=tmp_path / "d", quiet=True)
+    assert (r.summary["beta1"], default.summary["beta1"]) == (0.0, 0.9)
+    assert not same_state(r.model, default.model)
+    assert load_checkpoint(r.checkpoint)[1]["preset"]["beta1"] == 0.0
+    resumed = train(None, resume=r.run_dir, epochs=4, quiet=True)
+    straight = train(preset, epochs=4, beta1=0.0, out=tmp_path / "s", quiet=True)
+    assert resumed.summary["beta1"] == 0.0
+    assert losses(resumed) == losses(straight) and same_state(resumed.model, straight.model)
+    _without_weight_decay(default.run_dir)
+    assert load_run(default.run_dir).preset.beta1 == 0.9
+
+
 def test_lr_at_follows_a_half_cosine_after_the_decay_start() -> None:
     p = dataclasses.replace(tiny_async_preset(), lr=0.06, lr_decay_from=100, lr_end=0.006)
     assert [p.lr_at(e, 300) for e in (1, 100)] == [0.06, 0.06]
@@ -283,7 +300,7 @@ def test_lr_decay_trains_is_stored_and_resumes_bit_identically(tmp_path: Path) -
 
 def _without_weight_decay(run_dir: Path) -> None:
     """Rewrites a run's checkpoint as logicars wrote it before `weight_decay` (and the
-    learning-rate decay, and the stall check)."""
+    learning-rate decay, the stall check and `beta1`)."""
     from safetensors import safe_open
     from safetensors.numpy import load_file, save_file
 
@@ -294,7 +311,7 @@ def _without_weight_decay(run_dir: Path) -> None:
         meta = dict(f.metadata())
     tensors = load_file(str(path))
     extra = json.loads(meta["extra"])
-    for key in ("weight_decay", "lr_decay_from", "lr_end", "stall_epochs", "stall_loss"):
+    for key in ("weight_decay", "lr_decay_from", "lr_end", "stall_epochs", "stall_loss", "beta1"):
         del extra["preset"][key]
     meta["extra"] = json.dumps(extra, sort_keys=True)
     meta["checksum"] = ckpt_mod._checksum(tensors, meta)

@@ -20,6 +20,7 @@ __all__ = [
     "draw_masks",
     "check_lr",
     "check_weight_decay",
+    "check_beta1",
     "param_layout",
     "InvalidValueError",
     "ShapeError",
@@ -115,6 +116,7 @@ class Engine:
         *,
         lr: float,
         weight_decay: float,
+        beta1: float = 0.9,
     ) -> tuple[float, float]: ...
     def train_step_at(
         self,
@@ -124,6 +126,7 @@ class Engine:
         *,
         lr: float,
         weight_decay: float,
+        beta1: float = 0.9,
         steps: int,
         loss_from: int,
         keep_last: bool = False,
@@ -210,6 +213,7 @@ def draw_masks(
 ) -> npt.NDArray[np.uint8]: ...
 def check_lr(lr: float) -> None: ...
 def check_weight_decay(weight_decay: float) -> None: ...
+def check_beta1(beta1: float) -> None: ...
 def param_layout(config_json: str) -> list[tuple[str, list[int], int]]: ...
 def unique_pairs(in_width: int, out: int) -> tuple[list[int], list[int]]: ...
 def set_num_threads(threads: int) -> None: ...

@@ -90,6 +90,7 @@ def hyperparameters(context: EpochContext) -> dict[str, Any]:
         "seed": p.seed,
         "lr": p.lr,
         "weight_decay": p.weight_decay,
+        "beta1": p.beta1,
         "channels": s.channels,
         "kernels": s.perceive.n_kernels,
         "perceive": ",".join(map(str, s.perceive.layers[1:])),

@@ -30,7 +30,7 @@ from .errors import (
     ShapeError,
 )
 from .npz import read_npz, unreadable, write_npz
-from .spec import DEFAULT_LR, DEFAULT_WEIGHT_DECAY, MAX_SEED, ModelSpec
+from .spec import DEFAULT_BETA1, DEFAULT_LR, DEFAULT_WEIGHT_DECAY, MAX_SEED, ModelSpec
 
 if TYPE_CHECKING:
     from .circuit.export import Netlist
@@ -219,9 +219,11 @@ class Model:
         *,
         lr: float | None = None,
         weight_decay: float = DEFAULT_WEIGHT_DECAY,
+        beta1: float = DEFAULT_BETA1,
     ) -> tuple[float, float]:
-        """One clip + AdamW step with learning rate `lr` and decoupled weight decay
-        `weight_decay` (training options, not part of the spec); returns (soft_loss,
+        """One clip + AdamW step with learning rate `lr`, decoupled weight decay
+        `weight_decay` and first-moment decay `beta1` (training options, not part of the
+        spec); returns (soft_loss,
         hard_loss) measured at the logits before the update. Without `lr`, the model's
         own (`Model.lr`: a reference file's, so its optimizer step is the notebook's),
         else `DEFAULT_LR`."""
@@ -230,7 +232,7 @@ class Model:
         xa = as_unit_array("x", x)
         ya = as_unit_array("y", y)
         masks = as_masks(masks, xa, self._spec.num_steps)
-        return self._engine.train_step(xa, ya, masks, lr=lr, weight_decay=weight_decay)
+        return self._engine.train_step(xa, ya, masks, lr=lr, weight_decay=weight_decay, beta1=beta1)
 
     def train_step_at(
         self,
@@ -241,6 +243,7 @@ class Model:
         loss_from: int,
         lr: float | None = None,
         weight_decay: float = DEFAULT_WEIGHT_DECAY,
+        beta1: float = DEFAULT_BETA1,
         keep_last: bool = False,
     ) -> tuple[float, float, np.ndarray | None]:
         """`train_step` on a rollout of `steps` steps whose loss is the mean over the
@@ -259,6 +262,7 @@ class Model:
             None,
             lr=lr,
             weight_decay=weight_decay,
+            beta1=beta1,
             steps=steps,
             loss_from=loss_from,
             keep_last=bool(keep_last),

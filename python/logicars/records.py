@@ -189,6 +189,7 @@ def record_from_run(
             "batch",
             "lr",
             "weight_decay",
+            "beta1",
             "lr_decay_from",
             "lr_end",
             "relax",

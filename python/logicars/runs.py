@@ -84,6 +84,7 @@ def load_run(path: PathLike) -> LoadedRun:
                 spec=model.spec,
                 lr=state.preset.lr,
                 weight_decay=state.preset.weight_decay,
+                beta1=state.preset.beta1,
                 growth=state.preset.config.growth,
                 height=int(stored.get("height", known.height)),
                 width=int(stored.get("width", known.width)),

@@ -30,6 +30,8 @@ RELAX_MODES: tuple[str, ...] = tuple(_core.RELAX_MODES)
 DEFAULT_LR = 0.05
 # The notebook's AdamW weight decay (decoupled), likewise a training option.
 DEFAULT_WEIGHT_DECAY = 0.01
+# AdamW's first-moment decay, the notebook's (optax's default b1).
+DEFAULT_BETA1 = 0.9
 
 
 @dataclass(frozen=True)

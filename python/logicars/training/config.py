@@ -28,6 +28,7 @@ from typing import Any
 from ..errors import InvalidValueError
 from ..growth import HOLD_SCHEDULES
 from ..spec import (
+    DEFAULT_BETA1,
     DEFAULT_LR,
     DEFAULT_WEIGHT_DECAY,
     MAX_SEED,
@@ -148,15 +149,19 @@ class Number(Constraint):
 
 @dataclass(frozen=True)
 class OptimizerNumber(Number):
-    """A learning rate or weight decay: the training step's own rule (the engine's
-    `check_lr`/`check_weight_decay`), wherever one is given."""
+    """A learning rate, weight decay or first-moment decay: the training step's own rule
+    (the engine's `check_lr`/`check_weight_decay`/`check_beta1`), wherever one is given."""
 
     lo: float = 0.0
-    rule: str = "lr"  # "lr" or "weight_decay"
+    rule: str = "lr"  # "lr", "weight_decay" or "beta1"
 
     @property
     def expected(self) -> str:  # type: ignore[override]
-        return "a finite number > 0" if self.rule == "lr" else "a finite number >= 0"
+        return {
+            "lr": "a finite number > 0",
+            "weight_decay": "a finite number >= 0",
+            "beta1": "a number in [0, 1)",
+        }[self.rule]
 
     def check(self, name: str, value: Any) -> float:
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -237,13 +242,17 @@ class Text(Constraint):
 
 
 def check_optimizer_number(key: str, value: float, rule: str | None = None) -> None:
-    """The training step's rule for a learning rate (`rule="lr"`: `lr`, `lr_end`) or the
-    weight decay, wherever one is given (a file, `train`, a checkpoint):
+    """The training step's rule for a learning rate (`rule="lr"`: `lr`, `lr_end`), the
+    weight decay or β1, wherever one is given (a file, `train`, a checkpoint):
     `InvalidValueError` naming `key`."""
     from .. import _core
 
-    rule = rule or ("weight_decay" if key == "weight_decay" else "lr")
-    check = _core.check_weight_decay if rule == "weight_decay" else _core.check_lr
+    rule = rule or (key if key in ("weight_decay", "beta1") else "lr")
+    check = {
+        "lr": _core.check_lr,
+        "weight_decay": _core.check_weight_decay,
+        "beta1": _core.check_beta1,
+    }[rule]
     try:
         check(value)
     except ValueError as e:  # the engine's message names its own argument
@@ -336,6 +345,13 @@ class TrainConfig:
         "as the notebook's)",
         check=OptimizerNumber(rule="weight_decay"), resume=Resume.CHANGES,
         recorded=Recorded.PRESET, before=DEFAULT_WEIGHT_DECAY,
+    )  # fmt: skip
+    beta1: float = _setting(
+        DEFAULT_BETA1,
+        help=f"AdamW's first-moment decay; 0: no momentum, each step follows the latest "
+        f"gradient (default: the preset's, {DEFAULT_BETA1:g} as the notebook's)",
+        check=OptimizerNumber(rule="beta1"), resume=Resume.CHANGES,
+        recorded=Recorded.PRESET, before=DEFAULT_BETA1,
     )  # fmt: skip
     lr_decay_from: int | None = _setting(
         None, help="after this epoch the learning rate falls along a half cosine to "

@@ -101,12 +101,12 @@ class BatchSource(Policy):
     def batch(self, run: Run) -> tuple[np.ndarray, np.ndarray]:
         raise NotImplementedError
 
-    def step(
-        self, run: Run, x: np.ndarray, y: np.ndarray, lr: float, weight_decay: float
-    ) -> tuple[float, float]:
-        """One training step on the batch: (soft loss, hard loss). A pool overrides it to
-        take the step that returns the last states, and keeps them."""
-        return run.model.train_step(x, y, lr=lr, weight_decay=weight_decay)
+    def step(self, run: Run, x: np.ndarray, y: np.ndarray, lr: float) -> tuple[float, float]:
+        """One training step on the batch at learning rate `lr` (the run's weight decay
+        and β1): (soft loss, hard loss). A pool overrides it to take the step that
+        returns the last states, and keeps them."""
+        p = run.state.preset
+        return run.model.train_step(x, y, lr=lr, weight_decay=p.weight_decay, beta1=p.beta1)
 
 
 class TaskBatches(BatchSource):
@@ -135,7 +135,7 @@ def train_epochs(
         x, y = batches.batch(run)
         run.dispatch("before_step")
         lr = state.preset.lr_at(epoch, state.target_epochs)
-        soft, hard = batches.step(run, x, y, lr, state.preset.weight_decay)
+        soft, hard = batches.step(run, x, y, lr)
         attempt = 1 + len(state.restarts)
         row = _record(run, EpochMetrics(epoch, soft, hard, run.seconds(), attempt, lr))
         run.dispatch("after_step", row)

@@ -46,9 +46,7 @@ class PoolBatches(BatchSource):
     def batch(self, run: Run) -> tuple[np.ndarray, np.ndarray]:
         return self.batches.sample(run.state.epoch + 1)
 
-    def step(
-        self, run: Run, x: np.ndarray, y: np.ndarray, lr: float, weight_decay: float
-    ) -> tuple[float, float]:
+    def step(self, run: Run, x: np.ndarray, y: np.ndarray, lr: float) -> tuple[float, float]:
         b = self.batches
         if b.pooling and self.pool_lr is not None:
             lr = self.pool_lr
@@ -58,7 +56,8 @@ class PoolBatches(BatchSource):
             steps=b.steps,
             loss_from=b.loss_from,
             lr=lr,
-            weight_decay=weight_decay,
+            weight_decay=run.state.preset.weight_decay,
+            beta1=run.state.preset.beta1,
             keep_last=b.pooling,
         )
         was_pooling = b.pooling

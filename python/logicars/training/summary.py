@@ -64,6 +64,7 @@ def run_summary(
         "notebook_epochs": p.paper_epochs(),
         "lr": p.lr,
         "weight_decay": p.weight_decay,
+        "beta1": p.beta1,
         "lr_decay_from": p.lr_decay_from,
         "lr_end": p.lr_end,
         "relax": model.spec.relax.to_dict(),

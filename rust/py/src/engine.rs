@@ -186,9 +186,13 @@ impl Engine {
         Ok((loss, PyArray1::from_vec(py, grad)))
     }
 
-    /// One clip + AdamW step with learning rate `lr` and decoupled weight decay
-    /// `weight_decay`; returns `(soft_loss, hard_loss)` before the update.
-    #[pyo3(signature = (x, y, masks=None, *, lr, weight_decay))]
+    /// One clip + AdamW step with learning rate `lr`, decoupled weight decay
+    /// `weight_decay` and first-moment decay `beta1`; returns `(soft_loss, hard_loss)`
+    /// before the update.
+    // beta1's default is `core::optim::BETA1`, written as a literal so that the text
+    // signature shows it (`tests/test_engine.py` checks that they agree).
+    #[pyo3(signature = (x, y, masks=None, *, lr, weight_decay, beta1=0.9))]
+    #[allow(clippy::too_many_arguments)]
     fn train_step<'py>(
         &mut self,
         py: Python<'py>,
@@ -197,17 +201,31 @@ impl Engine {
         masks: Option<PyReadonlyArrayDyn<'py, f32>>,
         lr: f64,
         weight_decay: f64,
+        beta1: f64,
     ) -> PyResult<(f64, f64)> {
         let steps = self.model.spec().num_steps;
-        let (soft, hard, _) =
-            self.train_step_at(py, x, y, masks, lr, weight_decay, steps, steps, false)?;
+        let (soft, hard, _) = self.train_step_at(
+            py,
+            x,
+            y,
+            masks,
+            lr,
+            weight_decay,
+            beta1,
+            steps,
+            steps,
+            false,
+        )?;
         Ok((soft, hard))
     }
 
     /// `train_step` on a rollout of `steps` steps whose loss is the mean over the states
     /// of steps `loss_from..=steps`; returns `(soft_loss, hard_loss, last)`, `last` the
     /// hard circuit's last state `(B, H, W, C)` with `keep_last`, else None.
-    #[pyo3(signature = (x, y, masks=None, *, lr, weight_decay, steps, loss_from, keep_last=false))]
+    #[pyo3(signature = (
+        x, y, masks=None, *, lr, weight_decay, beta1=0.9, steps, loss_from,
+        keep_last=false
+    ))]
     #[allow(clippy::too_many_arguments)]
     fn train_step_at<'py>(
         &mut self,
@@ -217,6 +235,7 @@ impl Engine {
         masks: Option<PyReadonlyArrayDyn<'py, f32>>,
         lr: f64,
         weight_decay: f64,
+        beta1: f64,
         steps: usize,
         loss_from: usize,
         keep_last: bool,
@@ -224,6 +243,7 @@ impl Engine {
         // Checked as given: 1e300 is refused as 1e300, not as its float32 infinity.
         core::optim::check_lr(lr).map_err(to_py)?;
         core::optim::check_weight_decay(weight_decay).map_err(to_py)?;
+        core::optim::check_beta1(beta1).map_err(to_py)?;
         let (shape, xs, ys) = self.inputs(&x, &y)?;
         let ms = masks.as_ref().map(|m| slice("masks", m)).transpose()?;
         self.hard = None;
@@ -232,7 +252,11 @@ impl Engine {
             steps,
             from: loss_from,
         };
-        let optimizer = (lr as f32, weight_decay as f32);
+        let optimizer = core::optim::StepSettings {
+            lr: lr as f32,
+            weight_decay: weight_decay as f32,
+            beta1: beta1 as f32,
+        };
         let out = py
             .detach(|| model.train_step_at(xs, ys, shape, ms, optimizer, at, keep_last))
             .map_err(to_py)?;

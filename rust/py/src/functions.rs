@@ -72,6 +72,12 @@ pub fn check_weight_decay(weight_decay: f64) -> PyResult<()> {
     core::optim::check_weight_decay(weight_decay).map_err(to_py)
 }
 
+/// Checks AdamW's first-moment decay (in [0, 1)) as a training step would.
+#[pyfunction]
+pub fn check_beta1(beta1: f64) -> PyResult<()> {
+    core::optim::check_beta1(beta1).map_err(to_py)
+}
+
 /// Sets the number of worker threads (0: `RAYON_NUM_THREADS` or one per core).
 #[pyfunction]
 pub fn set_num_threads(threads: usize) -> PyResult<()> {

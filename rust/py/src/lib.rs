@@ -37,6 +37,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(draw_masks, m)?)?;
     m.add_function(wrap_pyfunction!(check_lr, m)?)?;
     m.add_function(wrap_pyfunction!(check_weight_decay, m)?)?;
+    m.add_function(wrap_pyfunction!(check_beta1, m)?)?;
     m.add_function(wrap_pyfunction!(param_layout, m)?)?;
     m.add("InvalidValueError", m.py().get_type::<InvalidValueError>())?;
     m.add("ShapeError", m.py().get_type::<ShapeError>())?;

@@ -452,7 +452,8 @@ impl Model {
         weight_decay: f32,
     ) -> Result<(f64, f64)> {
         let at = LossSteps::last(self.spec.num_steps);
-        let out = self.train_step_at(x, y, shape, masks, (lr, weight_decay), at, false)?;
+        let settings = optim::StepSettings::new(lr, weight_decay);
+        let out = self.train_step_at(x, y, shape, masks, settings, at, false)?;
         Ok((out.soft, out.hard))
     }
 
@@ -466,12 +467,11 @@ impl Model {
         y: &[f32],
         shape: GridShape,
         masks: Option<&[f32]>,
-        (lr, weight_decay): (f32, f32),
+        settings: optim::StepSettings,
         at: LossSteps,
         keep_last: bool,
     ) -> Result<StepOutcome> {
-        optim::check_lr(lr.into())?;
-        optim::check_weight_decay(weight_decay.into())?;
+        settings.check()?;
         at.check()?;
         let per_cell = self.check_target(y, shape)?;
         let drawn = masks.is_some() || self.spec.is_async;
@@ -513,8 +513,7 @@ impl Model {
                 }
             };
             let ((hard, last_state), (soft, grad)) = (hard?, soft?);
-            self.optimizer
-                .step(&mut self.logits, &grad, lr, weight_decay);
+            self.optimizer.step(&mut self.logits, &grad, settings);
             self.scratch.grad = grad;
             Ok(StepOutcome {
                 soft,
