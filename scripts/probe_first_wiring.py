@@ -4,10 +4,11 @@
     python scripts/probe_first_wiring.py VARIANT [VARIANT ...] [--seeds 0-19] [--out FILE]
 
 Each variant trains a fresh wiring of the `checkerboard` preset (its spec, batch, learning
-rate and pass-through logit) for the notebook's 500 epochs, one random start per epoch,
-and records the first epoch whose hard circuit is exact on its batch and then on 64 fixed
-random starts (the probe's own check; `train` validates and confirms on other draws, so
-the counts compare between variants, not with `sweep`'s). Variants:
+rate and pass-through logit; AdamW's β1 the notebook's 0.9) for the notebook's 500
+epochs, one random start per epoch, and records the first epoch whose hard circuit is
+exact on its batch and then on 64 fixed random starts (the probe's own check; `train`
+validates and confirms on other draws, so the counts compare between variants, not with
+`sweep`'s). Variants:
 
 - `plain`: the loss at step 20, as `train` does;
 - `loss-from=L`: the loss the mean over steps L..20 (the engine's `train_step_at`);
@@ -20,13 +21,13 @@ the counts compare between variants, not with `sweep`'s). Variants:
   (does the wiring decide, or the draws?);
 - `round-every=N`: the states rounded to 0/1 between steps (straight-through) in every
   N-th epoch's rollout, the others relaxed (the lizard's `binarize_every`);
-- `beta1=B`, `beta2=B`: the engine's AdamW (gradients clipped to ±100, β1 0.9, β2 0.99)
-  redone in numpy with another β (`beta1=0.9` is that numpy baseline: float rounding apart,
-  `plain`);
+- `beta1=B`: AdamW's first-moment decay B instead of the notebook's 0.9 (`train --beta1`);
+- `lr-cosine=F`: the learning rate decayed along a cosine to F times the preset's over the
+  500 epochs;
+- `beta2=B`: the engine's AdamW (gradients clipped to ±100, β1 0.9, β2 0.99) redone in
+  numpy with β2 = B (`beta2=0.99` is that numpy baseline: float rounding apart, `plain`);
 - `logit-noise=S`: the numpy AdamW, and Gaussian noise of deviation S added to every logit
   after each step (a random walk off plateaus);
-- `lr-cosine=F`: the numpy AdamW with the learning rate decayed by a cosine to F times the
-  preset's over the 500 epochs;
 - `choose=KxE`: K wirings (the run's, then its restart seeds') trained E epochs each,
   each on a batch stream of its own, and the one with the lowest mean hard loss over its
   last 10 epochs trained on: a choice among wirings, whose epochs all count against the
@@ -54,6 +55,9 @@ from logicars.training.policies import restart_seed
 EPOCHS = 500  # the reference notebook's
 CHECK_STARTS = 64
 CHECK_SEED = 12345  # the probe's own check draw, fixed across variants
+# AdamW's β1 of every variant but `beta1=B`: the notebook's, the preset's when the rows
+# of docs/data/probes/first-wiring-checkerboard.jsonl were recorded (it is 0 since).
+BETA1 = 0.9
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -61,19 +65,20 @@ def parse_seeds(text: str) -> list[int]:
     return list(range(int(lo), int(hi or lo) + 1))
 
 
-# Variants trained by `NumpyAdamW` instead of the engine's optimizer (float arguments).
-NUMPY_OPTIMIZER = ("beta1", "beta2", "logit-noise", "lr-cosine")
+# Variants trained by `NumpyAdamW` instead of the engine's optimizer.
+NUMPY_OPTIMIZER = ("beta2", "logit-noise")
+# Variants whose argument is a float.
+FLOAT_ARGUMENT = ("beta1", "lr-cosine") + NUMPY_OPTIMIZER
 
 
 class NumpyAdamW:
-    """The engine's clipped AdamW (rust/core/src/optim.rs) in numpy, with its β's, noise
-    and learning rate open to change."""
+    """The engine's clipped AdamW (rust/core/src/optim.rs) in numpy, with β2 and noise on
+    the logits open to change."""
 
     def __init__(self, kind: str, value: float, seed: int) -> None:
-        self.beta1 = value if kind == "beta1" else 0.9
+        self.beta1 = 0.9
         self.beta2 = value if kind == "beta2" else 0.99
         self.noise = value if kind == "logit-noise" else 0.0
-        self.lr_floor = value if kind == "lr-cosine" else 1.0
         self.rng = np.random.default_rng([seed, 777])  # the noise's own stream
         self.m: dict[str, np.ndarray] = {}
         self.v: dict[str, np.ndarray] = {}
@@ -83,9 +88,6 @@ class NumpyAdamW:
         self, model: logicars.Model, x: np.ndarray, y: np.ndarray, lr: float, wd: float
     ) -> None:
         self.t += 1
-        if self.lr_floor < 1.0:
-            cos = 0.5 * (1 + np.cos(np.pi * self.t / EPOCHS))
-            lr *= self.lr_floor + (1 - self.lr_floor) * cos
         _, grads = model.loss_and_grad(x, y)
         params = model.params()
         b1, b2 = self.beta1, self.beta2
@@ -116,7 +118,7 @@ def variant_spec(kind: str, value: int, spec: logicars.ModelSpec) -> logicars.Mo
     if kind == "round-every":
         return spec.with_rounding(True, value)
     known = ("plain", "loss-from", "hold", "steps-jitter", "lr-warmup", "choose", "batches")
-    if kind not in known + NUMPY_OPTIMIZER:
+    if kind not in known + FLOAT_ARGUMENT:
         raise SystemExit(f"unknown variant {kind!r}")
     return spec
 
@@ -132,7 +134,7 @@ def solves(
 def variant_preset(preset: logicars.Preset, variant: str) -> logicars.Preset:
     """The preset with the variant's spec (its task then draws starts of its channels)."""
     kind, _, arg = variant.partition("=")
-    if kind in ("choose",) + NUMPY_OPTIMIZER:
+    if kind in ("choose",) + FLOAT_ARGUMENT:
         return preset
     return dataclasses.replace(preset, spec=variant_spec(kind, int(arg or 0), preset.spec))
 
@@ -156,14 +158,14 @@ def first_solving_epoch(
         return chosen_wiring_epoch(preset, check, arg, seed)
     if kind in NUMPY_OPTIMIZER:
         return numpy_optimizer_epoch(preset, check, NumpyAdamW(kind, float(arg), seed), seed)
-    value = int(arg) if arg else 0
+    value = float(arg) if kind in FLOAT_ARGUMENT else int(arg or 0)
     h, w, t = cfg.height, cfg.width, spec.num_steps
     model = logicars.Model(spec, seed=seed)
     rng = np.random.default_rng([seed, value] if kind == "batches" else seed)
     for epoch in range(1, EPOCHS + 1):
         x = task.start(rng, cfg.batch, h, w)
         y = task.target(x)
-        steps, loss_from, lr = t, t, cfg.lr
+        steps, loss_from, lr, beta1 = t, t, cfg.lr, BETA1
         if kind == "loss-from":
             loss_from = value
         elif kind == "hold":
@@ -172,9 +174,14 @@ def first_solving_epoch(
             steps = loss_from = int(rng.integers(t - value, t + value + 1))
         elif kind == "lr-warmup":
             lr = cfg.lr * min(1.0, epoch / value)
+        elif kind == "lr-cosine":
+            lr = cfg.lr * (value + (1 - value) * 0.5 * (1 + np.cos(np.pi * epoch / EPOCHS)))
+        elif kind == "beta1":
+            beta1 = value
         _, hard, _ = model.train_step_at(
-            x, y, steps=steps, loss_from=loss_from, lr=lr, weight_decay=cfg.weight_decay
-        )
+            x, y, steps=steps, loss_from=loss_from, lr=lr, weight_decay=cfg.weight_decay,
+            beta1=beta1,
+        )  # fmt: skip
         if hard == 0 and solves(model, check, task, spec):
             return epoch
     return None
@@ -214,7 +221,7 @@ def chosen_wiring_epoch(
         x, y = task.sample(rng, cfg.batch)
         _, hard, _ = model.train_step_at(
             x, y, steps=spec.num_steps, loss_from=spec.num_steps, lr=cfg.lr,
-            weight_decay=cfg.weight_decay,
+            weight_decay=cfg.weight_decay, beta1=BETA1,
         )  # fmt: skip
         return hard
 
