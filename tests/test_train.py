@@ -137,7 +137,8 @@ def test_metrics_match_engine_losses(gol_run: RunResult) -> None:
     model = logicars.Model(preset.spec, preset.seed)
     rng = np.random.default_rng(preset.seed)
     data = preset.task()
-    replay = [model.train_step(*data.sample(rng)) for _ in range(3)]
+    settings = {"lr": preset.lr, "weight_decay": preset.weight_decay, "beta1": preset.beta1}
+    replay = [model.train_step(*data.sample(rng), **settings) for _ in range(3)]
     assert replay == [(m.soft_loss, m.hard_loss) for m in gol_run.metrics]
     assert same_state(model, gol_run.model)
 

@@ -223,10 +223,9 @@ class Model:
     ) -> tuple[float, float]:
         """One clip + AdamW step with learning rate `lr`, decoupled weight decay
         `weight_decay` and first-moment decay `beta1` (training options, not part of the
-        spec); returns (soft_loss,
-        hard_loss) measured at the logits before the update. Without `lr`, the model's
-        own (`Model.lr`: a reference file's, so its optimizer step is the notebook's),
-        else `DEFAULT_LR`."""
+        spec); returns (soft_loss, hard_loss) measured at the logits before the update.
+        Without `lr`, the model's own (`Model.lr`: a reference file's, so its optimizer
+        step is the notebook's), else `DEFAULT_LR`."""
         if lr is None:
             lr = DEFAULT_LR if self._lr is None else self._lr
         xa = as_unit_array("x", x)

@@ -264,8 +264,9 @@ def train(
     with it; a setting given as None is not given (except `checkpoint_every=None`:
     checkpoints only at the end). In short:
 
-    - `epochs`, `seed`, `lr`, `weight_decay`, `lr_decay_from`/`lr_end` (a late cosine
-      decay, given together; `Preset.lr_at`), `threads` (results do not depend on it).
+    - `epochs`, `seed`, `lr`, `weight_decay`, `beta1` (AdamW's momentum: 0 for none),
+      `lr_decay_from`/`lr_end` (a late cosine decay, given together; `Preset.lr_at`),
+      `threads` (results do not depend on it).
       `seed` fixes wiring, data and async masks.
     - The training rule: `relax` (a mode of `logicars.spec.RELAX_MODES` or a
       `Relaxation`), `tau`, `noise`, `warmup`, `hard_fraction`, `binarize_states`,
