@@ -214,11 +214,11 @@ BEFORE_TASKS = {
 # growing only with no search (persisting since 2026-11-29), the lizard softmax from the
 # notebook's seed-23 wiring (still shipped for `init`), gol and the checkerboards from the
 # notebook's pass-through logit (5 since 2026-11-29), the checkerboard at its lr (0.1 since),
-# batch (1 since), and gol and the checkerboard at AdamW's β1 (0 since 2026-11-30).
+# batch (1 since), and gol and the checkerboards at AdamW's β1 (0 since 2026-11-30).
 OLD_DEFAULTS = {
     "gol": {"init_logit": 10, "beta1": 0.9},
     "checkerboard": {"init_logit": 10, "lr": 0.05, "batch": 2, "beta1": 0.9},
-    "checkerboard-async": {"init_logit": 10},
+    "checkerboard-async": {"init_logit": 10, "beta1": 0.9},
     "colored-g": {"seed": 13, "binarize_states": False, "growth": "grow", "drift_budget": 0},
     "lizard": {
         "relax": "softmax",
