@@ -221,38 +221,22 @@ def test_lr_override(tmp_path: Path) -> None:
     assert losses(resumed) == losses(straight) and same_state(resumed.model, straight.model)
 
 
-def test_weight_decay_is_the_runs(tmp_path: Path) -> None:
-    """`weight_decay` trains, is stored (summary, training state), kept on resume; a
-    checkpoint from before the option reads as the notebook's 1e-2."""
+@pytest.mark.parametrize(("key", "notebook"), [("weight_decay", 0.01), ("beta1", 0.9)])
+def test_optimizer_setting_is_the_runs(tmp_path: Path, key: str, notebook: float) -> None:
+    """`weight_decay` and `beta1` train, are stored (summary, training state) and kept on
+    resume; a checkpoint from before the option reads as the notebook's value."""
     preset = tiny_async_preset()
-    r = train(preset, epochs=2, weight_decay=0.0, out=tmp_path / "r", quiet=True)
+    r = train(preset, epochs=2, **{key: 0.0}, out=tmp_path / "r", quiet=True)
     default = train(preset, epochs=2, out=tmp_path / "d", quiet=True)
-    assert (r.summary["weight_decay"], default.summary["weight_decay"]) == (0.0, 0.01)
+    assert (r.summary[key], default.summary[key]) == (0.0, notebook)
     assert not same_state(r.model, default.model)
-    assert load_checkpoint(r.checkpoint)[1]["preset"]["weight_decay"] == 0.0
+    assert load_checkpoint(r.checkpoint)[1]["preset"][key] == 0.0
     resumed = train(None, resume=r.run_dir, epochs=3, quiet=True)
-    straight = train(preset, epochs=3, weight_decay=0.0, out=tmp_path / "s", quiet=True)
-    assert resumed.summary["weight_decay"] == 0.0
+    straight = train(preset, epochs=3, **{key: 0.0}, out=tmp_path / "s", quiet=True)
+    assert resumed.summary[key] == 0.0
     assert losses(resumed) == losses(straight) and same_state(resumed.model, straight.model)
     _without_weight_decay(default.run_dir)
-    assert load_run(default.run_dir).preset.weight_decay == 0.01
-
-
-def test_beta1_is_the_runs(tmp_path: Path) -> None:
-    """`beta1` trains, is stored (summary, training state) and kept on resume; a
-    checkpoint from before the option reads as the notebook's 0.9."""
-    preset = tiny_async_preset()
-    r = train(preset, epochs=3, beta1=0.0, out=tmp_path / "r", quiet=True)
-    default = train(preset, epochs=3, out=tmp_path / "d", quiet=True)
-    assert (r.summary["beta1"], default.summary["beta1"]) == (0.0, 0.9)
-    assert not same_state(r.model, default.model)
-    assert load_checkpoint(r.checkpoint)[1]["preset"]["beta1"] == 0.0
-    resumed = train(None, resume=r.run_dir, epochs=4, quiet=True)
-    straight = train(preset, epochs=4, beta1=0.0, out=tmp_path / "s", quiet=True)
-    assert resumed.summary["beta1"] == 0.0
-    assert losses(resumed) == losses(straight) and same_state(resumed.model, straight.model)
-    _without_weight_decay(default.run_dir)
-    assert load_run(default.run_dir).preset.beta1 == 0.9
+    assert getattr(load_run(default.run_dir).preset, key) == notebook
 
 
 def test_lr_at_follows_a_half_cosine_after_the_decay_start() -> None:

@@ -243,32 +243,17 @@ fn loss_states_outside_the_rollout_are_refused() {
     let mut m = sync_model_with_random_logits();
     let x = vec![0f32; 24];
     let y = vec![0f32; 24];
+    let settings = optim::StepSettings::new(0.05, 0.0);
     for at in [
         LossSteps { steps: 3, from: 0 },
         LossSteps { steps: 3, from: 4 },
     ] {
-        let step = m.train_step_at(
-            &x,
-            &y,
-            SHAPE,
-            None,
-            optim::StepSettings::new(0.05, 0.0),
-            at,
-            false,
-        );
+        let step = m.train_step_at(&x, &y, SHAPE, None, settings, at, false);
         assert!(matches!(step, Err(Error::Value(_))), "{at:?}");
     }
     let at = LossSteps { steps: 3, from: 2 };
     let out = m
-        .train_step_at(
-            &x,
-            &y,
-            SHAPE,
-            None,
-            optim::StepSettings::new(0.05, 0.0),
-            at,
-            true,
-        )
+        .train_step_at(&x, &y, SHAPE, None, settings, at, true)
         .unwrap();
     assert_eq!(out.last_state.unwrap().len(), 24);
 }
