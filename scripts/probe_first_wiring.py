@@ -76,7 +76,7 @@ class NumpyAdamW:
     the logits open to change."""
 
     def __init__(self, kind: str, value: float, seed: int) -> None:
-        self.beta1 = 0.9
+        self.beta1 = BETA1
         self.beta2 = value if kind == "beta2" else 0.99
         self.noise = value if kind == "logit-noise" else 0.0
         self.rng = np.random.default_rng([seed, 777])  # the noise's own stream
