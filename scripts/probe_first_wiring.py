@@ -76,7 +76,6 @@ class NumpyAdamW:
     the logits open to change."""
 
     def __init__(self, kind: str, value: float, seed: int) -> None:
-        self.beta1 = BETA1
         self.beta2 = value if kind == "beta2" else 0.99
         self.noise = value if kind == "logit-noise" else 0.0
         self.rng = np.random.default_rng([seed, 777])  # the noise's own stream
@@ -90,7 +89,7 @@ class NumpyAdamW:
         self.t += 1
         _, grads = model.loss_and_grad(x, y)
         params = model.params()
-        b1, b2 = self.beta1, self.beta2
+        b1, b2 = BETA1, self.beta2
         for name, p in params.items():
             g = np.clip(grads[name], -100.0, 100.0)
             m = self.m[name] = b1 * self.m.get(name, 0.0) + (1 - b1) * g

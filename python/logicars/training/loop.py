@@ -93,6 +93,13 @@ class Policy:
         """A checkpoint is about to be written."""
 
 
+def optimizer_settings(run: Run, lr: float) -> dict[str, float]:
+    """A training step's optimizer settings at learning rate `lr`: the run's weight decay
+    and β1 (every `BatchSource.step` takes them from here)."""
+    p = run.state.preset
+    return {"lr": lr, "weight_decay": p.weight_decay, "beta1": p.beta1}
+
+
 class BatchSource(Policy):
     """Where each epoch's inputs and targets come from, and the step taken on them; a
     policy too, so that a source that keeps state (a sample pool) sees the run's events
@@ -102,11 +109,10 @@ class BatchSource(Policy):
         raise NotImplementedError
 
     def step(self, run: Run, x: np.ndarray, y: np.ndarray, lr: float) -> tuple[float, float]:
-        """One training step on the batch at learning rate `lr` (the run's weight decay
-        and β1): (soft loss, hard loss). A pool overrides it to take the step that
-        returns the last states, and keeps them."""
-        p = run.state.preset
-        return run.model.train_step(x, y, lr=lr, weight_decay=p.weight_decay, beta1=p.beta1)
+        """One training step on the batch at learning rate `lr`: (soft loss, hard loss).
+        A pool overrides it to take the step that returns the last states, and keeps
+        them."""
+        return run.model.train_step(x, y, **optimizer_settings(run, lr))
 
 
 class TaskBatches(BatchSource):

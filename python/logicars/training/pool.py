@@ -11,7 +11,7 @@ import numpy as np
 
 from ..files import load_npz, write_atomic
 from ..growth import GrowthBatches
-from .loop import BatchSource, Run
+from .loop import BatchSource, Run, optimizer_settings
 
 POOL_NAME = "pool.npz"
 
@@ -55,10 +55,8 @@ class PoolBatches(BatchSource):
             y,
             steps=b.steps,
             loss_from=b.loss_from,
-            lr=lr,
-            weight_decay=run.state.preset.weight_decay,
-            beta1=run.state.preset.beta1,
             keep_last=b.pooling,
+            **optimizer_settings(run, lr),
         )
         was_pooling = b.pooling
         b.keep(run.state.epoch + 1, hard, last)
