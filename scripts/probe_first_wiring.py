@@ -32,6 +32,12 @@ validates and confirms on other draws, so the counts compare between variants, n
   each on a batch stream of its own, and the one with the lowest mean hard loss over its
   last 10 epochs trained on: a choice among wirings, whose epochs all count against the
   500 (a wiring exact during its trial stops the probe there).
+- `lr=R`: the learning rate R instead of the preset's;
+- `init-noise=S`: Gaussian noise of deviation S added to every logit of the fresh wiring
+  (on top of the pass-through init; difflogic's original init is noise alone).
+
+Variants of the training loop combine with `+`, e.g. `beta1=0+lr=0.2`; `choose` and the
+numpy optimizer's variants run alone.
 
 One JSON line per (variant, seed) goes to `--out` (appended; docs/results.md's table of
 them is `scripts/make_results.py`'s `{{probe-table NAME}}`), and a count per variant to
@@ -68,7 +74,19 @@ def parse_seeds(text: str) -> list[int]:
 # Variants trained by `NumpyAdamW` instead of the engine's optimizer.
 NUMPY_OPTIMIZER = ("beta2", "logit-noise")
 # Variants whose argument is a float.
-FLOAT_ARGUMENT = ("beta1", "lr-cosine") + NUMPY_OPTIMIZER
+FLOAT_ARGUMENT = ("beta1", "lr-cosine", "lr", "init-noise") + NUMPY_OPTIMIZER
+# Variants that change the model's spec.
+SPEC_KINDS = ("kernels", "channels", "round-every")
+# Variants that must run alone.
+ALONE = ("choose",) + NUMPY_OPTIMIZER
+
+
+def parse_variant(variant: str) -> dict[str, float]:
+    """`kind=value+kind=value` as {kind: value} (a kind without a value reads 0)."""
+    parts = dict(part.partition("=")[::2] for part in variant.split("+"))
+    if len(parts) > 1 and any(kind in ALONE for kind in parts):
+        raise SystemExit(f"{variant!r}: {', '.join(ALONE)} run alone")
+    return {kind: float(arg or 0) for kind, arg in parts.items() if kind not in ("choose",)}
 
 
 class NumpyAdamW:
@@ -117,7 +135,7 @@ def variant_spec(kind: str, value: int, spec: logicars.ModelSpec) -> logicars.Mo
     if kind == "round-every":
         return spec.with_rounding(True, value)
     known = ("plain", "loss-from", "hold", "steps-jitter", "lr-warmup", "choose", "batches")
-    if kind not in known + FLOAT_ARGUMENT:
+    if kind not in known + FLOAT_ARGUMENT + SPEC_KINDS:
         raise SystemExit(f"unknown variant {kind!r}")
     return spec
 
@@ -132,10 +150,11 @@ def solves(
 
 def variant_preset(preset: logicars.Preset, variant: str) -> logicars.Preset:
     """The preset with the variant's spec (its task then draws starts of its channels)."""
-    kind, _, arg = variant.partition("=")
-    if kind in ("choose",) + FLOAT_ARGUMENT:
-        return preset
-    return dataclasses.replace(preset, spec=variant_spec(kind, int(arg or 0), preset.spec))
+    spec = preset.spec
+    for kind, _, arg in (part.partition("=") for part in variant.split("+")):
+        if kind not in ("choose",) + FLOAT_ARGUMENT:
+            spec = variant_spec(kind, int(arg or 0), spec)
+    return dataclasses.replace(preset, spec=spec)
 
 
 def check_draw(preset: logicars.Preset) -> tuple[np.ndarray, np.ndarray]:
@@ -157,26 +176,32 @@ def first_solving_epoch(
         return chosen_wiring_epoch(preset, check, arg, seed)
     if kind in NUMPY_OPTIMIZER:
         return numpy_optimizer_epoch(preset, check, NumpyAdamW(kind, float(arg), seed), seed)
-    value = float(arg) if kind in FLOAT_ARGUMENT else int(arg or 0)
+    knobs = parse_variant(variant)
     h, w, t = cfg.height, cfg.width, spec.num_steps
     model = logicars.Model(spec, seed=seed)
-    rng = np.random.default_rng([seed, value] if kind == "batches" else seed)
+    if "init-noise" in knobs:
+        noise = np.random.default_rng([seed, 778])  # the init noise's own stream
+        params = model.params()
+        for p in params.values():
+            p += noise.normal(0.0, knobs["init-noise"], p.shape).astype(np.float32)
+        model.set_params(params)
+    batches = knobs.get("batches")
+    rng = np.random.default_rng(seed if batches is None else [seed, int(batches)])
     for epoch in range(1, EPOCHS + 1):
         x = task.start(rng, cfg.batch, h, w)
         y = task.target(x)
-        steps, loss_from, lr, beta1 = t, t, cfg.lr, BETA1
-        if kind == "loss-from":
-            loss_from = value
-        elif kind == "hold":
-            steps = t + value
-        elif kind == "steps-jitter":
-            steps = loss_from = int(rng.integers(t - value, t + value + 1))
-        elif kind == "lr-warmup":
-            lr = cfg.lr * min(1.0, epoch / value)
-        elif kind == "lr-cosine":
-            lr = cfg.lr * (value + (1 - value) * 0.5 * (1 + np.cos(np.pi * epoch / EPOCHS)))
-        elif kind == "beta1":
-            beta1 = value
+        steps, loss_from = t, int(knobs.get("loss-from", t))
+        lr, beta1 = knobs.get("lr", cfg.lr), knobs.get("beta1", BETA1)
+        if "hold" in knobs:
+            steps = t + int(knobs["hold"])
+        if "steps-jitter" in knobs:
+            jitter = int(knobs["steps-jitter"])
+            steps = loss_from = int(rng.integers(t - jitter, t + jitter + 1))
+        if "lr-warmup" in knobs:
+            lr *= min(1.0, epoch / knobs["lr-warmup"])
+        if "lr-cosine" in knobs:
+            floor = knobs["lr-cosine"]
+            lr *= floor + (1 - floor) * 0.5 * (1 + np.cos(np.pi * epoch / EPOCHS))
         _, hard, _ = model.train_step_at(
             x, y, steps=steps, loss_from=loss_from, lr=lr, weight_decay=cfg.weight_decay,
             beta1=beta1,

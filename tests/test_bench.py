@@ -128,6 +128,18 @@ def test_bench_times_an_experiment_files_model(capsys: pytest.CaptureFixture[str
     assert gce != logicars.PRESETS["lizard"].gate_cell_evals_per_epoch()
 
 
+def test_bench_table_fits_a_long_file_name(capsys: pytest.CaptureFixture[str]) -> None:
+    """A path longer than the preset column stays apart from the relaxation's name."""
+    paper = str(PAPER_LIZARD)
+    assert len(paper) > 20
+    assert main(["bench", paper, "--threads", "1", "--epochs", "1", "--warmup", "0"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    (row,) = [line for line in lines if line.startswith(paper)]
+    relax_at = lines[0].index("relax")
+    assert row[:relax_at].rstrip() == paper
+    assert row[relax_at:].startswith("truth-table")  # the paper lizard's relaxation
+
+
 def test_bench_times_a_presets_own_relaxation_with_its_parameters() -> None:
     """The spec's own mode keeps its parameters (a hard fraction and its warmup), another
     mode starts from the engine's defaults; the row's label names the parameters."""

@@ -135,9 +135,10 @@ def run(args: argparse.Namespace) -> int:
     bad = [r for r in relaxes if r.removesuffix(BINARIZED) not in RELAX_MODES]
     if bad:
         raise UsageError(f"--relax: unknown mode(s) {bad}; valid: {', '.join(RELAX_MODES)}")
+    name_width = _name_width(names)
     if not args.json:
         head = ("preset", "relax", "threads", "ms/epoch", "G gce/s", "FMA peak", "RSS MB", "ratio")
-        print(f"{head[0]:<20}{head[1]:<26}" + "".join(f"{h:>10}" for h in head[2:]))
+        print(f"{head[0]:<{name_width}}{head[1]:<26}" + "".join(f"{h:>10}" for h in head[2:]))
     per_preset, timed = max(1, len(relaxes)), list(presets)
     for t in threads:
         # Every preset in the same alternating rounds, one thread count at a time.
@@ -152,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
             every = r["binarize_every"]
             relax = r["relax"] + (f"/{every}" if every > 1 else "")
             print(
-                f"{name:<20}{relax:<26}{t:>10}{r['ms_per_epoch']:>10.2f}"
+                f"{name:<{name_width}}{relax:<26}{t:>10}{r['ms_per_epoch']:>10.2f}"
                 f"{r['gce_per_s'] / 1e9:>10.2f}"
                 f"{'' if frac is None else f'{100 * frac:.1f}%':>10}{r['peak_rss_mb']:>10.0f}"
                 f"{'' if ratio is None else f'{ratio:.3f}':>10}",
@@ -163,6 +164,11 @@ def run(args: argparse.Namespace) -> int:
     if seeds:
         _run_to_working(args, names, seeds, threads[-1])
     return 0
+
+
+def _name_width(names: list[str]) -> int:
+    """The preset column's width: a file's path can be longer than a preset's name."""
+    return max(20, *(len(n) + 2 for n in names))
 
 
 def _seeds_to_working(text: str | None) -> list[int]:
@@ -181,7 +187,7 @@ def _run_to_working(
     if not args.json:
         print(f"\nto a working circuit, seeds {args.to_working}, {threads} thread(s) per run:")
         print(
-            f"{'preset':<20}"
+            f"{'preset':<{_name_width(names)}}"
             + "".join(f"{h:>12}" for h in ("runs", "working", "wall s"))
             + "  s per working circuit"
         )
@@ -193,7 +199,8 @@ def _run_to_working(
             continue
         per = r["seconds_per_working"]
         print(
-            f"{name:<20}{r['runs']:>12}{r['working']:>12}{r['wall_seconds']:>12.1f}"
+            f"{name:<{_name_width(names)}}{r['runs']:>12}{r['working']:>12}"
+            f"{r['wall_seconds']:>12.1f}"
             f"  {'none works' if per is None else f'{per:.1f}'}",
             flush=True,
         )

@@ -1,9 +1,10 @@
 //! Times the float kernels on one chunk of a real compiled step, by pass and section,
 //! against the machine's measured FMA peak (docs/performance.md):
-//! `cargo run -r -p logicars-core --example sections -- [wide]`.
+//! `cargo run -r -p logicars-core --example sections -- [wide] [--cells N]` (rows of N
+//! cells, the model's `chunk_cells`; default `DEFAULT_CHUNK_CELLS`).
 //!
 //! Each figure is the best of 30 rounds of 20 calls on one thread, so other jobs on
-//! the machine inflate it less than a wall-clock epoch. A gate on a row of `DEFAULT_CHUNK_CELLS`
+//! the machine inflate it less than a wall-clock epoch. A gate on a row of N
 //! cells needs 3 multiply-adds per cell forward and 7 multiplies or multiply-adds per
 //! cell backward (`kernels.rs`): that work over the measured peak of one thread is the
 //! fastest the pass could run.
@@ -38,7 +39,19 @@ fn best_us<F: FnMut()>(mut f: F) -> f64 {
 }
 
 fn main() {
-    let wide = std::env::args().nth(1).is_some_and(|a| a == "wide");
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let wide = args.iter().any(|a| a == "wide");
+    let cells = match args.iter().position(|a| a == "--cells") {
+        Some(i) => args
+            .get(i + 1)
+            .and_then(|v| v.parse().ok())
+            .expect("--cells N"),
+        None => DEFAULT_CHUNK_CELLS,
+    };
+    let lanes = Lanes {
+        cells,
+        width: cells,
+    };
     let spec = Spec::from_json(if wide { WIDE } else { NARROW }).unwrap();
     let model = Model::new(spec, 3).unwrap();
     let p = Program::compile(model.spec(), model.perceive_wires(), model.update_wires());
@@ -48,9 +61,9 @@ fn main() {
     let level = simd_level();
     // Cache-aligned, as the engine's arenas are.
     let filled = |len: usize, v: f32| AlignedVec::from_slice(&vec![v; len]);
-    let mut act = filled(p.gates.n_rows * DEFAULT_CHUNK_CELLS, 0.5);
-    let mut rollout_act = filled(p.rollout.n_rows * DEFAULT_CHUNK_CELLS, 0.5);
-    let mut grad = filled(p.backward.n_rows * DEFAULT_CHUNK_CELLS, 0.1);
+    let mut act = filled(p.gates.n_rows * cells, 0.5);
+    let mut rollout_act = filled(p.rollout.n_rows * cells, 0.5);
+    let mut grad = filled(p.backward.n_rows * cells, 0.1);
     let mut acc = AlignedVec::<f64>::zeros(p.n_coefs());
 
     // Perception gates come first in the forward list, last in the backward list.
@@ -76,15 +89,14 @@ fn main() {
     );
     let act_rows = p.gates.n_rows;
 
-    let rollout =
-        best_us(|| kernels::forward(&p.rollout, &coefs, &mut rollout_act, Lanes::WHOLE, level));
+    let rollout = best_us(|| kernels::forward(&p.rollout, &coefs, &mut rollout_act, lanes, level));
     let fwd = [
-        best_us(|| kernels::forward(&p.gates, &coefs, &mut act, Lanes::WHOLE, level)),
-        best_us(|| kernels::forward(&fwd_perceive, &coefs, &mut act, Lanes::WHOLE, level)),
-        best_us(|| kernels::forward(&fwd_update, &coefs, &mut act, Lanes::WHOLE, level)),
+        best_us(|| kernels::forward(&p.gates, &coefs, &mut act, lanes, level)),
+        best_us(|| kernels::forward(&fwd_perceive, &coefs, &mut act, lanes, level)),
+        best_us(|| kernels::forward(&fwd_update, &coefs, &mut act, lanes, level)),
     ];
     let run_backward = |b: &Backward, act: &[f32], grad: &mut [f32], acc: &mut [f64]| {
-        kernels::backward(b, act_rows, &coefs, (act, grad), acc, Lanes::WHOLE, level)
+        kernels::backward(b, act_rows, &coefs, (act, grad), acc, lanes, level)
     };
     let mut backward = |b: &Backward| best_us(|| run_backward(b, &act, &mut grad, &mut acc));
     let bwd = [
@@ -98,11 +110,11 @@ fn main() {
     // Nanoseconds per gate on one row, and the share of the FMA peak that is.
     let per_gate = |us: f64, gates: usize, ops: f64| {
         let ns = us * 1e3 / gates as f64;
-        (ns, ops * DEFAULT_CHUNK_CELLS as f64 / (ns * 1e-9) / peak)
+        (ns, ops * cells as f64 / (ns * 1e-9) / peak)
     };
     println!(
         "{n} gates ({n_perceive} perception), {} rows ({} in the rollout, {} gradient), \
-         {DEFAULT_CHUNK_CELLS} cells per row, {}, peak {:.1} G FMA lanes/s",
+         {cells} cells per row, {}, peak {:.1} G FMA lanes/s",
         p.gates.n_rows,
         p.rollout.n_rows,
         p.backward.n_rows,
@@ -135,11 +147,11 @@ fn main() {
     row("forward, all rows kept", fwd, FORWARD_OPS);
     row("backward", bwd, BACKWARD_OPS);
     let pair = best_us(|| {
-        kernels::forward(&p.gates, &coefs, &mut act, Lanes::WHOLE, level);
+        kernels::forward(&p.gates, &coefs, &mut act, lanes, level);
         run_backward(&p.backward, &act, &mut grad, &mut acc);
     });
     let total = rollout + pair;
-    let ideal = (2.0 * FORWARD_OPS + BACKWARD_OPS) * (n * DEFAULT_CHUNK_CELLS) as f64 / peak * 1e6;
+    let ideal = (2.0 * FORWARD_OPS + BACKWARD_OPS) * (n * cells) as f64 / peak * 1e6;
     println!(
         "one chunk-step (rollout, then forward and backward in turn): {total:.1} us; \
          at the FMA peak {ideal:.1} us ({:.0}%)",

@@ -5,7 +5,15 @@
 //! wait at the end of a step: a grid of 6¼ chunks splits over 2 threads as 3¼ and 3 in
 //! a wavefront, against 4 and 2¼ at worst with a barrier per step.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// How long a worker with nothing ready spins (yielding its core between looks) for a
+/// task to finish before it sleeps. Waking a sleeping thread is a system call and a
+/// reschedule, tens of microseconds on a virtual machine, and with two chunks a step on
+/// two threads one waits for the other at every step (docs/performance.md, round six).
+const SPIN: Duration = Duration::from_micros(500);
 
 /// The chunks of a grid, as the wavefront sees them.
 pub(crate) struct Chunks {
@@ -26,6 +34,8 @@ struct Graph<'a> {
     progress: Mutex<Progress>,
     /// Rung when a task becomes ready, or when the work ends.
     wake: Condvar,
+    /// Tasks finished so far: what a spinning worker watches.
+    finished: AtomicU64,
 }
 
 struct Progress {
@@ -101,6 +111,7 @@ where
             failed: false,
         }),
         wake: Condvar::new(),
+        finished: AtomicU64::new(0),
     };
     rayon::scope(|s| {
         for w in 0..workers {
@@ -151,10 +162,37 @@ impl Graph<'_> {
                 self.wake_all(&p);
                 return;
             } else {
-                p.sleeping += 1;
-                p = self.wake.wait(p).unwrap_or_else(|e| e.into_inner());
-                p.sleeping -= 1;
+                // A task is running: it may soon make one ready. Spin a while first.
+                let seen = self.finished.load(Ordering::Acquire);
+                drop(p);
+                let changed = self.spin_until_finished_after(seen);
+                p = self.lock();
+                if !changed && p.ready.is_empty() && p.running > 0 && !p.failed {
+                    p.sleeping += 1;
+                    p = self.wake.wait(p).unwrap_or_else(|e| e.into_inner());
+                    p.sleeping -= 1;
+                }
             }
+        }
+    }
+
+    /// Spins until a task finishes after the `seen`-th, for at most `SPIN`; says
+    /// whether one did.
+    fn spin_until_finished_after(&self, seen: u64) -> bool {
+        let start = Instant::now();
+        loop {
+            for _ in 0..64 {
+                if self.finished.load(Ordering::Acquire) != seen {
+                    return true;
+                }
+                std::hint::spin_loop();
+            }
+            if start.elapsed() >= SPIN {
+                return false;
+            }
+            // On a host with more threads than cores, the task awaited may be waiting
+            // for this core: without the yield, spinning made such runs 30-50% slower.
+            std::thread::yield_now();
         }
     }
 
@@ -180,6 +218,9 @@ impl Graph<'_> {
         if p.ready.len() > 1 || (p.ready.is_empty() && p.running == 0) {
             self.wake_all(p);
         }
+        // With the lock held: a spinning worker that sees the count move and then takes
+        // the lock finds the tasks this one made ready.
+        self.finished.fetch_add(1, Ordering::Release);
     }
 
     fn wake_all(&self, p: &Progress) {
