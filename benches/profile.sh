@@ -4,13 +4,15 @@
 #   benches/profile.sh [EPOCHS]        (default 30; about a minute on 2 cores)
 set -euo pipefail
 epochs=${1:-30}
+# The checkerboard preset's epoch: one start per batch, 128 cells per chunk.
+preset=(--batch 1 --cells 128)
 out=${OUT:-target/profile}
 mkdir -p "$out"
 
 # CPU: sampled with the cpu-clock software event (this VM has no hardware counters).
 cargo build -q -r -p logicars-core --example epochs
 bin=target/release/examples/epochs
-perf record -q -e cpu-clock -o "$out/perf.data" "$bin" "$epochs" 1
+perf record -q -e cpu-clock -o "$out/perf.data" "$bin" "$epochs" 1 "${preset[@]}"
 # perf 6.1 does not read this binary's symbols, so samples are mapped to functions here.
 perf script -i "$out/perf.data" --show-mmap-events -F ip,dso 2>/dev/null >"$out/samples.txt"
 nm -C --defined-only "$bin" >"$out/symbols.txt"
@@ -50,8 +52,8 @@ RUSTFLAGS="-C target-cpu=x86-64-v3" cargo build -q -r -p logicars-core --example
     --target-dir target/v3
 LOGICARS_SIMD=avx2 valgrind --tool=cachegrind --cache-sim=yes \
     --D1=32768,8,64 --LL=1048576,8,64 --cachegrind-out-file="$out/cachegrind.out" \
-    target/v3/release/examples/epochs 2 1 2>&1 | grep -E 'epochs|I +refs|D1 +misses|LLd misses'
+    target/v3/release/examples/epochs 2 1 "${preset[@]}" 2>&1 | grep -E 'epochs|I +refs|D1 +misses|LLd misses'
 
 # Memory: allocations per steady-state epoch (counting allocator) and peak RSS.
 cargo test -q -r -p logicars-core --test alloc -- --nocapture 2>&1 | grep -E 'allocations|result'
-/usr/bin/time -f 'peak RSS %M KB' "$bin" "$epochs" 2
+/usr/bin/time -f 'peak RSS %M KB' "$bin" "$epochs" 2 "${preset[@]}"

@@ -17,6 +17,7 @@ from conftest import PAPER_LIZARD
 import logicars
 from logicars.cli import main
 from logicars.model import load_checkpoint
+from logicars.presets import preset_file_text
 from logicars.runs import load_run
 
 NOTEBOOK_LIZARD = Path(str(resources.files("logicars") / "data" / "lizard_notebook_seed23.npz"))
@@ -232,10 +233,17 @@ OLD_DEFAULTS = {
 @pytest.mark.parametrize("name", list(BEFORE_TASKS))
 def test_presets_train_as_before_tasks(name: str, tmp_path: Path) -> None:
     source: str | Path = name
-    if name == "lizard":  # the paper's (examples/lizard-grow), then 64 cells per chunk, not 80
-        text = PAPER_LIZARD.read_text().replace("chunk_cells = 80\n", "chunk_cells = 64\n")
+    # The lizard: the paper's (examples/lizard-grow). Both then computed 64 cells per
+    # chunk, where the lizard computes 80 now and the checkerboard 128.
+    old_file = {
+        "lizard": (PAPER_LIZARD.read_text(), 80),
+        "checkerboard": (preset_file_text(name), 128),
+    }
+    if name in old_file:
+        text, cells = old_file[name]
+        text = text.replace(f"chunk_cells = {cells}\n", "chunk_cells = 64\n")
         assert "chunk_cells = 64" in text
-        source = tmp_path / "lizard.toml"
+        source = tmp_path / f"{name}.toml"
         source.write_text(text)
     run = logicars.train(
         source,

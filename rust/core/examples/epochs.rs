@@ -1,7 +1,8 @@
 //! Runs training epochs of the narrow model (`specs`) on a fixed batch, for profilers
 //! (perf, valgrind) and A/B timings:
-//! `cargo run -r -p logicars-core --example epochs -- [EPOCHS] [THREADS] [wide]`
-//! (`wide`: the wide model and its grid instead).
+//! `cargo run -r -p logicars-core --example epochs -- [EPOCHS] [THREADS] [wide]
+//! [--cells N] [--batch B]` (`wide`: the wide model and its grid instead; `--cells`: rows
+//! of N cells, the model's `chunk_cells`; `--batch`: B grids, the narrow model's default 2).
 
 use logicars_core::{threads, GridShape, Model, Spec};
 
@@ -10,6 +11,13 @@ use specs::{NARROW, WIDE};
 
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let mut option = |name: &str| {
+        let i = args.iter().position(|a| a == name)?;
+        let value = args.get(i + 1).and_then(|v| v.parse::<usize>().ok());
+        args.drain(i..(i + 2).min(args.len()));
+        Some(value.unwrap_or_else(|| panic!("{name} N")))
+    };
+    let (cells, batch) = (option("--cells"), option("--batch"));
     let wide = args.last().is_some_and(|a| a == "wide");
     if wide {
         args.pop();
@@ -17,11 +25,12 @@ fn main() {
     let args: Vec<usize> = args.iter().map(|a| a.parse().expect("a number")).collect();
     let epochs = args.first().copied().unwrap_or(20);
     threads::set_num_threads(args.get(1).copied().unwrap_or(1)).unwrap();
-    let spec = Spec::from_json(if wide { WIDE } else { NARROW }).unwrap();
+    let mut spec = Spec::from_json(if wide { WIDE } else { NARROW }).unwrap();
+    spec.chunk_cells = cells.unwrap_or(spec.chunk_cells);
     let side = if wide { 20 } else { 16 };
     let lr = if wide { 0.06 } else { 0.05 }; // the learning rates of the presets these models come from
     let shape = GridShape {
-        batch: if wide { 1 } else { 2 },
+        batch: batch.unwrap_or(if wide { 1 } else { 2 }),
         height: side,
         width: side,
     };

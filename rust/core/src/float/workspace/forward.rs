@@ -5,7 +5,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use super::layout::Layout;
-use super::rows::{store_fence, SharedRows};
+use super::rows::SharedRows;
 use super::{lock_arena, Arena, ForwardOptions, Workspace};
 use crate::error::Result;
 use crate::float::kernels;
@@ -124,8 +124,10 @@ impl Rollout<'_> {
         kernels::forward_instrs(&gates.instrs[done..], rows, coefs, act, chunk, level);
     }
 
-    /// Streams chunk `k`'s perception outputs of step `t` out of the arena, into their
-    /// block of `perception`.
+    /// Copies chunk `k`'s perception outputs of step `t` out of the arena, into their
+    /// block of `perception`. Plain stores: non-temporal ones, which kept these rows out
+    /// of the caches, sent them to memory and made the backward read them back from
+    /// there, 4-13% slower epochs on the Zen 5 host (docs/performance.md, round six).
     fn keep_perception(&self, t: usize, k: usize, reuse: &Reuse, act: &[f32]) {
         let row_len = self.layout.row_len;
         let block = (t * self.layout.n_chunks + k) * reuse.outputs * row_len;
@@ -136,10 +138,8 @@ impl Rollout<'_> {
             let src = &act[row as usize * row_len..][..lanes];
             // SAFETY: block (t, k) is this task's alone, and nothing reads the buffer
             // before `backward`.
-            unsafe { self.perception.stream_row(at, src) };
+            unsafe { self.perception.slice_mut(at, lanes) }.copy_from_slice(src);
         }
-        // The streamed stores are weakly ordered: fenced before the task ends.
-        store_fence();
     }
 
     /// Writes chunk `k` of state t + 1 from the arena's output rows: through the update

@@ -129,37 +129,4 @@ impl SharedRows {
         assert!((rows - 1) * stride + len <= src.len());
         copy_rows_unchecked(self.ptr.add(at), src.as_ptr(), len, (stride, stride), rows)
     }
-
-    /// Copies `src` to `at..at + src.len()` with non-temporal stores (where the CPU has
-    /// them: every x86-64; elsewhere a plain copy), for rows read again only after many
-    /// others have been written, so that they do not evict rows the next tasks read:
-    /// the perception outputs, which the backward reads after the whole rollout
-    /// (docs/performance.md). `at` must be a multiple of 4 floats from a 16-byte aligned
-    /// buffer, `src.len()` a multiple of 4.
-    /// Call [`store_fence`] before another thread may read them. Safety: as
-    /// `write_rows`.
-    pub(super) unsafe fn stream_row(&self, at: usize, src: &[f32]) {
-        assert!(at + src.len() <= self.len);
-        let dst = self.ptr.add(at);
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::x86_64::{_mm_loadu_ps, _mm_stream_ps};
-            assert!((dst as usize).is_multiple_of(16) && src.len().is_multiple_of(4));
-            for i in (0..src.len()).step_by(4) {
-                _mm_stream_ps(dst.add(i), _mm_loadu_ps(src.as_ptr().add(i)));
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        std::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len());
-    }
-}
-
-/// Orders earlier non-temporal stores (`SharedRows::stream_row`) before later stores,
-/// such as the release that makes a finished task's rows visible to other threads.
-pub(super) fn store_fence() {
-    // SAFETY: SSE is part of x86-64.
-    #[cfg(target_arch = "x86_64")]
-    unsafe {
-        std::arch::x86_64::_mm_sfence()
-    };
 }
