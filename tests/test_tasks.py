@@ -293,6 +293,21 @@ def test_pattern_scoring_accepts_every_phase_and_only_those() -> None:
     np.testing.assert_allclose(errors, [0, 0, 1 / 56])
 
 
+def test_pattern_phases_are_kept_per_grid_size_and_read_only() -> None:
+    """The phases are made once per grid size (a repair scores thousands of candidates):
+    the same for another size as a fresh task's, and no caller can change them."""
+    tile = np.array([[1, 0, 0], [1, 1, 0]])
+    task = PatternTask(tile, channels=2, height=7, width=8, batch=3)
+    assert len(task.accepted(np.zeros((1, 7, 8, 1)))) == 6
+    fresh = PatternTask(tile, channels=2, height=7, width=8, batch=3)
+    for a, b in zip(task.accepted(np.zeros((1, 5, 4, 1))), fresh.accepted(np.zeros((1, 5, 4, 1)))):
+        assert a.shape == (1, 5, 4, 1)
+        np.testing.assert_array_equal(a, b)
+    phase = task.accepted(np.zeros((1, 7, 8, 1)))[0]
+    with pytest.raises(ValueError, match="read-only"):
+        phase[0, 0, 0, 0] = not phase[0, 0, 0, 0]
+
+
 def test_checkerboard_phases_include_its_inverse() -> None:
     task = get_preset("checkerboard-async").task()
     target = task.target(np.zeros((1, 14, 14, 8)))
