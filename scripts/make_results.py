@@ -66,6 +66,7 @@ from logicars.records import (
     records_from_sweep,
     write_records,
 )
+from logicars.training.config import FINAL_REPAIR_BUDGET
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -682,6 +683,9 @@ def _variant(r: Record) -> str:
         parts.append(f"init logit {o['init_logit']:g}")
     if o.get("drift_budget"):
         parts.append(f"drift search {o['drift_budget']}")
+    final = o.get("final_repair_budget")
+    if final is not None and final != FINAL_REPAIR_BUDGET:
+        parts.append(f"final repairs of {final}")
     return ", ".join(parts)
 
 

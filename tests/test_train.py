@@ -33,6 +33,7 @@ from logicars.train import (
     train,
     write_rollout_gif,
 )
+from logicars.training.config import FINAL_REPAIR_BUDGET
 
 SUMMARY_KEYS = {
     "preset",
@@ -991,10 +992,11 @@ def _fake_repairs(
     hard: list[float],
     fixed_on_call: int | None,
     confirmed: bool = True,
+    budgets: list[int] | None = None,
 ) -> list[int]:
     """Training whose hard losses are `hard`, whose validation check never passes, and
-    whose repair (recorded: the epochs it ran at) succeeds on call `fixed_on_call`; the
-    confirmation draw then passes if `confirmed`."""
+    whose repair (recorded: the epochs it ran at; its budgets appended to `budgets`)
+    succeeds on call `fixed_on_call`; the confirmation draw then passes if `confirmed`."""
     import importlib
 
     from logicars.circuit.repair import RepairResult
@@ -1004,8 +1006,9 @@ def _fake_repairs(
     calls: list[int] = []
 
     def fake_repair(model: logicars.Model, preset: logicars.Preset, **kw: object) -> RepairResult:
-        assert kw["budget"] in (policies.REPAIR_BUDGET, policies.FINAL_REPAIR_BUDGET)
         calls.append(len(calls) + 1)
+        if budgets is not None:
+            budgets.append(int(kw["budget"]))
         return RepairResult(9, 0 if len(calls) == fixed_on_call else 4, int(kw["budget"]))
 
     monkeypatch.setattr(
@@ -1044,6 +1047,27 @@ def test_a_fresh_wiring_repairs_at_the_first_wait_again(
     epochs = [x["epoch"] for x in r.summary["repairs"]]
     assert epochs[:5] == [1, 7, 10, 13, 19], epochs
     assert len(calls) == len(epochs)
+
+
+@pytest.mark.parametrize("final", [None, 40])
+def test_the_final_repair_runs_with_the_runs_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, final: int | None
+) -> None:
+    """Repairs during an attempt get REPAIR_BUDGET candidates, the one at its end the
+    run's `final_repair_budget` (FINAL_REPAIR_BUDGET unless given), recorded in the
+    summary and kept on resume."""
+    from logicars.training import policies
+
+    budgets: list[int] = []
+    _fake_repairs(monkeypatch, [0.0] * 20, fixed_on_call=None, budgets=budgets)
+    given = {} if final is None else {"final_repair_budget": final}
+    r = train("gol", epochs=10, restart_every=10, out=tmp_path / "r", quiet=True, **given)
+    want = FINAL_REPAIR_BUDGET if final is None else final
+    epochs = [x["epoch"] for x in r.summary["repairs"]]
+    assert epochs == [1, 7, 10] and budgets == [policies.REPAIR_BUDGET] * 2 + [want]
+    assert r.summary["final_repair_budget"] == want
+    more = train(None, resume=r.run_dir, epochs=20, quiet=True)
+    assert more.summary["final_repair_budget"] == want and budgets[-1] == want
 
 
 def test_a_repair_counts_only_if_the_confirmation_draw_passes(

@@ -147,7 +147,8 @@ def bench_presets(
                 # The rounding's period: a `+binarized` row of the lizard rounds in every
                 # second epoch only, as its preset trains.
                 "binarize_every": spec.binarize_every,
-                # Cells per engine chunk: the lizard computes 80 at a time, the others 64.
+                # Cells per engine chunk: the checkerboard computes 128 at a time, the
+                # lizard 80, the others 64.
                 "chunk_cells": spec.chunk_cells,
                 "threads": threads,
                 "ms_per_epoch": round(ms, 3),

@@ -102,7 +102,13 @@ def hyperparameters(context: EpochContext) -> dict[str, Any]:
         "relax": s.relax.mode,
         "gates": s.gates(),
     }
-    for key in ("restart_every", "drift_budget", "stall_epochs", "stall_loss"):
+    for key in (
+        "restart_every",
+        "drift_budget",
+        "final_repair_budget",
+        "stall_epochs",
+        "stall_loss",
+    ):
         value = getattr(p, key, None)
         if value is not None:
             out[key] = value

@@ -197,6 +197,7 @@ def record_from_run(
             "stall_epochs",
             "stall_loss",
             "drift_budget",
+            "final_repair_budget",
             "target_epochs",
             "notebook_epochs",
             "growth",

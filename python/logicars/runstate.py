@@ -18,6 +18,7 @@ from .presets import Preset
 from .spec import MAX_SEED, ModelSpec
 from .tasks import task_from_dict
 from .training.config import (
+    FINAL_REPAIR_BUDGET,
     MAX_COUNT,
     Recorded,
     Resume,
@@ -113,6 +114,8 @@ class RunState:
     # Candidates of the drift search on the final circuit of a run that ends unsolved
     # (0: none); its records in `repairs` have `"method": "drift"`.
     drift_budget: int = 0
+    # Candidate runs of the repair at the end of an unsolved attempt that came close.
+    final_repair_budget: int = FINAL_REPAIR_BUDGET
     # Restarts: an attempt unsolved after `restart_every` epochs is replaced by a fresh
     # wiring; each restart's `{"epoch": the last epoch of the old attempt, "seed": the
     # new wiring's}`.

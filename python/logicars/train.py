@@ -53,8 +53,9 @@ from .runstate import (  # noqa: F401 (EpochMetrics, TRAIN_STATE_KIND: importabl
 from .spec import ModelSpec
 from .tasks import Task
 from .tensorboard_log import TensorBoardLog
-from .training.config import (  # noqa: F401 (DEFAULT_CHECKPOINT_EVERY: importable from here too)
+from .training.config import (  # noqa: F401 (the constants: importable from here too)
     DEFAULT_CHECKPOINT_EVERY,
+    FINAL_REPAIR_BUDGET,
     SETTING_NAMES,
     Resume,
     TrainConfig,
@@ -69,7 +70,6 @@ from .training.policies import (  # noqa: F401 (the constants: importable from h
     BEST_ATTEMPT_NAME,
     CONFIRM_SAMPLES,
     CONFIRM_SEED,
-    FINAL_REPAIR_BUDGET,
     LOWEST_NAME,
     MAX_STALLS,
     REPAIR_BUDGET,

@@ -300,6 +300,11 @@ class Setting:
     before: Any = None
 
 
+# Candidate runs of the repair at the end of an unsolved attempt that came close
+# (`training.policies`), unless a preset says otherwise.
+FINAL_REPAIR_BUDGET = 2000
+
+
 def _setting(default: Any = dataclasses.MISSING, **declared: Any) -> Any:
     return field(default=default, metadata={"setting": Setting(**declared)})
 
@@ -447,6 +452,12 @@ class TrainConfig:
         "default: the preset's); a resumed run goes on with an interrupted search",
         check=Count(0), resume=Resume.CHANGES, recorded=Recorded.STATE, metavar="N",
         before=0,
+    )  # fmt: skip
+    final_repair_budget: int = _setting(
+        FINAL_REPAIR_BUDGET, help="with --repair, candidate runs of the greedy repair at "
+        "the end of an unsolved attempt that came close (default: the preset's, else "
+        f"{FINAL_REPAIR_BUDGET})", check=Count(0), resume=Resume.CHANGES,
+        recorded=Recorded.STATE, metavar="N", before=FINAL_REPAIR_BUDGET,
     )  # fmt: skip
     restart_every: int | None = _setting(
         None, help="replace an attempt that has not solved the task after N epochs by a "

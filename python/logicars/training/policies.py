@@ -50,11 +50,11 @@ CONFIRM_SAMPLES = 256
 # circuit got right but whose validation check failed, at most once per REPAIR_EVERY
 # epochs, twice that after one failed repair of the attempt, four times after two, and so
 # on, with REPAIR_BUDGET candidate runs; once more at the end of an unsolved attempt
-# that came close (a batch with at most CLOSE_FRACTION of its cells wrong), with
-# FINAL_REPAIR_BUDGET. Budgets are counts, not seconds, so that runs stay deterministic.
+# that came close (a batch with at most CLOSE_FRACTION of its cells wrong), with the run's
+# `final_repair_budget` (FINAL_REPAIR_BUDGET unless its preset says otherwise). Budgets are
+# counts, not seconds, so that runs stay deterministic.
 REPAIR_EVERY = 100
 REPAIR_BUDGET = 300
-FINAL_REPAIR_BUDGET = 2000
 CLOSE_FRACTION = 0.05
 
 # Attempts a run replaces for having stalled, at most: it then trains at most
@@ -244,7 +244,7 @@ class Repair(Policy):
         cells = p.batch * p.height * p.width * len(p.spec.loss_channels)
         if attempt_lowest(state) > max(1.0, CLOSE_FRACTION * cells):
             return False
-        return self.repaired(run, FINAL_REPAIR_BUDGET)
+        return self.repaired(run, state.final_repair_budget)
 
     def final_drift(self, run: Run) -> bool:
         """The drift search on the final circuit of an unsolved run, from where an earlier

@@ -84,6 +84,7 @@ def run_summary(
         "repair": state.repair,
         "repairs": state.repairs,
         "drift_budget": state.drift_budget,
+        "final_repair_budget": state.final_repair_budget,
         "restart_every": state.restart_every,
         "stall_epochs": p.stall_epochs,
         "stall_loss": p.stall_loss,
