@@ -79,14 +79,20 @@ FLOAT_ARGUMENT = ("beta1", "lr-cosine", "lr", "init-noise") + NUMPY_OPTIMIZER
 SPEC_KINDS = ("kernels", "channels", "round-every")
 # Variants that must run alone.
 ALONE = ("choose",) + NUMPY_OPTIMIZER
+KNOWN = ("plain", "loss-from", "hold", "steps-jitter", "lr-warmup", "batches")
+KNOWN += FLOAT_ARGUMENT + SPEC_KINDS + ALONE
 
 
-def parse_variant(variant: str) -> dict[str, float]:
-    """`kind=value+kind=value` as {kind: value} (a kind without a value reads 0)."""
+def parse_variant(variant: str) -> dict[str, str]:
+    """`kind=value+kind=value` as {kind: value} (a kind without a value reads ""), every
+    kind known and those that run alone alone."""
     parts = dict(part.partition("=")[::2] for part in variant.split("+"))
+    unknown = [kind for kind in parts if kind not in KNOWN]
+    if unknown:
+        raise SystemExit(f"unknown variant {unknown[0]!r}")
     if len(parts) > 1 and any(kind in ALONE for kind in parts):
         raise SystemExit(f"{variant!r}: {', '.join(ALONE)} run alone")
-    return {kind: float(arg or 0) for kind, arg in parts.items() if kind not in ("choose",)}
+    return parts
 
 
 class NumpyAdamW:
@@ -120,7 +126,8 @@ class NumpyAdamW:
 
 
 def variant_spec(kind: str, value: int, spec: logicars.ModelSpec) -> logicars.ModelSpec:
-    """The preset's spec, with `kernels=K`'s perception kernels or `channels=C`'s channels."""
+    """The preset's spec, with `kernels=K`'s perception kernels, `channels=C`'s channels
+    or `round-every=N`'s rounding."""
     if kind in ("kernels", "channels"):
         return logicars.ModelSpec.build(
             channels=value if kind == "channels" else spec.channels,
@@ -132,12 +139,7 @@ def variant_spec(kind: str, value: int, spec: logicars.ModelSpec) -> logicars.Mo
             loss_channels=spec.loss_channels,
             init_logit=spec.init_logit,
         )
-    if kind == "round-every":
-        return spec.with_rounding(True, value)
-    known = ("plain", "loss-from", "hold", "steps-jitter", "lr-warmup", "choose", "batches")
-    if kind not in known + FLOAT_ARGUMENT + SPEC_KINDS:
-        raise SystemExit(f"unknown variant {kind!r}")
-    return spec
+    return spec.with_rounding(True, value)  # round-every
 
 
 def solves(
@@ -151,9 +153,9 @@ def solves(
 def variant_preset(preset: logicars.Preset, variant: str) -> logicars.Preset:
     """The preset with the variant's spec (its task then draws starts of its channels)."""
     spec = preset.spec
-    for kind, _, arg in (part.partition("=") for part in variant.split("+")):
-        if kind not in ("choose",) + FLOAT_ARGUMENT:
-            spec = variant_spec(kind, int(arg or 0), spec)
+    for kind, arg in parse_variant(variant).items():
+        if kind in SPEC_KINDS:
+            spec = variant_spec(kind, int(arg), spec)
     return dataclasses.replace(preset, spec=spec)
 
 
@@ -176,7 +178,7 @@ def first_solving_epoch(
         return chosen_wiring_epoch(preset, check, arg, seed)
     if kind in NUMPY_OPTIMIZER:
         return numpy_optimizer_epoch(preset, check, NumpyAdamW(kind, float(arg), seed), seed)
-    knobs = parse_variant(variant)
+    knobs = {kind: float(arg or 0) for kind, arg in parse_variant(variant).items()}
     h, w, t = cfg.height, cfg.width, spec.num_steps
     model = logicars.Model(spec, seed=seed)
     if "init-noise" in knobs:

@@ -31,6 +31,7 @@ Back ends (optional extras; each imported only when used):
 
 from __future__ import annotations
 
+import abc
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -173,10 +174,11 @@ def final_numbers(result: Any) -> dict[str, float]:
     return out
 
 
-class RunLogger:
+class RunLogger(abc.ABC):
     """The logger protocol's shared part: starts on the first epoch it sees, logs each
     epoch, the rollout and gate histograms every `every` epochs and at the end. A back
-    end implements `_start`, `_scalars`, `_rollout`, `_histograms`, `_end`, `_flush`."""
+    end implements `_start`, `_scalars`, `_rollout`, `_histograms` and `_end`, and may
+    implement `_flush` and `_close`."""
 
     name = "logger"
 
@@ -232,25 +234,26 @@ class RunLogger:
 
     # -- what a back end implements --
 
-    def _start(self, context: EpochContext, params: dict[str, Any]) -> None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _start(self, context: EpochContext, params: dict[str, Any]) -> None: ...
 
-    def _scalars(self, values: dict[str, float], epoch: int) -> None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _scalars(self, values: dict[str, float], epoch: int) -> None: ...
 
-    def _rollout(self, images: np.ndarray, epoch: int) -> None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _rollout(self, images: np.ndarray, epoch: int) -> None: ...
 
-    def _histograms(self, ops: dict[str, np.ndarray], epoch: int) -> None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _histograms(self, ops: dict[str, np.ndarray], epoch: int) -> None: ...
 
-    def _end(self, numbers: dict[str, float], files: Sequence[Path], epoch: int) -> None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _end(self, numbers: dict[str, float], files: Sequence[Path], epoch: int) -> None: ...
 
-    def _flush(self) -> None:
+    # Optional: a back end without buffers or connections has nothing to do.
+    def _flush(self) -> None:  # noqa: B027
         pass
 
-    def _close(self) -> None:
+    def _close(self) -> None:  # noqa: B027
         pass
 
 

@@ -184,10 +184,11 @@ def _run_to_working(
     args: argparse.Namespace, names: list[str], seeds: list[int], threads: int
 ) -> None:
     """The expected wall time to a working circuit of each preset, on its defaults."""
+    name_width = _name_width(names)
     if not args.json:
         print(f"\nto a working circuit, seeds {args.to_working}, {threads} thread(s) per run:")
         print(
-            f"{'preset':<{_name_width(names)}}"
+            f"{'preset':<{name_width}}"
             + "".join(f"{h:>12}" for h in ("runs", "working", "wall s"))
             + "  s per working circuit"
         )
@@ -199,8 +200,7 @@ def _run_to_working(
             continue
         per = r["seconds_per_working"]
         print(
-            f"{name:<{_name_width(names)}}{r['runs']:>12}{r['working']:>12}"
-            f"{r['wall_seconds']:>12.1f}"
+            f"{name:<{name_width}}{r['runs']:>12}{r['working']:>12}{r['wall_seconds']:>12.1f}"
             f"  {'none works' if per is None else f'{per:.1f}'}",
             flush=True,
         )

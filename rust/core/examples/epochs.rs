@@ -7,17 +7,12 @@
 use logicars_core::{threads, GridShape, Model, Spec};
 
 mod specs;
-use specs::{NARROW, WIDE};
+use specs::{take_option, NARROW, WIDE};
 
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
-    let mut option = |name: &str| {
-        let i = args.iter().position(|a| a == name)?;
-        let value = args.get(i + 1).and_then(|v| v.parse::<usize>().ok());
-        args.drain(i..(i + 2).min(args.len()));
-        Some(value.unwrap_or_else(|| panic!("{name} N")))
-    };
-    let (cells, batch) = (option("--cells"), option("--batch"));
+    let cells = take_option(&mut args, "--cells");
+    let batch = take_option(&mut args, "--batch");
     let wide = args.last().is_some_and(|a| a == "wide");
     if wide {
         args.pop();

@@ -19,7 +19,7 @@ use logicars_core::simd::{simd_level, DEFAULT_CHUNK_CELLS};
 use logicars_core::{Model, Spec};
 
 mod specs;
-use specs::{NARROW, WIDE};
+use specs::{take_option, NARROW, WIDE};
 
 /// Multiply-class operations per gate-cell in each pass.
 const FORWARD_OPS: f64 = 3.0;
@@ -39,15 +39,9 @@ fn best_us<F: FnMut()>(mut f: F) -> f64 {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let cells = take_option(&mut args, "--cells").unwrap_or(DEFAULT_CHUNK_CELLS);
     let wide = args.iter().any(|a| a == "wide");
-    let cells = match args.iter().position(|a| a == "--cells") {
-        Some(i) => args
-            .get(i + 1)
-            .and_then(|v| v.parse().ok())
-            .expect("--cells N"),
-        None => DEFAULT_CHUNK_CELLS,
-    };
     let lanes = Lanes {
         cells,
         width: cells,

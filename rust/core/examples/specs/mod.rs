@@ -18,3 +18,12 @@ pub const WIDE: &str = r#"{"channels": 128, "periodic": true, "num_steps": 12,
     "update": {"layers": [640, 512, 512, 512, 512, 512, 512, 512, 512, 256, 128],
     "connections": ["unique", "unique", "unique", "unique", "unique", "unique", "unique",
                     "unique", "unique", "unique"]}}"#;
+
+/// Takes `name N` out of `args` (a number after the flag; panics without one): the
+/// examples' `--cells N` and `--batch B`.
+pub fn take_option(args: &mut Vec<String>, name: &str) -> Option<usize> {
+    let i = args.iter().position(|a| a == name)?;
+    let value = args.get(i + 1).and_then(|v| v.parse().ok());
+    args.drain(i..(i + 2).min(args.len()));
+    Some(value.unwrap_or_else(|| panic!("{name} N")))
+}

@@ -140,6 +140,8 @@ impl Graph<'_> {
         stop: &(dyn Fn() -> bool + Sync),
     ) {
         let mut p = self.lock();
+        // Whether this worker's last spin ran out with no task finished: it then sleeps.
+        let mut spun_out = false;
         loop {
             if p.failed {
                 return;
@@ -149,6 +151,7 @@ impl Graph<'_> {
                 (self.owner[k] != w, i, k)
             });
             if let Some(x) = best {
+                spun_out = false;
                 let (i, k) = p.ready.swap_remove(x);
                 p.running += 1;
                 drop(p);
@@ -161,17 +164,17 @@ impl Graph<'_> {
             } else if p.running == 0 {
                 self.wake_all(&p);
                 return;
-            } else {
-                // A task is running: it may soon make one ready. Spin a while first.
+            } else if !spun_out {
+                // A task is running and may soon make one ready: watch for it a while.
                 let seen = self.finished.load(Ordering::Acquire);
                 drop(p);
-                let changed = self.spin_until_finished_after(seen);
+                spun_out = !self.spin_until_finished_after(seen);
                 p = self.lock();
-                if !changed && p.ready.is_empty() && p.running > 0 && !p.failed {
-                    p.sleeping += 1;
-                    p = self.wake.wait(p).unwrap_or_else(|e| e.into_inner());
-                    p.sleeping -= 1;
-                }
+            } else {
+                spun_out = false;
+                p.sleeping += 1;
+                p = self.wake.wait(p).unwrap_or_else(|e| e.into_inner());
+                p.sleeping -= 1;
             }
         }
     }
