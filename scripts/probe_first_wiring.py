@@ -4,11 +4,11 @@
     python scripts/probe_first_wiring.py VARIANT [VARIANT ...] [--seeds 0-19] [--out FILE]
 
 Each variant trains a fresh wiring of the `checkerboard` preset (its spec, batch, learning
-rate and pass-through logit; AdamW's β1 the notebook's 0.9) for the notebook's 500
-epochs, one random start per epoch, and records the first epoch whose hard circuit is
-exact on its batch and then on 64 fixed random starts (the probe's own check; `train`
-validates and confirms on other draws, so the counts compare between variants, not with
-`sweep`'s). Variants:
+rate and pass-through logit; AdamW's β1 the notebook's 0.9 and 64 cells a chunk, as when
+the rows were recorded) for the notebook's 500 epochs, one random start per epoch, and
+records the first epoch whose hard circuit is exact on its batch and then on 64 fixed
+random starts (the probe's own check; `train` validates and confirms on other draws, so
+the counts compare between variants, not with `sweep`'s). Variants:
 
 - `plain`: the loss at step 20, as `train` does;
 - `loss-from=L`: the loss the mean over steps L..20 (the engine's `train_step_at`);
@@ -64,6 +64,9 @@ CHECK_SEED = 12345  # the probe's own check draw, fixed across variants
 # AdamW's β1 of every variant but `beta1=B`: the notebook's, the preset's when the rows
 # of docs/data/probes/first-wiring-checkerboard.jsonl were recorded (it is 0 since).
 BETA1 = 0.9
+# Cells the engine computes at a time: the preset's when the rows were recorded (it is
+# 128 since); the width orders the gradient sums, so it is part of a run.
+CHUNK_CELLS = 64
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -279,7 +282,11 @@ def main() -> None:
     logicars.set_num_threads(1)
     solved: dict[str, list[int | None]] = defaultdict(list)
     for variant in args.variants:
-        preset = variant_preset(logicars.get_preset("checkerboard"), variant)
+        checkerboard = logicars.get_preset("checkerboard")
+        checkerboard = dataclasses.replace(
+            checkerboard, spec=checkerboard.spec.replace(chunk_cells=CHUNK_CELLS)
+        )
+        preset = variant_preset(checkerboard, variant)
         check = check_draw(preset)
         for seed in args.seeds:
             epoch = first_solving_epoch(preset, check, variant, seed)
