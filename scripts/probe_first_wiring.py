@@ -35,6 +35,11 @@ the counts compare between variants, not with `sweep`'s). Variants:
 - `lr=R`: the learning rate R instead of the preset's;
 - `init-noise=S`: Gaussian noise of deviation S added to every logit of the fresh wiring
   (on top of the pass-through init; difflogic's original init is noise alone).
+- `nearest-phase`: each start's target the phase of the tile nearest to what the hard
+  circuit grows from it before the step (the check accepts any phase);
+- `grid=N`: training on N x N grids (the check stays on the preset's 16 x 16);
+  `grid-warmup=E`: 8 x 8 for the first E epochs; `grid-mix=LO`: each epoch's side drawn
+  from the even sides LO..16.
 
 Variants of the training loop combine with `+`, e.g. `beta1=0+lr=0.2`; `choose` and the
 numpy optimizer's variants run alone.
@@ -83,6 +88,7 @@ SPEC_KINDS = ("kernels", "channels", "round-every")
 # Variants that must run alone.
 ALONE = ("choose",) + NUMPY_OPTIMIZER
 KNOWN = ("plain", "loss-from", "hold", "steps-jitter", "lr-warmup", "batches")
+KNOWN += ("nearest-phase", "grid", "grid-mix", "grid-warmup")
 KNOWN += FLOAT_ARGUMENT + SPEC_KINDS + ALONE
 
 
@@ -193,8 +199,11 @@ def first_solving_epoch(
     batches = knobs.get("batches")
     rng = np.random.default_rng(seed if batches is None else [seed, int(batches)])
     for epoch in range(1, EPOCHS + 1):
+        h, w = training_grid(knobs, epoch, rng, (cfg.height, cfg.width))
         x = task.start(rng, cfg.batch, h, w)
         y = task.target(x)
+        if "nearest-phase" in knobs:
+            y = nearest_phase(model, task, spec, x, y)
         steps, loss_from = t, int(knobs.get("loss-from", t))
         lr, beta1 = knobs.get("lr", cfg.lr), knobs.get("beta1", BETA1)
         if "hold" in knobs:
@@ -214,6 +223,35 @@ def first_solving_epoch(
         if hard == 0 and solves(model, check, task, spec):
             return epoch
     return None
+
+
+def training_grid(
+    knobs: dict[str, float], epoch: int, rng: np.random.Generator, size: tuple[int, int]
+) -> tuple[int, int]:
+    """The epoch's grid: `grid=N` N x N throughout, `grid-warmup=E` 8 x 8 for the first E
+    epochs, `grid-mix=LO` a side drawn from LO..the preset's each epoch (even sides, so the
+    tile's phase at the corner is the same); else the preset's."""
+    if "grid" in knobs:
+        side = int(knobs["grid"])
+        return side, side
+    if "grid-warmup" in knobs and epoch <= knobs["grid-warmup"]:
+        return 8, 8
+    if "grid-mix" in knobs:
+        side = 2 * int(rng.integers(int(knobs["grid-mix"]) // 2, size[0] // 2 + 1))
+        return side, side
+    return size
+
+
+def nearest_phase(
+    model: logicars.Model, task: Any, spec: logicars.ModelSpec, x: np.ndarray, y: np.ndarray
+) -> np.ndarray:
+    """Each start's target the accepted phase nearest to what the hard circuit grows from
+    it now (the check accepts any phase; the preset's loss anchors one at the corner)."""
+    out = model.simulate(x.astype(np.uint8), spec.num_steps, periodic=spec.periodic)
+    got = out[..., spec.loss_channels] > 0.5
+    phases = task.accepted(y)
+    picked = [min(phases, key=lambda p, b=b: int((got[b] != p[0]).sum()))[0] for b in range(len(x))]
+    return np.stack(picked).astype(np.float32)
 
 
 def numpy_optimizer_epoch(

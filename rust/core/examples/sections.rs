@@ -1,7 +1,8 @@
 //! Times the float kernels on one chunk of a real compiled step, by pass and section,
 //! against the machine's measured FMA peak (docs/performance.md):
-//! `cargo run -r -p logicars-core --example sections -- [wide] [--cells N]` (rows of N
-//! cells, the model's `chunk_cells`; default `DEFAULT_CHUNK_CELLS`).
+//! `cargo run -r -p logicars-core --example sections -- [wide] [--cells N] [--spec FILE]`
+//! (rows of N cells, the model's `chunk_cells`, default `DEFAULT_CHUNK_CELLS`; `--spec`:
+//! the model of a spec's JSON file, `specs::take_spec`).
 //!
 //! Each figure is the best of 30 rounds of 20 calls on one thread, so other jobs on
 //! the machine inflate it less than a wall-clock epoch. A gate on a row of N
@@ -19,7 +20,7 @@ use logicars_core::simd::{simd_level, DEFAULT_CHUNK_CELLS};
 use logicars_core::{Model, Spec};
 
 mod specs;
-use specs::{take_option, NARROW, WIDE};
+use specs::{take_option, take_spec, NARROW, WIDE};
 
 /// Multiply-class operations per gate-cell in each pass.
 const FORWARD_OPS: f64 = 3.0;
@@ -41,12 +42,14 @@ fn best_us<F: FnMut()>(mut f: F) -> f64 {
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let cells = take_option(&mut args, "--cells").unwrap_or(DEFAULT_CHUNK_CELLS);
+    let text = take_spec(&mut args);
     let wide = args.iter().any(|a| a == "wide");
     let lanes = Lanes {
         cells,
         width: cells,
     };
-    let spec = Spec::from_json(if wide { WIDE } else { NARROW }).unwrap();
+    let spec = Spec::from_json(text.as_deref().unwrap_or(if wide { WIDE } else { NARROW }));
+    let spec = spec.unwrap();
     let model = Model::new(spec, 3).unwrap();
     let p = Program::compile(model.spec(), model.perceive_wires(), model.update_wires());
     let coefs: Vec<[f32; 4]> = (0..p.n_params)

@@ -19,6 +19,16 @@ pub const WIDE: &str = r#"{"channels": 128, "periodic": true, "num_steps": 12,
     "connections": ["unique", "unique", "unique", "unique", "unique", "unique", "unique",
                     "unique", "unique", "unique"]}}"#;
 
+/// Takes `--spec FILE` out of `args`: the text of a model spec's JSON, to run instead of
+/// the narrow or wide model (Python writes a preset's:
+/// `python -c "import logicars; print(logicars.get_preset('colored-g').spec.to_json())"`).
+pub fn take_spec(args: &mut Vec<String>) -> Option<String> {
+    let i = args.iter().position(|a| a == "--spec")?;
+    let path = args.get(i + 1).cloned().expect("--spec FILE");
+    args.drain(i..i + 2);
+    Some(std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}")))
+}
+
 /// Takes `name N` out of `args` (a number after the flag; panics without one): the
 /// examples' `--cells N` and `--batch B`.
 pub fn take_option(args: &mut Vec<String>, name: &str) -> Option<usize> {
