@@ -675,6 +675,8 @@ def _variant(r: Record) -> str:
         parts.insert(1, f"batch {o['batch']}")
     if o.get("restart_every"):
         parts.append(f"attempts of {o['restart_every']}")
+    if o.get("num_steps") is not None:  # recorded since the rollout-length study
+        parts.append(f"{o['num_steps']} steps")
     if o.get("binarize_states"):
         parts.append("binarized states")
     if o.get("beta1") is not None and o["beta1"] != logicars.spec.DEFAULT_BETA1:

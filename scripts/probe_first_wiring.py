@@ -39,7 +39,9 @@ the counts compare between variants, not with `sweep`'s). Variants:
   circuit grows from it before the step (the check accepts any phase);
 - `grid=N`: training on N x N grids (the check stays on the preset's 16 x 16);
   `grid-warmup=E`: 8 x 8 for the first E epochs; `grid-mix=LO`: each epoch's side drawn
-  from the even sides LO..16.
+  from the even sides LO..16;
+- `steps=N`: rollouts of N steps instead of 20, in training and in the check (the
+  circuit has N steps to form the checkerboard).
 
 Variants of the training loop combine with `+`, e.g. `beta1=0+lr=0.2`; `choose` and the
 numpy optimizer's variants run alone.
@@ -84,7 +86,7 @@ NUMPY_OPTIMIZER = ("beta2", "logit-noise")
 # Variants whose argument is a float.
 FLOAT_ARGUMENT = ("beta1", "lr-cosine", "lr", "init-noise") + NUMPY_OPTIMIZER
 # Variants that change the model's spec.
-SPEC_KINDS = ("kernels", "channels", "round-every")
+SPEC_KINDS = ("kernels", "channels", "round-every", "steps")
 # Variants that must run alone.
 ALONE = ("choose",) + NUMPY_OPTIMIZER
 KNOWN = ("plain", "loss-from", "hold", "steps-jitter", "lr-warmup", "batches")
@@ -135,8 +137,8 @@ class NumpyAdamW:
 
 
 def variant_spec(kind: str, value: int, spec: logicars.ModelSpec) -> logicars.ModelSpec:
-    """The preset's spec, with `kernels=K`'s perception kernels, `channels=C`'s channels
-    or `round-every=N`'s rounding."""
+    """The preset's spec, with `kernels=K`'s perception kernels, `channels=C`'s channels,
+    `round-every=N`'s rounding or `steps=N`'s rollout length."""
     if kind in ("kernels", "channels"):
         return logicars.ModelSpec.build(
             channels=value if kind == "channels" else spec.channels,
@@ -148,6 +150,8 @@ def variant_spec(kind: str, value: int, spec: logicars.ModelSpec) -> logicars.Mo
             loss_channels=spec.loss_channels,
             init_logit=spec.init_logit,
         )
+    if kind == "steps":
+        return spec.replace(num_steps=value)
     return spec.with_rounding(True, value)  # round-every
 
 

@@ -372,17 +372,18 @@ def test_screenshot_shows_the_checkerboard(browser: Any, checkerboard_run: Path)
     )
     model = model_of(checkerboard_run)
     target = checkerboard_target(16, 16).astype(np.uint8)
-    # A random start from which the engine reaches the checkerboard in 20 steps.
+    # A random start from which the engine reaches the checkerboard in the spec's steps.
+    steps = model.spec.num_steps
     rng = np.random.default_rng(0)
     for _ in range(20):
         x = rng.integers(0, 2, size=(16, 16, model.spec.channels), dtype=np.uint8)
-        if (model.simulate(x[None], 20)[0, ..., 0] == target).all():
+        if (model.simulate(x[None], steps)[0, ..., 0] == target).all():
             break
     else:
         pytest.fail("none of 20 random starts reaches the checkerboard")
     open_page(browser, write_page(checkerboard_run))
     set_state(browser, x)
-    browser.execute_script("logicars.step(20)")
+    browser.execute_script(f"logicars.step({steps})")
     canvas = browser.find_element(By.ID, "grid")
     shot = np.asarray(Image.open(io.BytesIO(canvas.screenshot_as_png)).convert("RGB"))
     sh, sw = shot.shape[:2]

@@ -206,7 +206,7 @@ def record_from_run(
         if k in s
     }
     cfg = s.get("config", {})
-    spec_keys = ("binarize_states", "binarize_every", "chunk_cells", "init_logit")
+    spec_keys = ("binarize_states", "binarize_every", "chunk_cells", "init_logit", "num_steps")
     given.update({k: cfg.get(k) for k in spec_keys})
     return seed_record(
         sweep,
