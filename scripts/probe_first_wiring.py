@@ -4,13 +4,13 @@
     python scripts/probe_first_wiring.py VARIANT [VARIANT ...] [--seeds 0-19] [--out FILE]
 
 Each variant trains a fresh wiring of the `checkerboard` preset (its spec, batch, learning
-rate and pass-through logit; AdamW's β1 the notebook's 0.9 and 64 cells a chunk, as when
-the rows were recorded) for the notebook's 500 epochs, one random start per epoch, and
+rate and pass-through logit; AdamW's β1 the notebook's 0.9, 64 cells a chunk and 20 steps,
+as when the rows were recorded) for the notebook's 500 epochs, one random start per epoch, and
 records the first epoch whose hard circuit is exact on its batch and then on 64 fixed
 random starts (the probe's own check; `train` validates and confirms on other draws, so
 the counts compare between variants, not with `sweep`'s). Variants:
 
-- `plain`: the loss at step 20, as `train` does;
+- `plain`: the loss at step 20, the last, as `train` does;
 - `loss-from=L`: the loss the mean over steps L..20 (the engine's `train_step_at`);
 - `hold=N`: rollouts of 20 + N steps, the loss over steps 20..20+N;
 - `steps-jitter=J`: each epoch's rollout length drawn from 20-J..20+J, the loss at its last;
@@ -74,6 +74,9 @@ BETA1 = 0.9
 # Cells the engine computes at a time: the preset's when the rows were recorded (it is
 # 128 since); the width orders the gradient sums, so it is part of a run.
 CHUNK_CELLS = 64
+# The rollout's steps: the notebook's, the preset's when the rows were recorded (it is 30
+# since; `steps=N` trains N).
+NUM_STEPS = 20
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -326,7 +329,8 @@ def main() -> None:
     for variant in args.variants:
         checkerboard = logicars.get_preset("checkerboard")
         checkerboard = dataclasses.replace(
-            checkerboard, spec=checkerboard.spec.replace(chunk_cells=CHUNK_CELLS)
+            checkerboard,
+            spec=checkerboard.spec.replace(chunk_cells=CHUNK_CELLS, num_steps=NUM_STEPS),
         )
         preset = variant_preset(checkerboard, variant)
         check = check_draw(preset)
