@@ -51,16 +51,17 @@ The error of a grid is the fraction of cells whose loss channels differ from the
 (for the checkerboard: wrong cells of channel 0; the hidden channels are free).
 
 - **generalisation**: 4 random starts on a grid 4x larger per side (64x64 for the
-  16x16 checkerboard), run 4x the training steps (80). Reported: error at the end and
-  at the training step count, boards exactly right, error curve.
+  16x16 checkerboard), run 4x the training steps ({scale_steps} for the checkerboard's
+  {steps}). Reported: error at the end and at the training step count, boards exactly
+  right, error curve.
 - **fault tolerance**: 4 random starts on 64x64 with a 20x20 square in the centre dead
-  (all its channels set to 0 after every step) for 160 steps (8x the training steps:
-  on 64x64 the pattern needs about 60 steps to form). Reported: error outside the
+  (all its channels set to 0 after every step) for {damage_steps} steps (8x the training
+  steps: the pattern takes longer to form on 64x64, below). Reported: error outside the
   square.
-- **self-healing**: the same square dead for the first half of the 160 steps, then
-  lifted. Reported: error when lifted and at the end, steps until exact again.
-- **robustness**: 64x64 from random bits; first 160 asynchronous steps (fire rate 0.6)
-  without resets so that the pattern forms, then 4000 asynchronous steps with a random
+- **self-healing**: the same square dead for the first half of the {damage_steps} steps,
+  then lifted. Reported: error when lifted and at the end, steps until exact again.
+- **robustness**: 64x64 from random bits; first {damage_steps} asynchronous steps (fire
+  rate 0.6) without resets so that the pattern forms, then 4000 asynchronous steps with a random
   10x10 square reset to random bits (`--reset zeros`: to 0) after every step. Reported:
   the error after each CA step (before that step's reset) and its mean over the second
   half.
@@ -102,12 +103,12 @@ def _claims(
     sync: dict[str, Any], asyn: dict[str, Any] | None, zeros: dict[str, dict[str, Any]]
 ) -> list[str]:
     g, f, s = sync["generalisation"], sync["fault_tolerance"], sync["self_healing"]
+    steps = 4 * training_steps(sync)
     lines = [
-        "- **Exact pattern on 64x64 after 80 steps**: "
+        f"- **Exact pattern on 64x64 after {steps} steps**: "
         + ("holds" if g["final_error_fixed_phase"] == 0 else "does not hold")
         + f" ({g['boards_exact']} of {g['boards']} random starts exact; error against "
-        f"`checkerboard_target` {_fmt(g['final_error_fixed_phase'])}; exact from step "
-        f"{g['exact_from_step']} on).",
+        f"`checkerboard_target` {_fmt(g['final_error_fixed_phase'])}; " + _exact_from(g) + ").",
         "- **Pattern kept around a dead 20x20 centre**: "
         + ("holds" if f["final_error_outside"] == 0 else "does not hold")
         + f" (error outside the square after {f['steps']} steps "
@@ -142,11 +143,13 @@ def _claims(
 
 
 def _observations(sync: dict[str, Any], asyn: dict[str, Any] | None) -> list[str]:
+    steps = training_steps(sync)
     lines = [
-        f"- The pattern needs time to form on the bigger grid: the 64x64 error reaches 0 at "
-        f"step {sync['generalisation']['exact_from_step']}, not at the 20 training steps "
-        f"(error {_fmt(sync['generalisation']['error_at_training_steps'])} there). This is "
-        "why the damage experiments run 160 steps.",
+        "- The pattern needs time to form on the bigger grid: "
+        + _exact_from(sync["generalisation"])
+        + f", not at the {steps} training steps (error "
+        f"{_fmt(sync['generalisation']['error_at_training_steps'])} there). This is why the "
+        f"damage experiments run {8 * steps} steps.",
         f"- Under a 10x10 reset every step neither circuit keeps the pattern: one reset takes "
         f"tens of steps to heal ({_one_reset(sync['robustness'])} for the sync-trained run), "
         "so a new reset lands long before the last one is repaired and the error settles "
@@ -175,6 +178,19 @@ def _observations(sync: dict[str, Any], asyn: dict[str, Any] | None) -> list[str
                 f"({asyn['self_healing']['steps_to_recover']} steps)."
             )
     return lines
+
+
+def _exact_from(g: dict[str, Any]) -> str:
+    """When the generalisation experiment's boards became exact for good, in words."""
+    if g["exact_from_step"] is None:
+        return f"not exact for good within its {g['steps']} steps"
+    return f"exact from step {g['exact_from_step']} on"
+
+
+def training_steps(report: dict[str, Any]) -> int:
+    """The steps the run's circuit was trained for (the generalisation experiment ran 4x
+    as many)."""
+    return int(report["generalisation"]["steps"]) // 4
 
 
 def _train_command(summary: dict[str, Any]) -> str:
@@ -239,7 +255,9 @@ def main() -> None:
 
     sync = reports["sync"]["experiments"]
     asyn = reports["async"]["experiments"] if "async" in reports else None
-    lines = [HOW_TO, "## Results on a trained checkerboard", ""]
+    steps = training_steps(sync)
+    how_to = HOW_TO.format(steps=steps, scale_steps=4 * steps, damage_steps=8 * steps)
+    lines = [how_to, "## Results on a trained checkerboard", ""]
     for label, rep in reports.items():
         t = rep["training"]
         lines.append(

@@ -74,8 +74,7 @@ BETA1 = 0.9
 # Cells the engine computes at a time: the preset's when the rows were recorded (it is
 # 128 since); the width orders the gradient sums, so it is part of a run.
 CHUNK_CELLS = 64
-# The rollout's steps: the notebook's, the preset's when the rows were recorded (it is 30
-# since; `steps=N` trains N).
+# The rollout's steps: the notebook's and the preset's (`steps=N` trains N).
 NUM_STEPS = 20
 
 

@@ -109,7 +109,7 @@ def test_presets_table(capsys: pytest.CaptureFixture[str]) -> None:
     p = PRESETS["checkerboard"]
     assert row["grid"] == "16x16" and row["channels"] == "8" and row["batch"] == "1"
     assert row["epochs"] == f"{p.epochs}({p.restart_every})" and row["seed"] == str(p.seed)
-    assert row["steps"] == "30" and row["gates"] == f"{p.gates():,}"
+    assert row["steps"] == "20" and row["gates"] == f"{p.gates():,}"
     assert row["gate-cells/epoch"] == f"{p.gate_cell_evals_per_epoch():,}"
     assert "async" in lines[3]
 

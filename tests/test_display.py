@@ -78,7 +78,7 @@ def test_fresh_model_html_shows_its_spec_and_no_logic() -> None:
     assert "8 (loss on 0)" in html
     assert "16 kernels" in html and "layers 9, 8, 4, 2" in html
     assert "layers 264, 256×10, 128, 64, 32, 16, 8, 8" in html  # repeats folded
-    assert "30, synchronous, zero boundary" in html
+    assert "20, synchronous, zero boundary" in html
     assert "relaxation softmax" in html
     assert "learning rate" not in html  # the training's (a run's table shows it)
     # Every gate starts as a pass-through of its first input: no logic yet.
