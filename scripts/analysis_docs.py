@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from logicars.circuit.analyze import analyze
+from logicars.circuit.analyze import DAMAGE_SCALE, SCALE, analyze
 from logicars.viz.analysis import plot_robustness
 
 REPO = Path(__file__).resolve().parents[1]
@@ -103,7 +103,7 @@ def _claims(
     sync: dict[str, Any], asyn: dict[str, Any] | None, zeros: dict[str, dict[str, Any]]
 ) -> list[str]:
     g, f, s = sync["generalisation"], sync["fault_tolerance"], sync["self_healing"]
-    steps = 4 * training_steps(sync)
+    steps = SCALE * training_steps(sync)
     lines = [
         f"- **Exact pattern on 64x64 after {steps} steps**: "
         + ("holds" if g["final_error_fixed_phase"] == 0 else "does not hold")
@@ -149,7 +149,7 @@ def _observations(sync: dict[str, Any], asyn: dict[str, Any] | None) -> list[str
         + _exact_from(sync["generalisation"])
         + f", not at the {steps} training steps (error "
         f"{_fmt(sync['generalisation']['error_at_training_steps'])} there). This is why the "
-        f"damage experiments run {8 * steps} steps.",
+        f"damage experiments run {DAMAGE_SCALE * steps} steps.",
         f"- Under a 10x10 reset every step neither circuit keeps the pattern: one reset takes "
         f"tens of steps to heal ({_one_reset(sync['robustness'])} for the sync-trained run), "
         "so a new reset lands long before the last one is repaired and the error settles "
@@ -188,9 +188,9 @@ def _exact_from(g: dict[str, Any]) -> str:
 
 
 def training_steps(report: dict[str, Any]) -> int:
-    """The steps the run's circuit was trained for (the generalisation experiment ran 4x
-    as many)."""
-    return int(report["generalisation"]["steps"]) // 4
+    """The steps the run's circuit was trained for (the generalisation experiment ran
+    `SCALE` times as many)."""
+    return int(report["generalisation"]["steps"]) // SCALE
 
 
 def _train_command(summary: dict[str, Any]) -> str:
@@ -256,7 +256,9 @@ def main() -> None:
     sync = reports["sync"]["experiments"]
     asyn = reports["async"]["experiments"] if "async" in reports else None
     steps = training_steps(sync)
-    how_to = HOW_TO.format(steps=steps, scale_steps=4 * steps, damage_steps=8 * steps)
+    how_to = HOW_TO.format(
+        steps=steps, scale_steps=SCALE * steps, damage_steps=DAMAGE_SCALE * steps
+    )
     lines = [how_to, "## Results on a trained checkerboard", ""]
     for label, rep in reports.items():
         t = rep["training"]
