@@ -24,29 +24,24 @@ from pathlib import Path
 import numpy as np
 
 from logicars.circuit.analyze import analyze
-from logicars.runs import load_run
+from logicars.runs import LoadedRun, load_run
 
 
-def persists(run_dir: Path, starts: int, until: int) -> bool:
+def persists(run: LoadedRun, starts: int, until: int) -> bool:
     """Whether the run's circuit has the pattern right at every step from T to until x T
     from every one of `starts` fresh starts."""
-    run = load_run(run_dir)
     model, preset = run.model, run.preset
     task, spec = preset.task(), model.spec
     rng = np.random.default_rng(4242)
     x = task.start(rng, starts, preset.config.height, preset.config.width).astype(np.uint8)
     y = task.target(x)
-    state = model.simulate(x, spec.num_steps, periodic=spec.periodic)
-    for _ in range((until - 1) * spec.num_steps + 1):
-        if task.wrong(state, y).any():
-            return False
-        state = model.simulate(state, 1, periodic=spec.periodic)
-    return True
+    frames = model.simulate(x, until * spec.num_steps, periodic=spec.periodic, record=True)
+    return not any(task.wrong(state, y).any() for state in frames[spec.num_steps :])
 
 
-def generalises(run_dir: Path) -> bool:
+def generalises(run: LoadedRun) -> bool:
     """Whether `analyze`'s generalisation experiment ends exact on every board."""
-    report = analyze(run_dir, seed=0, experiments=["generalisation"])
+    report = analyze(run.model, preset=run.preset, seed=0, experiments=["generalisation"])
     g = report["experiments"]["generalisation"]
     return bool(g["boards_exact"] == g["boards"])
 
@@ -63,9 +58,10 @@ def main() -> None:
             summary = json.loads((run_dir / "summary.json").read_text())
             if not summary["hard_eval"]["passed"]:
                 continue
+            run = load_run(run_dir)
             working += 1
-            held += persists(run_dir, args.starts, args.until)
-            general += generalises(run_dir)
+            held += persists(run, args.starts, args.until)
+            general += generalises(run)
         print(
             f"{sweep}: {working} working circuits; persists to {args.until}T on "
             f"{args.starts} starts: {held}; generalises (4x the grid, 4T): {general}"

@@ -194,7 +194,7 @@ def first_solving_epoch(
     if kind in NUMPY_OPTIMIZER:
         return numpy_optimizer_epoch(preset, check, NumpyAdamW(kind, float(arg), seed), seed)
     knobs = {kind: float(arg or 0) for kind, arg in parse_variant(variant).items()}
-    h, w, t = cfg.height, cfg.width, spec.num_steps
+    t = spec.num_steps
     model = logicars.Model(spec, seed=seed)
     if "init-noise" in knobs:
         noise = np.random.default_rng([seed, 778])  # the init noise's own stream

@@ -17,6 +17,7 @@ Adding an option is adding one field here (docs/architecture.md has a worked exa
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import math
 import numbers
@@ -50,18 +51,18 @@ DEFAULT_CHECKPOINT_EVERY = 50
 # ---- constraints ----------------------------------------------------------------------
 
 
-class Constraint:
+class Constraint(abc.ABC):
     """The values a setting takes: `check` converts a Python value or raises TypeError
     (wrong type) or `InvalidValueError` (out of range), `parse` reads a command-line
     word, `expected` says in words what is accepted."""
 
     expected: str = ""
 
-    def check(self, name: str, value: Any) -> Any:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def check(self, name: str, value: Any) -> Any: ...
 
-    def parse(self, text: str) -> Any:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def parse(self, text: str) -> Any: ...
 
 
 @dataclass(frozen=True)

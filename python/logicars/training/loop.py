@@ -9,6 +9,7 @@ model, its state, its stop. A new concern is a new policy, not a new branch here
 
 from __future__ import annotations
 
+import abc
 import math
 import time
 from collections.abc import Sequence
@@ -100,13 +101,13 @@ def optimizer_settings(run: Run, lr: float) -> dict[str, float]:
     return {"lr": lr, "weight_decay": p.weight_decay, "beta1": p.beta1}
 
 
-class BatchSource(Policy):
+class BatchSource(Policy, abc.ABC):
     """Where each epoch's inputs and targets come from, and the step taken on them; a
     policy too, so that a source that keeps state (a sample pool) sees the run's events
     (its `checkpoint`, say)."""
 
-    def batch(self, run: Run) -> tuple[np.ndarray, np.ndarray]:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def batch(self, run: Run) -> tuple[np.ndarray, np.ndarray]: ...
 
     def step(self, run: Run, x: np.ndarray, y: np.ndarray, lr: float) -> tuple[float, float]:
         """One training step on the batch at learning rate `lr`: (soft loss, hard loss).
