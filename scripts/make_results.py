@@ -613,18 +613,26 @@ def growth_table(names: list[str], data: Path = DATA) -> list[str]:
 
 def probe_table(name: str, data: Path = DATA) -> list[str]:
     """Per variant of a probe's lines (`scripts/probe_first_wiring.py`), in the order met:
-    the first wirings that solve within the probe's epochs, and the epochs they took."""
-    solved: dict[str, list[int | None]] = {}
+    the first wirings that solve within the probe's epochs, the epochs they took, and where
+    the lines say (`generalises`), how many of them pass `analyze`'s generalisation."""
+    rows: dict[str, list[dict[str, Any]]] = {}
     for line in (data / "probes" / f"{name}.jsonl").read_text().splitlines():
         r = json.loads(line)
-        solved.setdefault(r["variant"], []).append(r["solved"])
-    lines = ["| variant | first wirings that solve | at epochs |", "|---|---|---|"]
-    for variant, epochs in solved.items():
-        hit = sorted(e for e in epochs if e is not None)
-        lines.append(
-            f"| `{variant}` | {len(hit)} of {len(epochs)} ({100 * len(hit) / len(epochs):.0f}%) "
-            f"| {', '.join(map(str, hit))} |"
-        )
+        rows.setdefault(r["variant"], []).append(r)
+    checked = any("generalises" in r for rs in rows.values() for r in rs)
+    extra = " of them generalise |" if checked else ""
+    lines = [
+        "| variant | first wirings that solve | at epochs |" + extra,
+        "|---|---|---|" + ("---|" if checked else ""),
+    ]
+    for variant, rs in rows.items():
+        hit = [r for r in rs if r["solved"] is not None]
+        epochs = ", ".join(str(e) for e in sorted(r["solved"] for r in hit))
+        share = f"{len(hit)} of {len(rs)} ({100 * len(hit) / len(rs):.0f}%)"
+        line = f"| `{variant}` | {share} | {epochs} |"
+        if checked:
+            line += f" {sum(bool(r.get('generalises')) for r in hit)} |"
+        lines.append(line)
     return lines
 
 

@@ -39,7 +39,9 @@ the counts compare between variants, not with `sweep`'s). Variants:
   circuit grows from it before the step (the check accepts any phase);
 - `grid=N`: training on N x N grids (the check stays on the preset's 16 x 16);
   `grid-warmup=E`: 8 x 8 for the first E epochs; `grid-mix=LO`: each epoch's side drawn
-  from the even sides LO..16;
+  from the even sides LO..16; `grid-after=N`: the preset's grid until the circuit first
+  solves there, then N x N, and solved only at an epoch exact on an N x N batch (and on
+  the check);
 - `steps=N`: rollouts of N steps instead of 20, in training and in the check (the
   circuit has N steps to form the checkerboard).
 
@@ -48,7 +50,9 @@ numpy optimizer's variants run alone.
 
 One JSON line per (variant, seed) goes to `--out` (appended; docs/results.md's table of
 them is `scripts/make_results.py`'s `{{probe-table NAME}}`), and a count per variant to
-stdout.
+stdout. A wiring that solves is also run through `logicars.analyze`'s generalisation
+experiment (4 random starts on a grid 4x larger per side, 4x the variant's steps, analysis
+seed 0): `generalises` says whether it ends exact on all four.
 """
 
 from __future__ import annotations
@@ -63,6 +67,7 @@ from typing import Any
 import numpy as np
 
 import logicars
+from logicars.circuit.analyze import analyze
 from logicars.training.policies import restart_seed
 
 EPOCHS = 500  # the reference notebook's
@@ -92,7 +97,7 @@ SPEC_KINDS = ("kernels", "channels", "round-every", "steps")
 # Variants that must run alone.
 ALONE = ("choose",) + NUMPY_OPTIMIZER
 KNOWN = ("plain", "loss-from", "hold", "steps-jitter", "lr-warmup", "batches")
-KNOWN += ("nearest-phase", "grid", "grid-mix", "grid-warmup")
+KNOWN += ("nearest-phase", "grid", "grid-mix", "grid-warmup", "grid-after")
 KNOWN += FLOAT_ARGUMENT + SPEC_KINDS + ALONE
 
 
@@ -184,9 +189,16 @@ def check_draw(preset: logicars.Preset) -> tuple[np.ndarray, np.ndarray]:
     return check_x, check_y
 
 
+def generalises(model: logicars.Model, preset: logicars.Preset) -> bool:
+    """Whether `analyze`'s generalisation experiment ends exact on every board."""
+    report = analyze(model, preset=preset, seed=0, experiments=["generalisation"])
+    g = report["experiments"]["generalisation"]
+    return bool(g["boards_exact"] == g["boards"])
+
+
 def first_solving_epoch(
     preset: logicars.Preset, check: tuple[np.ndarray, np.ndarray], variant: str, seed: int
-) -> int | None:
+) -> tuple[int, logicars.Model] | None:
     task, cfg, spec = preset.task(), preset.config, preset.spec
     kind, _, arg = variant.partition("=")
     if kind == "choose":
@@ -204,8 +216,11 @@ def first_solving_epoch(
         model.set_params(params)
     batches = knobs.get("batches")
     rng = np.random.default_rng(seed if batches is None else [seed, int(batches)])
+    switched = False  # grid-after: the circuit solved on the preset's grid once
     for epoch in range(1, EPOCHS + 1):
         h, w = training_grid(knobs, epoch, rng, (cfg.height, cfg.width))
+        if switched:
+            h = w = int(knobs["grid-after"])
         x = task.start(rng, cfg.batch, h, w)
         y = task.target(x)
         if "nearest-phase" in knobs:
@@ -227,7 +242,9 @@ def first_solving_epoch(
             beta1=beta1,
         )  # fmt: skip
         if hard == 0 and solves(model, check, task, spec):
-            return epoch
+            if switched or "grid-after" not in knobs:
+                return epoch, model
+            switched = True
     return None
 
 
@@ -262,7 +279,7 @@ def nearest_phase(
 
 def numpy_optimizer_epoch(
     preset: logicars.Preset, check: tuple[np.ndarray, np.ndarray], opt: NumpyAdamW, seed: int
-) -> int | None:
+) -> tuple[int, logicars.Model] | None:
     """The first epoch whose hard circuit is exact on its batch (before the step, as the
     engine's `hard`) and on the check, trained by `opt`."""
     task, cfg, spec = preset.task(), preset.config, preset.spec
@@ -273,14 +290,14 @@ def numpy_optimizer_epoch(
         y = task.target(x)
         out = model.simulate(x.astype(np.uint8), spec.num_steps, periodic=spec.periodic)
         if not task.wrong(out, y).any() and solves(model, check, task, spec):
-            return epoch
+            return epoch, model
         opt.step(model, x, y, cfg.lr, cfg.weight_decay)
     return None
 
 
 def chosen_wiring_epoch(
     preset: logicars.Preset, check: tuple[np.ndarray, np.ndarray], arg: str, seed: int
-) -> int | None:
+) -> tuple[int, logicars.Model] | None:
     """`choose=KxE`: the epochs, all wirings' together, until the chosen one solves."""
     task, cfg, spec = preset.task(), preset.config, preset.spec
     count, _, length = arg.partition("x")
@@ -306,14 +323,14 @@ def chosen_wiring_epoch(
             used += 1
             hard = epoch_of(model, rng)
             if hard == 0 and solves(model, check, task, spec):
-                return used
+                return used, model
             recent = (recent + [hard])[-10:]
         candidates.append((float(np.mean(recent)), k, model, rng))
     _, _, model, rng = min(candidates, key=lambda c: c[:2])
     while used < EPOCHS:
         used += 1
         if epoch_of(model, rng) == 0 and solves(model, check, task, spec):
-            return used
+            return used, model
     return None
 
 
@@ -334,10 +351,14 @@ def main() -> None:
         preset = variant_preset(checkerboard, variant)
         check = check_draw(preset)
         for seed in args.seeds:
-            epoch = first_solving_epoch(preset, check, variant, seed)
-            solved[variant].append(epoch)
+            found = first_solving_epoch(preset, check, variant, seed)
+            row: dict[str, Any] = {"variant": variant, "seed": seed, "solved": None}
+            if found is not None:
+                row["solved"] = found[0]
+                row["generalises"] = generalises(found[1], preset)
+            solved[variant].append(row["solved"])
             with args.out.open("a") as f:
-                f.write(json.dumps({"variant": variant, "seed": seed, "solved": epoch}) + "\n")
+                f.write(json.dumps(row) + "\n")
     for variant, epochs in solved.items():
         hit = sum(e is not None for e in epochs)
         print(f"{variant}: {hit} of {len(epochs)} first wirings solve within {EPOCHS} epochs")

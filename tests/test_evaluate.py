@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 import logicars
-from logicars.circuit.evaluate import evaluate, validate
+from logicars.circuit.evaluate import Evaluation, Generalisation, evaluate, generalise, validate
 from logicars.datasets import checkerboard_target, gol_boards, gol_step
+from logicars.outcome import outcome_line
 
 
 def _wrong(out: np.ndarray, target: np.ndarray) -> tuple[int, int]:
@@ -91,3 +92,46 @@ def test_checkerboard_evaluation_counts_1024_fresh_starts() -> None:
     result = evaluate(model, preset)
     assert (result.check, result.samples) == ("fresh starts", 1024)
     assert result.to_dict()["passed"] is False
+
+
+def test_a_pattern_is_reported_on_a_grid_four_times_larger() -> None:
+    """*generalises*: the shipped checkerboard is exact on 4 starts of 64x64 after 80
+    steps; the check is reported and never required."""
+    run = logicars.pretrained("checkerboard")
+    check = evaluate(run.model, run.preset).checks()["generalises to 64x64"]
+    assert check == {
+        "samples": 4, "solved": 4, "wrong_cells": 0, "passed": True, "required": False,
+        "steps": 80,
+    }  # fmt: skip
+
+
+def test_generalises_counts_the_larger_grids_wrong_cells() -> None:
+    """A fresh circuit (pass-through: the random start stays) is wrong on the larger grid
+    where the pattern is not, counted as the task scores it, from its own stream."""
+    preset = logicars.get_preset("checkerboard")
+    model = logicars.Model(preset.spec, seed=0)
+    seed = logicars.draws.evaluation_seed(0)
+    gen = generalise(model, preset.task(), seed)
+    rng = logicars.draws.generalise_rng(seed)
+    x = rng.integers(0, 2, size=(4, 64, 64, 8)).astype(np.uint8)
+    out = model.simulate(x, 80, periodic=False)[..., :1] > 0.5
+    big = checkerboard_target(68, 68)
+    phases = [big[r : r + 64, c : c + 64, None] > 0.5 for r in range(4) for c in range(4)]
+    wrong = np.array([[np.sum(o != p) for p in phases] for o in out]).min(axis=1)
+    assert (gen.height, gen.width, gen.steps, gen.boards) == (64, 64, 80, 4)
+    assert (gen.solved, gen.wrong_cells) == (int(np.sum(wrong == 0)), int(wrong.sum()))
+    assert gen.wrong_cells > 0
+
+
+def test_a_circuit_that_does_not_generalise_still_passes_its_fresh_starts() -> None:
+    result = Evaluation(
+        check="fresh starts", samples=8, solved=8, wrong_cells=0, cells=8 * 256,
+        generalisation=Generalisation(
+            height=64, width=64, steps=80, boards=4, solved=1, wrong_cells=37
+        ),
+    )  # fmt: skip
+    assert result.passed
+    assert result.checks()["generalises to 64x64"]["passed"] is False
+    assert "generalises to 64x64 1/4 (37 wrong cells) (reported, not required)" in outcome_line(
+        {"preset": "checkerboard", "hard_eval": result.to_dict()}
+    )

@@ -101,6 +101,24 @@ def test_a_probe_table_counts_the_wirings_that_solve(tmp_path: Path) -> None:
     assert table[2:] == ["| `plain` | 2 of 3 (67%) | 12, 80 |", "| `hold=4` | 0 of 1 (0%) |  |"]
 
 
+def test_a_probe_table_counts_the_wirings_that_generalise(tmp_path: Path) -> None:
+    """Lines with `generalises` add a column: how many of the solving wirings pass."""
+    (tmp_path / "probes").mkdir()
+    lines = [
+        {"variant": "steps=30", "seed": 0, "solved": 80, "generalises": False},
+        {"variant": "steps=30", "seed": 1, "solved": 40, "generalises": True},
+        {"variant": "steps=30", "seed": 2, "solved": None},
+        {"variant": "plain", "seed": 0, "solved": 90, "generalises": True},
+    ]
+    (tmp_path / "probes" / "p.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    table = make_results.probe_table("p", tmp_path)
+    assert table[0].endswith("| of them generalise |")
+    assert table[2:] == [
+        "| `steps=30` | 2 of 3 (67%) | 40, 80 | 1 |",
+        "| `plain` | 1 of 1 (100%) | 90 | 1 |",
+    ]
+
+
 def test_seed_record_refuses_unknown_fields() -> None:
     with pytest.raises(ValueError, match="wall"):
         seed_record("x", wall=3)

@@ -6,7 +6,9 @@ share an input, an update mask or a damage with training or the checks made duri
   during training (validation, confirmation, repair, drift search) use seeds below
   `EVALUATION_BASE`; `evaluate` uses `EVALUATION_BASE + seed`. No seed is both, so no draw
   of one is a draw of the other.
-- Damage discs come from `default_rng([seed, DAMAGE_STREAM])` with the same split of seeds.
+- Damage discs come from `default_rng([seed, DAMAGE_STREAM])` with the same split of seeds,
+  and the larger grids of a pattern's *generalises* check from
+  `default_rng([seed, GENERALISE_STREAM])`.
 - Training draws its batches from the run's own generator (`default_rng(seed)`), and its
   pool picks and damages from `training_rng(seed, epoch)`: keyed by the epoch, so a run
   resumed from a checkpoint draws what the straight run draws.
@@ -18,6 +20,7 @@ import numpy as np
 
 EVALUATION_BASE = 1 << 32
 DAMAGE_STREAM = 5
+GENERALISE_STREAM = 11
 TRAINING_STREAM = 7
 
 
@@ -39,6 +42,11 @@ def evaluation_seed(seed: int) -> int:
 def damage_rng(seed: int) -> np.random.Generator:
     """The damage discs of a check with this (already split) seed."""
     return np.random.default_rng([seed, DAMAGE_STREAM])
+
+
+def generalise_rng(seed: int) -> np.random.Generator:
+    """The starts on a larger grid of a check with this (already split) seed."""
+    return np.random.default_rng([seed, GENERALISE_STREAM])
 
 
 def training_rng(seed: int, epoch: int) -> np.random.Generator:

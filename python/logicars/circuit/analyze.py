@@ -41,6 +41,7 @@ from .. import runs
 from ..files import write_atomic
 from ..tasks import LifeTask, Task, life_step
 from ..viz.analysis import write_plots
+from .evaluate import GENERALISE_SCALE
 from .export import GATE_NAMES, gate_histograms  # noqa: F401 (importable from here too)
 from .simulate import Simulator
 
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
 PathLike = Union[str, "os.PathLike[str]"]
 
 EXPERIMENTS = ("generalisation", "fault_tolerance", "self_healing", "robustness", "gates")
-SCALE = 4  # generalisation: grid side and steps, times the training ones
+SCALE = GENERALISE_SCALE  # generalisation: grid side and steps, times the training ones
 DAMAGE_FRACTION = 20 / 64  # the paper's 20x20 dead square on a 64x64 grid
 # Damage runs last twice the generalisation run: on 64x64 the checkerboard takes about
 # 60 of the 80 steps to form, so half of 160 steps forms it around the dead square and

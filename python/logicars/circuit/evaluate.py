@@ -12,6 +12,11 @@ check is named by what it checks:
   rules on larger grids): `samples` random starts (async ones with fresh update masks)
   that no training batch or training-time check drew; a sample counts as solved when the
   loss channels are the pattern, in any phase, after the task's steps.
+- *generalises* (a pattern; reported, never required): the paper's generalisation, as
+  `analyze`'s experiment: `GENERALISE_BOARDS` random starts on a grid `GENERALISE_SCALE`
+  times larger per side, run `GENERALISE_SCALE` times the task's steps, each exact (any
+  phase) at the end. A circuit given many steps on a small grid can pass its fresh starts
+  by means that fail on a larger one (docs/results.md, *Rollout length*).
 - *held-out recordings* (`data:RECORDING.npz`): every transition of the recordings
   kept out of training.
 - *grown*, *persists*, *regrows* (a grown image, `lizard`, `colored-g`, `grow:...`): the
@@ -45,13 +50,30 @@ from ..growth import (
 )
 from ..model import Model
 from ..presets import Preset
-from ..tasks import GrowTask, LifeTask, RecordedTask, Task
+from ..tasks import GrowTask, LifeTask, PatternTask, RecordedTask, Task
 
 # Fresh starts of `evaluate`'s check of a pattern: with 1024, a circuit that fails one
 # start in 200 shows it in all but ~1% of evaluations.
 HELDOUT_SAMPLES = 1024
 # A regenerating circuit passes when it regrows at least this share of the damages.
 REGROW_PASS = 0.8
+# A pattern's *generalises* check: the grid's side and the steps, times the task's, and the
+# random starts run there (the paper's 64x64 for the 16x16 checkerboard; `analyze` too).
+GENERALISE_SCALE = 4
+GENERALISE_BOARDS = 4
+
+
+@dataclass(frozen=True)
+class Generalisation:
+    """A pattern circuit on a larger grid: `boards` random starts of `height` x `width`
+    run `steps` steps, `solved` of them exact at the end (any phase)."""
+
+    height: int
+    width: int
+    steps: int
+    boards: int
+    solved: int
+    wrong_cells: int
 
 
 @dataclass(frozen=True)
@@ -67,6 +89,8 @@ class Evaluation:
     wrong_cells: int
     cells: int
     growth: GrowthChecks | None = None
+    # A pattern's larger grid, reported by `evaluate` and never required.
+    generalisation: Generalisation | None = None
     # What the task asks of a grown image (`GrowTask.growth`): only "grown" counts for the
     # paper's growing, "persists" too for a persisting circuit, "regrows" for a
     # regenerating one.
@@ -94,10 +118,20 @@ class Evaluation:
             "passed": self.solved == self.samples,
             "required": True,
         }
+        out = {self.check: main}
+        gen = self.generalisation
+        if gen is not None:
+            out[f"generalises to {gen.height}x{gen.width}"] = {
+                "samples": gen.boards,
+                "solved": gen.solved,
+                "wrong_cells": gen.wrong_cells,
+                "passed": gen.solved == gen.boards,
+                "required": False,
+                "steps": gen.steps,
+            }
         g = self.growth
         if g is None:
-            return {self.check: main}
-        out = {"grown": main}
+            return out
         persists = {
             "samples": 1,
             "solved": int(g.persists),
@@ -168,7 +202,10 @@ def _run_checks(model: Model, task: Task, samples: int, seed: int, report: bool)
     wrong = wrong_cells(model, task, x, target, seed)
     per_sample = wrong.reshape(len(x), -1).any(axis=1)
     growth = None
+    generalisation = None
     mode = "grow"
+    if isinstance(task, PatternTask) and report:
+        generalisation = generalise(model, task, seed)
     if isinstance(task, GrowTask):
         mode = task.growth
         if report or mode != "grow":
@@ -190,7 +227,27 @@ def _run_checks(model: Model, task: Task, samples: int, seed: int, report: bool)
         wrong_cells=int(np.count_nonzero(wrong)),
         cells=int(wrong.size),
         growth=growth,
+        generalisation=generalisation,
         growth_mode=mode,
+    )
+
+
+def generalise(model: Model, task: PatternTask, seed: int) -> Generalisation:
+    """The *generalises* check of a pattern circuit, its starts and async masks drawn from
+    `seed` (already split: `evaluate`'s or a training-time check's)."""
+    h, w = GENERALISE_SCALE * task.height, GENERALISE_SCALE * task.width
+    steps = GENERALISE_SCALE * task.num_steps
+    x = task.start(draws.generalise_rng(seed), GENERALISE_BOARDS, h, w).astype(np.uint8)
+    out = model.simulate(x, steps, seed=seed, periodic=task.periodic)
+    wrong = task.wrong(out, task.target(x))
+    per_board = wrong.reshape(len(x), -1).any(axis=1)
+    return Generalisation(
+        height=h,
+        width=w,
+        steps=steps,
+        boards=len(x),
+        solved=int(np.count_nonzero(~per_board)),
+        wrong_cells=int(np.count_nonzero(wrong)),
     )
 
 
