@@ -126,6 +126,40 @@ def test_report_files_and_table(pool_sweep: SweepResult) -> None:
     assert pool_sweep.table == "\n".join(lines)
 
 
+def test_the_table_counts_the_solved_circuits_that_generalise() -> None:
+    """A pattern's runs record `evaluate`'s reported *generalises*; the table shows how
+    many solved circuits pass it (failed or unsolved runs do not count)."""
+    from logicars.sweep.reporting import cells_table, summarize_cells
+
+    def row(seed: int, solved: bool, generalises: bool | None) -> dict[str, Any]:
+        r: dict[str, Any] = dict.fromkeys(METRIC_COLUMNS)
+        r.update(name=f"s{seed}", options={"preset": "checkerboard", "seed": seed})
+        r.update(status="done", solved=solved, generalises=generalises, wall_seconds=1.0)
+        r.update(trained_epochs=100, epoch_budget=100)
+        return r
+
+    rows = [row(0, True, True), row(1, True, False), row(2, False, False), row(3, True, True)]
+    [cell] = summarize_cells(rows)
+    assert (cell["solved"], cell["solved_and_generalise"]) == (3, 2)
+    header, _, line = cells_table([cell]).splitlines()
+    assert header.startswith("| preset | runs | solved | of them generalise | success |")
+    assert line.startswith("| checkerboard | 4 | 3 | 2 | 75% |")
+    [gol] = summarize_cells([row(0, True, None)])
+    assert gol["solved_and_generalise"] is None
+    assert "generalise" not in cells_table([gol])
+
+
+def test_a_pattern_sweep_records_whether_its_circuits_generalise(tmp_path: Path) -> None:
+    result = logicars.sweep(
+        {"preset": "checkerboard", "seed": [0], "epochs": 2}, out=tmp_path / "s", quiet=True
+    )
+    doc = json.loads((result.out / "sweep.json").read_text())
+    summary = json.loads((result.out / result.points[0].name / "summary.json").read_text())
+    check = summary["hard_eval"]["checks"]["generalises to 64x64"]
+    assert doc["rows"][0]["generalises"] is check["passed"]
+    assert "generalises" in (result.out / "sweep.csv").read_text().splitlines()[0]
+
+
 def test_rerun_skips_finished_points(pool_sweep: SweepResult) -> None:
     stamps = {n: (pool_sweep.out / n / "summary.json").stat().st_mtime_ns for n in NAMES[1:]}
     again = logicars.sweep(GRID, out=pool_sweep.out, workers=2, quiet=True)

@@ -23,6 +23,7 @@ METRIC_COLUMNS = (
     "solved",
     "held_out_solved",
     "held_out_samples",
+    "generalises",
     "trained_epochs",
     "first_epoch_hard_zero",
     "seconds_to_hard_zero",
@@ -91,6 +92,8 @@ def point_record(run_dir: Path) -> dict[str, Any] | None:
     `solved_epoch`, `solved_seconds`: when the run first passed `train`'s validation
     check (the stop of `stop_on_solve`).
     `hard_minus_soft`: final hard loss minus final soft loss.
+    `generalises`: a pattern circuit's reported check on a grid 4x larger (`evaluate`),
+    None where the summary has none.
     """
     from ..runstate import CHECKPOINT_NAME
 
@@ -128,6 +131,7 @@ def point_record(run_dir: Path) -> dict[str, Any] | None:
         solved=row["status"] == "done" and bool(ev.get("passed", ev["solved"] == ev["samples"])),
         held_out_solved=ev["solved"],
         held_out_samples=ev["samples"],
+        generalises=_generalises(ev),
         trained_epochs=summary["epochs"],
         first_epoch_hard_zero=zero,
         solved_epoch=summary.get("solved_epoch"),
@@ -145,6 +149,13 @@ def point_record(run_dir: Path) -> dict[str, Any] | None:
         early_stopped=summary["early_stopped"],
     )
     return row
+
+
+def _generalises(hard_eval: Mapping[str, Any]) -> bool | None:
+    """Whether `evaluate`'s reported *generalises* check passed (None: not recorded)."""
+    named = hard_eval.get("checks") or {}
+    found = [c for name, c in named.items() if name.startswith("generalises")]
+    return bool(found[0]["passed"]) if found else None
 
 
 def _sort_key(options: Mapping[str, Any]) -> tuple:
@@ -168,8 +179,9 @@ def _median(values: list[float]) -> float | None:
 def summarize_cells(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per grid cell (the options but the seed): finished runs, solved, success rate, the
     expected wall time to a working circuit (all runs' seconds over the solved ones:
-    what a user waits, failed attempts included), runs that reached hard loss 0 and the
-    medians of epochs and seconds to it."""
+    what a user waits, failed attempts included), the solved runs whose circuit also
+    generalises (a pattern's; None where no run records it), runs that reached hard loss
+    0 and the medians of epochs and seconds to it."""
     groups: dict[str, list[dict[str, Any]]] = {}
     cells: dict[str, dict[str, Any]] = {}
     for row in rows:
@@ -182,6 +194,7 @@ def summarize_cells(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         done = [r for r in members if r["status"] == "done"]
         reached = [r for r in done if r["first_epoch_hard_zero"] is not None]
         solved = sum(bool(r["solved"]) for r in done)
+        checked = [r for r in done if r["solved"] and r["generalises"] is not None]
         seconds = [
             r["seconds_to_hard_zero"] for r in reached if r["seconds_to_hard_zero"] is not None
         ]
@@ -191,6 +204,9 @@ def summarize_cells(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "runs": len(done),
                 "solved": solved,
                 "success_rate": solved / len(done) if done else None,
+                "solved_and_generalise": (
+                    sum(bool(r["generalises"]) for r in checked) if checked else None
+                ),
                 "seconds_per_solved": (
                     sum(r["wall_seconds"] for r in done) / solved if solved else None
                 ),
@@ -246,11 +262,13 @@ def cells_table(cells: list[dict[str, Any]]) -> str:
     """The cells as a Markdown table (what `sweep.md` holds and the command prints)."""
     varying = _varying_keys(cells)
     extra = [k for k in ("unfinished", "failed") if any(c[k] for c in cells)]
+    general = any(c.get("solved_and_generalise") is not None for c in cells)
     header = (
         varying
         + [
             "runs",
             "solved",
+            *(["of them generalise"] if general else []),
             "success",
             "s per working circuit",
             "reached hard loss 0",
@@ -271,6 +289,7 @@ def cells_table(cells: list[dict[str, Any]]) -> str:
             + [
                 str(c["runs"]),
                 str(c["solved"]),
+                *([_fmt(c.get("solved_and_generalise"))] if general else []),
                 "–" if rate is None else f"{100 * rate:.0f}%",
                 _fmt(c.get("seconds_per_solved"), 2),
                 str(c["reached_hard_zero"]),
