@@ -708,26 +708,44 @@ def _variants(names: list[str], data: Path) -> dict[tuple[str, str], list[Record
     return groups
 
 
+def _generalises(r: Record) -> bool | None:
+    """Whether a pattern run's circuit passed `evaluate`'s reported *generalises* check
+    (None: the record has none, as every record from before 2026-11-30 evening)."""
+    named = (r.get("checks") or {}).get("named") or {}
+    found = [c for k, c in named.items() if k.startswith("generalises")]
+    return bool(found[0]["passed"]) if found else None
+
+
 def variants_table(names: list[str], data: Path = DATA) -> list[str]:
     """Per sweep and variant (the options that differ between its runs): the runs, the
     ones whose final circuit passes its held-out check, the ones whose first wiring did
     within the notebook's epochs, and the epochs and wall seconds per working circuit
-    (every run's epochs or seconds over the working ones: what a user waits)."""
+    (every run's epochs or seconds over the working ones: what a user waits). Where the
+    records say, a column counts the working circuits that also generalise."""
+    groups = _variants(names, data)
+    general = any(_generalises(r) is not None for rs in groups.values() for r in rs)
     lines = [
-        "| sweep | options | seeds | runs | working | first wiring in the notebook's epochs "
+        "| sweep | options | seeds | runs | working "
+        + ("| of them generalise " if general else "")
+        + "| first wiring in the notebook's epochs "
         "| epochs per working circuit | wall s per working circuit |",
-        "|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|" + ("---|" if general else "") + "---|---|---|",
     ]
-    for (name, label), rs in _variants(names, data).items():
+    for (name, label), rs in groups.items():
         seeds = sorted(int(r["seed"]) for r in rs)
         working = sum(held_out_ok(r) for r in rs)
         known = all(notebook_epochs(r) is not None for r in rs)
         first = _percent(sum(map(first_attempt_ok, rs)), len(rs)) + ")" if known else "–"
         epochs = [r.get("epochs") for r in rs]
         per_epochs = "–" if None in epochs or not working else f"{sum(epochs) / working:.0f}"
+        generalise = ""
+        if general:
+            checked = [_generalises(r) for r in rs if held_out_ok(r)]
+            generalise = "– " if None in checked else f"{sum(map(bool, checked))} "
+            generalise = "| " + generalise
         lines.append(
             f"| {name} | {label} | {seeds[0]}-{seeds[-1]} | {len(rs)} "
-            f"| {_percent(working, len(rs))}) | {first} "
+            f"| {_percent(working, len(rs))}) {generalise}| {first} "
             f"| {per_epochs} | {_seconds_per_working(rs, working)} |"
         )
     return lines

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -186,3 +187,7 @@ def test_bench_to_working_reports_seconds_per_working_circuit(
     assert "s per working circuit" in out and out.strip().splitlines()[-1].split()[-1] == "15.0"
     assert main([*argv, "--to-working", "3-1"]) != 0  # refused before any timing
     assert "--to-working: seeds" in capsys.readouterr().err and len(calls) == 1
+    # --out keeps each preset's runs in one directory below it, a rule's slash and all
+    rule = ["bench", "life:B36/S23", "--threads", "1", "--epochs", "1", "--warmup", "0"]
+    assert main([*rule, "--to-working", "100", "--out", "kept"]) == 0
+    assert calls[-1][3] == os.path.join("kept", "life-B36-S23")

@@ -8,6 +8,7 @@ import os
 
 from ..bench import BINARIZED, bench_presets, cpu_peak_fma_per_s, expected_wall_time
 from ..presets import Preset
+from ..training.rundir import run_name
 from .common import UsageError, int_at_least
 
 HELP = "time whole training epochs of the presets"
@@ -193,7 +194,7 @@ def _run_to_working(
             + "  s per working circuit"
         )
     for name in names:
-        out = None if args.out is None else os.path.join(args.out, name.replace(":", "-"))
+        out = None if args.out is None else os.path.join(args.out, run_name(name))
         r = expected_wall_time(name, seeds, threads, out)
         if args.json:
             print(json.dumps({"preset": name, "threads": threads, **r}), flush=True)
