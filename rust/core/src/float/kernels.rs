@@ -364,6 +364,63 @@ mod x86 {
         }
     }
 
+    /// The same with AVX2: each accumulator's two 8-lane halves added, then two
+    /// accumulators per register for the 4 -> 2 -> 1 steps. Left to the compiler,
+    /// `EachTree` became scalar inserts and shuffles through the stack, about as many
+    /// instructions as a 64-cell gate's whole backward (docs/performance.md).
+    struct Avx2Trees;
+    impl Reduce for Avx2Trees {
+        #[inline(always)]
+        fn add_sums(sums: [[f32; LANES]; 4], acc: &mut [f64]) {
+            assert!(acc.len() >= 4);
+            // SAFETY: only inlined into the avx2 functions below; `acc` holds 4 values.
+            unsafe {
+                // 16 -> 8: lanes i and i + 8 of each accumulator.
+                let [t0, t1, t2, t3] = sums.map(|s| {
+                    _mm256_add_ps(
+                        _mm256_loadu_ps(s.as_ptr()),
+                        _mm256_loadu_ps(s.as_ptr().add(8)),
+                    )
+                });
+                // 8 -> 4: lanes i and i + 4; accumulators (0, 1) and (2, 3) share a register,
+                // one per 128-bit half.
+                let u01 = _mm256_add_ps(
+                    _mm256_permute2f128_ps::<0x20>(t0, t1),
+                    _mm256_permute2f128_ps::<0x31>(t0, t1),
+                );
+                let u23 = _mm256_add_ps(
+                    _mm256_permute2f128_ps::<0x20>(t2, t3),
+                    _mm256_permute2f128_ps::<0x31>(t2, t3),
+                );
+                // 4 -> 2: lanes (0, 1) + (2, 3) of each half; halves hold (0, 2) and (1, 3).
+                let w = _mm256_add_ps(
+                    _mm256_shuffle_ps::<0x44>(u01, u23),
+                    _mm256_shuffle_ps::<0xEE>(u01, u23),
+                );
+                // 2 -> 1: lane 0 + lane 1 of each pair; the low half holds [s0, s2, ..],
+                // the high half [s1, s3, ..].
+                let z = _mm256_add_ps(
+                    _mm256_shuffle_ps::<0x88>(w, w),
+                    _mm256_shuffle_ps::<0xDD>(w, w),
+                );
+                let totals =
+                    _mm_unpacklo_ps(_mm256_castps256_ps128(z), _mm256_extractf128_ps::<1>(z));
+                let at = acc.as_mut_ptr();
+                _mm256_storeu_pd(
+                    at,
+                    _mm256_add_pd(_mm256_loadu_pd(at), _mm256_cvtps_pd(totals)),
+                );
+            }
+        }
+    }
+
+    /// `Avx2Trees::add_sums` on its own, for the test that it matches `EachTree`.
+    #[cfg(test)]
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn add_sums_avx2(sums: [[f32; LANES]; 4], acc: &mut [f64]) {
+        Avx2Trees::add_sums(sums, acc)
+    }
+
     /// `Avx512Trees::add_sums` on its own, for the test that it matches `EachTree`.
     #[cfg(test)]
     #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
@@ -398,7 +455,7 @@ mod x86 {
         acc: &mut [f64],
         w: usize,
     ) {
-        backward_impl::<Fused, EachTree, W, N>(i, c, act, grad, acc, w)
+        backward_impl::<Fused, Avx2Trees, W, N>(i, c, act, grad, acc, w)
     }
     #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
     pub unsafe fn backward_avx512<const W: usize, const N: usize>(
@@ -569,13 +626,8 @@ pub fn backward_instrs(
 mod tests {
     use super::*;
 
-    #[test]
-    #[cfg(target_arch = "x86_64")]
-    fn avx512_sums_add_in_tree_order() {
-        if SimdLevel::best_supported() != SimdLevel::Avx512 {
-            return;
-        }
-        // Values of mixed magnitude, so that any other order of additions rounds differently.
+    /// Sums of mixed magnitude, so that any other order of additions rounds differently.
+    fn mixed_sums(count: usize) -> Vec<[[f32; LANES]; 4]> {
         let mut x = 0x2545_f491_u32;
         let mut next = || {
             x ^= x << 13;
@@ -583,14 +635,39 @@ mod tests {
             x ^= x << 5;
             (x as f32 / u32::MAX as f32 - 0.5) * 10f32.powi((x % 9) as i32 - 4)
         };
-        for _ in 0..100 {
-            let sums: [[f32; LANES]; 4] = std::array::from_fn(|_| std::array::from_fn(|_| next()));
+        (0..count)
+            .map(|_| std::array::from_fn(|_| std::array::from_fn(|_| next())))
+            .collect()
+    }
+
+    /// `add` gives `EachTree`'s bits on every one of the mixed sums.
+    fn adds_in_tree_order(add: impl Fn([[f32; LANES]; 4], &mut [f64])) {
+        for sums in mixed_sums(100) {
             let start = [1.0, -2.5, 1e-3, 7.0];
             let (mut want, mut got) = (start, start);
             EachTree::add_sums(sums, &mut want);
-            // SAFETY: the CPU has AVX-512 (checked above).
-            unsafe { x86::add_sums_avx512(sums, &mut got) };
+            add(sums, &mut got);
             assert_eq!(want.map(f64::to_bits), got.map(f64::to_bits));
         }
+    }
+
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn avx512_sums_add_in_tree_order() {
+        if SimdLevel::best_supported() != SimdLevel::Avx512 {
+            return;
+        }
+        // SAFETY: the CPU has AVX-512 (checked above).
+        adds_in_tree_order(|sums, acc| unsafe { x86::add_sums_avx512(sums, acc) });
+    }
+
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn avx2_sums_add_in_tree_order() {
+        if !SimdLevel::Avx2.is_supported() {
+            return;
+        }
+        // SAFETY: the CPU has AVX2 and FMA (checked above).
+        adds_in_tree_order(|sums, acc| unsafe { x86::add_sums_avx2(sums, acc) });
     }
 }
