@@ -142,9 +142,10 @@ impl<const W: usize> Rows<W> {
 
 /// `N`: the cells of the chunk that are computed, a whole number of SIMD blocks: a
 /// chunk at the end of a grid computes only the blocks holding cells, since lanes never
-/// mix and its padding lanes are never read.
+/// mix and its padding lanes are never read. `PIECE`: the cells of a gate computed in
+/// registers before they are stored, where it divides `N` (else all `N`).
 #[inline(always)]
-fn forward_impl<A: MulAdd, const W: usize, const N: usize>(
+fn forward_impl<A: MulAdd, const W: usize, const N: usize, const PIECE: usize>(
     instrs: &[Instr],
     coefs: &[[f32; 4]],
     act: &mut [f32],
@@ -167,14 +168,18 @@ fn forward_impl<A: MulAdd, const W: usize, const N: usize>(
         // Computed into a local row, then stored: the rows come from one raw pointer,
         // so the compiler cannot prove `out` misses `a` and `b`, and where it does not
         // version the loop (rows of 16 or 32 cells at a run-time width) it made scalar
-        // code of it.
-        let mut row = [0f32; N];
-        for i in 0..N {
-            // c0 + c1·a + (c2 + c3·a)·b: three multiply-adds.
-            let lin = A::mul_add(c1, a[i], c0);
-            row[i] = A::mul_add(A::mul_add(c3, a[i], c2), b[i], lin);
+        // code of it. A row of `N` in pieces of `PIECE` where it divides: a row of 128
+        // is 16 of AVX2's 16 registers, and went through the stack.
+        let piece = if N.is_multiple_of(PIECE) { PIECE } else { N };
+        for at in (0..N).step_by(piece) {
+            let mut row = [0f32; N];
+            for i in at..at + piece {
+                // c0 + c1·a + (c2 + c3·a)·b: three multiply-adds.
+                let lin = A::mul_add(c1, a[i], c0);
+                row[i] = A::mul_add(A::mul_add(c3, a[i], c2), b[i], lin);
+            }
+            out[at..at + piece].copy_from_slice(&row[at..at + piece]);
         }
-        *out = row;
     }
 }
 
@@ -435,7 +440,7 @@ mod x86 {
         act: &mut [f32],
         w: usize,
     ) {
-        forward_impl::<Fused, W, N>(i, c, act, w)
+        forward_impl::<Fused, W, N, HALF_ROW>(i, c, act, w)
     }
     #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
     pub unsafe fn forward_avx512<const W: usize, const N: usize>(
@@ -444,7 +449,7 @@ mod x86 {
         act: &mut [f32],
         w: usize,
     ) {
-        forward_impl::<Fused, W, N>(i, c, act, w)
+        forward_impl::<Fused, W, N, MAX_CHUNK_CELLS>(i, c, act, w)
     }
     #[target_feature(enable = "avx2,fma")]
     pub unsafe fn backward_avx2<const W: usize, const N: usize>(
@@ -470,6 +475,9 @@ mod x86 {
     }
 }
 
+/// The AVX2 forward's piece of a row (16 vector registers): 64 cells.
+const HALF_ROW: usize = MAX_CHUNK_CELLS / 2;
+
 fn check_arena(n_rows: usize, width: usize, arena: &[f32]) {
     // Every row index of a gate list is below its n_rows (`program`).
     assert!(
@@ -491,7 +499,7 @@ fn forward_portable<const W: usize, const N: usize>(
     act: &mut [f32],
     w: usize,
 ) {
-    forward_impl::<Separate, W, N>(i, c, act, w)
+    forward_impl::<Separate, W, N, MAX_CHUNK_CELLS>(i, c, act, w)
 }
 
 fn backward_portable<const W: usize, const N: usize>(
