@@ -57,6 +57,7 @@ from typing import Any, Callable
 import numpy as np
 
 import logicars
+from logicars.circuit.evaluate import generalised
 from logicars.presets import NOTEBOOK_START
 from logicars.records import (
     WIDE_SAMPLES,
@@ -711,9 +712,7 @@ def _variants(names: list[str], data: Path) -> dict[tuple[str, str], list[Record
 def _generalises(r: Record) -> bool | None:
     """Whether a pattern run's circuit passed `evaluate`'s reported *generalises* check
     (None: the record has none, as every record from before 2026-11-30 evening)."""
-    named = (r.get("checks") or {}).get("named") or {}
-    found = [c for k, c in named.items() if k.startswith("generalises")]
-    return bool(found[0]["passed"]) if found else None
+    return generalised((r.get("checks") or {}).get("named") or {})
 
 
 def variants_table(names: list[str], data: Path = DATA) -> list[str]:

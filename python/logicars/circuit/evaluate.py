@@ -34,6 +34,7 @@ draw from other streams than `evaluate` (`logicars.draws`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -230,6 +231,13 @@ def _run_checks(model: Model, task: Task, samples: int, seed: int, report: bool)
         generalisation=generalisation,
         growth_mode=mode,
     )
+
+
+def generalised(checks: Mapping[str, Any]) -> bool | None:
+    """Whether the *generalises* check of `Evaluation.checks()` (or of a summary's
+    `hard_eval["checks"]`) passed; None where it is not among them."""
+    found = [c for name, c in checks.items() if name.startswith("generalises")]
+    return bool(found[0]["passed"]) if found else None
 
 
 def generalise(model: Model, task: PatternTask, seed: int) -> Generalisation:

@@ -95,6 +95,7 @@ def point_record(run_dir: Path) -> dict[str, Any] | None:
     `generalises`: a pattern circuit's reported check on a grid 4x larger (`evaluate`),
     None where the summary has none.
     """
+    from ..circuit.evaluate import generalised
     from ..runstate import CHECKPOINT_NAME
 
     try:
@@ -131,7 +132,7 @@ def point_record(run_dir: Path) -> dict[str, Any] | None:
         solved=row["status"] == "done" and bool(ev.get("passed", ev["solved"] == ev["samples"])),
         held_out_solved=ev["solved"],
         held_out_samples=ev["samples"],
-        generalises=_generalises(ev),
+        generalises=generalised(ev.get("checks") or {}),
         trained_epochs=summary["epochs"],
         first_epoch_hard_zero=zero,
         solved_epoch=summary.get("solved_epoch"),
@@ -149,13 +150,6 @@ def point_record(run_dir: Path) -> dict[str, Any] | None:
         early_stopped=summary["early_stopped"],
     )
     return row
-
-
-def _generalises(hard_eval: Mapping[str, Any]) -> bool | None:
-    """Whether `evaluate`'s reported *generalises* check passed (None: not recorded)."""
-    named = hard_eval.get("checks") or {}
-    found = [c for name, c in named.items() if name.startswith("generalises")]
-    return bool(found[0]["passed"]) if found else None
 
 
 def _sort_key(options: Mapping[str, Any]) -> tuple:
