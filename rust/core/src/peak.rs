@@ -15,6 +15,8 @@ use crate::threads;
 /// and few enough that they and the two factors stay in registers with AVX2 (16 of
 /// them): 24 spilled to the stack and measured a third of Zen 3's peak.
 const CHAINS: usize = 12;
+// The AVX2 loop's accumulators and its two factors fit the 16 YMM registers.
+const _: () = assert!(CHAINS + 2 <= 16);
 /// f32 lanes per accumulator of the portable and AVX-512 loops (one 512-bit register);
 /// AVX2's accumulators hold half as many.
 const LANES: usize = 16;
@@ -184,9 +186,11 @@ mod tests {
 
     /// The AVX2 loop runs as fast as 8 chains (enough to hide Zen 3's and Intel's FMA
     /// latency), which fit in registers on any CPU: 24 of them spilled to the stack and
-    /// read a third of the peak.
+    /// read a third of the peak. A timing of optimised code: ignored in debug builds,
+    /// where neither loop keeps its values in registers (`cargo test -r` runs it).
     #[cfg(target_arch = "x86_64")]
     #[test]
+    #[cfg_attr(debug_assertions, ignore = "times optimised code")]
     fn the_avx2_loop_is_not_slowed_by_its_chain_count() {
         use std::arch::x86_64::*;
         #[target_feature(enable = "avx2,fma")]
