@@ -20,10 +20,12 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from logicars.circuit.analyze import analyze
+from logicars.presets import Preset
 from logicars.runs import LoadedRun, load_run
 
 
@@ -39,9 +41,10 @@ def persists(run: LoadedRun, starts: int, until: int) -> bool:
     return not any(task.wrong(state, y).any() for state in frames[spec.num_steps :])
 
 
-def generalises(run: LoadedRun) -> bool:
-    """Whether `analyze`'s generalisation experiment ends exact on every board."""
-    report = analyze(run.model, preset=run.preset, seed=0, experiments=["generalisation"])
+def generalises(model: Any, preset: Preset) -> bool:
+    """Whether `analyze`'s generalisation experiment ends exact on every board (also the
+    first-wiring probe's record of it)."""
+    report = analyze(model, preset=preset, seed=0, experiments=["generalisation"])
     g = report["experiments"]["generalisation"]
     return bool(g["boards_exact"] == g["boards"])
 
@@ -61,7 +64,7 @@ def main() -> None:
             run = load_run(run_dir)
             working += 1
             held += persists(run, args.starts, args.until)
-            general += generalises(run)
+            general += generalises(run.model, run.preset)
         print(
             f"{sweep}: {working} working circuits; persists to {args.until}T on "
             f"{args.starts} starts: {held}; generalises (4x the grid, 4T): {general}"

@@ -65,9 +65,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pattern_checks import generalises  # scripts/ is the path's first entry
 
 import logicars
-from logicars.circuit.analyze import analyze
 from logicars.training.policies import restart_seed
 
 EPOCHS = 500  # the reference notebook's
@@ -187,13 +187,6 @@ def check_draw(preset: logicars.Preset) -> tuple[np.ndarray, np.ndarray]:
     check_y = task.target(check_x)
     assert check_y is not None  # the checkerboard has a target on every start
     return check_x, check_y
-
-
-def generalises(model: logicars.Model, preset: logicars.Preset) -> bool:
-    """Whether `analyze`'s generalisation experiment ends exact on every board."""
-    report = analyze(model, preset=preset, seed=0, experiments=["generalisation"])
-    g = report["experiments"]["generalisation"]
-    return bool(g["boards_exact"] == g["boards"])
 
 
 def first_solving_epoch(
