@@ -62,6 +62,7 @@ def main() -> None:
             if not summary["hard_eval"]["passed"]:
                 continue
             run = load_run(run_dir)
+            assert run.preset is not None  # a sweep's run names its preset
             working += 1
             held += persists(run, args.starts, args.until)
             general += generalises(run.model, run.preset)
