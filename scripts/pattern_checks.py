@@ -33,10 +33,12 @@ def persists(run: LoadedRun, starts: int, until: int) -> bool:
     """Whether the run's circuit has the pattern right at every step from T to until x T
     from every one of `starts` fresh starts."""
     model, preset = run.model, run.preset
+    assert preset is not None, "a sweep's run records its preset"
     task, spec = preset.task(), model.spec
     rng = np.random.default_rng(4242)
     x = task.start(rng, starts, preset.config.height, preset.config.width).astype(np.uint8)
     y = task.target(x)
+    assert y is not None, "a pattern task's target is a function of the start"
     frames = model.simulate(x, until * spec.num_steps, periodic=spec.periodic, record=True)
     return not any(task.wrong(state, y).any() for state in frames[spec.num_steps :])
 
