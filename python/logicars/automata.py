@@ -26,12 +26,13 @@ StepFn = Callable[[np.ndarray], np.ndarray]
 
 def _moore_count(mask: np.ndarray) -> np.ndarray:
     m = mask.astype(np.int8)
-    return sum(
+    neighbours = (
         np.roll(m, (dr, dc), axis=(1, 2))
         for dr in (-1, 0, 1)
         for dc in (-1, 0, 1)
         if (dr, dc) != (0, 0)
     )
+    return sum(neighbours, np.zeros_like(m))
 
 
 def wireworld_step(s: np.ndarray) -> np.ndarray:

@@ -49,9 +49,9 @@ def damage_discs(
     live = np.argwhere(target.reshape(h, w, -1).any(axis=-1))
     if len(live) == 0:
         live = np.argwhere(np.ones((h, w), dtype=bool))
-    centres = live[rng.integers(0, len(live), size=count)]
+    picked = live[rng.integers(0, len(live), size=count)]
     # A sub-cell offset, so that discs are not all symmetric about a cell centre.
-    centres = centres + rng.uniform(-0.5, 0.5, size=(count, 2))
+    centres = picked + rng.uniform(-0.5, 0.5, size=(count, 2))
     r = radius * min(h, w)
     rows, cols = np.mgrid[:h, :w]
     dist2 = (rows[None] - centres[:, 0, None, None]) ** 2 + (

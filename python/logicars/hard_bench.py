@@ -225,8 +225,8 @@ def reference_source(c_export: str) -> str:
     used = sorted({int(k) for _, e in gates + outputs for k in _IN.findall(e)})
     lines = []
     for k in used:
-        ch, e = divmod(k, 9)
-        dr, dc = divmod(e, 3)
+        ch, cell = divmod(k, 9)
+        dr, dc = divmod(cell, 3)
         at = f"rows[{dr}] + {ch} * S + o"
         load = {0: f"west({at})", 1: f"ld({at})", 2: f"east({at})"}[dc]
         lines.append(f"        const v4u in{k} = {load};")
@@ -381,7 +381,7 @@ def compare(
                 def rate(v: list[float], cells: int = side * side) -> float | None:
                     return round(cells / statistics.median(v), 3) if v else None
 
-                row = {
+                row: dict[str, Any] = {
                     "side": side,
                     "threads": t,
                     "engine": build_info()["hard_engine"],

@@ -11,7 +11,7 @@ import stat
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Union
+from typing import Any, Union
 
 import numpy as np
 
@@ -75,7 +75,8 @@ def unreadable(path: PathLike, e: BaseException) -> CheckpointError:
 def write_npz(path: PathLike, config_json: str, arrays: dict[str, np.ndarray]) -> None:
     """Writes `config_json` and `arrays` (wiring and logits by name) atomically to `path`,
     `.npz` added when it lacks it (as `np.savez` does)."""
-    members: dict[str, np.ndarray] = {"config": np.array(config_json), **arrays}
+    # Any: mypy checks a dict unpacked into np.savez against its allow_pickle: bool too.
+    members: dict[str, Any] = {"config": np.array(config_json), **arrays}
     target = os.fspath(path)
     target = target if target.endswith(".npz") else f"{target}.npz"
     save_atomic(target, lambda f: np.savez(f, **members))

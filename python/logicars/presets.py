@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -257,7 +258,9 @@ def preset_for_kind(kind: str, *, size: int | None = None, asynchronous: bool = 
             )
         rule = normalise_rule(arg)
         name = f"life:{rule}"
-        return dataclasses.replace(
+        # Settings as keywords (drift_budget): mypy checks replace against the fields,
+        # not against Preset.__init__, which takes them (python/mypy#19193).
+        return dataclasses.replace(  # type: ignore[call-arg]
             PRESETS["gol"],
             name=name,
             task_kind=name,
@@ -269,7 +272,7 @@ def preset_for_kind(kind: str, *, size: int | None = None, asynchronous: bool = 
     if family == "pattern":
         base = PRESETS["checkerboard-async" if asynchronous else "checkerboard"]
         side = base.height if size is None else size
-        return dataclasses.replace(
+        return dataclasses.replace(  # type: ignore[call-arg]  # settings: python/mypy#19193
             base,
             name=kind,
             task_kind=kind,
@@ -282,7 +285,7 @@ def preset_for_kind(kind: str, *, size: int | None = None, asynchronous: bool = 
     if asynchronous:
         raise ValueError("async is for pattern: tasks")
     base = PRESETS["lizard" if pixels.shape[2] == 1 else "colored-g"]
-    return dataclasses.replace(
+    return dataclasses.replace(  # type: ignore[call-arg]  # settings: python/mypy#19193
         base,
         name=kind,
         task_kind=kind,
@@ -490,7 +493,9 @@ def _checked(source: str, section: str, key: str, value: Any, kind: str | Settin
     return float(value) if kind == "float" else value
 
 
-def _table(source: str, section: str, data: dict[str, Any], keys: _Keys) -> dict[str, Any]:
+def _table(
+    source: str, section: str, data: dict[str, Any], keys: Mapping[str, str | Setting]
+) -> dict[str, Any]:
     unknown = [k for k in data if k not in keys]
     if unknown:
         where = f" in [{section}]" if section else ""

@@ -51,7 +51,8 @@ def save_pretrained(model: Model, preset: str, path: PathLike, info: dict[str, A
     """Writes `model`'s hard circuit (ops and wiring) for preset `preset` to `path`;
     `info` (seed, epochs, the run's summary line...) is kept for `pretrained_info`."""
     ops = model.hard_ops()
-    arrays: dict[str, np.ndarray] = {
+    # Any: mypy checks a dict unpacked into np.savez_compressed against its allow_pickle too.
+    arrays: dict[str, Any] = {
         "format": np.array(FORMAT),
         "preset": np.array(get_preset(preset).name),
         "config": np.array(model.spec.to_json()),

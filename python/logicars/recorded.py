@@ -39,7 +39,7 @@ import base64
 import functools
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, Literal, Union
 
 import numpy as np
 
@@ -221,7 +221,7 @@ def neighbourhoods(grids: np.ndarray, periodic: bool) -> np.ndarray:
     (rows then columns, every channel; beyond the edge 0 unless `periodic`)."""
     g = np.asarray(grids, dtype=np.uint8)
     n, h, w, c = g.shape
-    mode = "wrap" if periodic else "constant"
+    mode: Literal["wrap", "constant"] = "wrap" if periodic else "constant"
     p = np.pad(g, ((0, 0), (1, 1), (1, 1), (0, 0)), mode=mode)
     parts = [p[:, dr : dr + h, dc : dc + w] for dr in range(3) for dc in range(3)]
     return np.concatenate(parts, axis=-1)
@@ -285,7 +285,10 @@ def cross_inconsistencies(
 
 def pack_bits(bits: np.ndarray) -> dict[str, Any]:
     """Bits as JSON: their shape and the packed bytes in base64 (a run's record)."""
-    return {"shape": list(bits.shape), "bits": base64.b64encode(np.packbits(bits)).decode()}
+    return {
+        "shape": list(bits.shape),
+        "bits": base64.b64encode(np.packbits(bits).tobytes()).decode(),
+    }
 
 
 def unpack_bits(record: dict[str, Any]) -> np.ndarray:

@@ -76,10 +76,12 @@ def load_run(path: PathLike) -> LoadedRun:
         stored = extra.get("preset", {})
         known = PRESETS.get(str(stored.get("name"))) if state is not None else None
         if known is not None:
+            assert state is not None  # `known` is looked up only for a readable record
             # The preset as the run used it: its own spec, grid and task, and its growth
             # mode (what its check asks: a `--growth grow` run of a persisting preset is
-            # checked at step T, and `logicars repair` scores it so).
-            preset = dataclasses.replace(
+            # checked at step T, and `logicars repair` scores it so). Settings as keywords:
+            # mypy checks replace against the fields, not Preset.__init__ (python/mypy#19193).
+            preset = dataclasses.replace(  # type: ignore[call-arg]
                 known,
                 spec=model.spec,
                 lr=state.preset.lr,

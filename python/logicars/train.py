@@ -336,6 +336,7 @@ def train(
                 "(size = N, async = true)"
             )
         preset = read_experiment(preset).preset
+    assert not isinstance(preset, os.PathLike)  # a path names an experiment file, read above
     if task is not None:
         if preset is not None:
             raise ValueError("pass a preset or task=, not both")
@@ -361,6 +362,7 @@ def train(
         for name in resume_settings(Resume.PER_CALL)
     }
 
+    model: Model | None  # None: a new run without an initial model builds it below
     if resume is not None:
         ckpt = checkpoint_path(resume)
         model, extra = load_checkpoint(ckpt)

@@ -200,7 +200,9 @@ class Simulator:
         `Model.simulate` (the random masks of a seed start again at each call)."""
         steps = check_int("steps", steps, 0, MAX_STEPS)
         run = run_arguments(self._spec, steps, fire_rate, seed, masks, damage, damage_steps, record)
-        return self._sim.run(steps, **run)
+        grids = self._sim.run(steps, **run)
+        assert grids is not None  # None only with read=False (`advance`)
+        return grids
 
     def advance(
         self,

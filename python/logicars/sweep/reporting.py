@@ -365,7 +365,7 @@ def plot_sweep(rows: list[dict[str, Any]], cells: list[dict[str, Any]], path: Pa
     middle.grid(True, axis="x", alpha=0.3)
     if middle.collections:
         middle.legend(fontsize="x-small")
-    budgets = {c.get("epoch_budget") for c in cells} - {None}
+    budgets = {c["epoch_budget"] for c in cells if c.get("epoch_budget") is not None}
     budget = f" (budget {', '.join(_fmt(b) for b in sorted(budgets))})" if budgets else ""
     right.set_xlabel(f"first epoch with hard loss 0{budget}")
     right.grid(True, axis="x", alpha=0.3)

@@ -157,7 +157,7 @@ def lizard_target() -> np.ndarray:
 
 def silhouette(image: np.ndarray) -> np.ndarray:
     """An (H, W) 0/1 mask of an RGBA image: the lizard's rule, any premultiplied RGB > 0.26."""
-    return (image[..., :3] > 0.26).any(axis=-1).astype(np.float32)
+    return np.any(image[..., :3] > 0.26, axis=-1).astype(np.float32)
 
 
 def colored_g_target() -> np.ndarray:

@@ -82,7 +82,7 @@ class Count(Constraint):
     def check(self, name: str, value: Any) -> int:
         if isinstance(value, bool) or not isinstance(value, numbers.Integral):
             raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
-        if not self.lo <= value <= self.hi:
+        if not self.lo <= int(value) <= self.hi:
             # A technical upper bound (seeds, counts) is not worth naming for v < lo.
             bound = f">= {self.lo}" if value < self.lo and self.hi >= 2**32 else None
             bound = bound or self._between().removeprefix("an integer ")
@@ -217,7 +217,7 @@ class RelaxMode(Choice):
 
     choices: tuple[str, ...] = RELAX_MODES
 
-    def check(self, name: str, value: Any) -> str | Relaxation:
+    def check(self, name: str, value: Any) -> str | Relaxation:  # type: ignore[override]
         if isinstance(value, Relaxation):
             return value
         if not isinstance(value, str):
@@ -608,7 +608,8 @@ class TrainConfig:
         rule = self.spec_changes()
         if not rule:
             return spec, self
-        return with_rule(spec, rule), dataclasses.replace(self, **{k: None for k in rule})
+        cleared: dict[str, Any] = {k: None for k in rule}  # each a `X | None` field
+        return with_rule(spec, rule), dataclasses.replace(self, **cleared)
 
 
 def with_rule(spec: ModelSpec, rule: Mapping[str, Any]) -> ModelSpec:

@@ -86,5 +86,7 @@ class PoolBatches(BatchSource):
             self.path.unlink(missing_ok=True)  # a restarted attempt has no pool yet
         else:
             buf = io.BytesIO()
-            np.savez(buf, **{k: np.asarray(v) for k, v in state.items()})
+            # Any: mypy checks a dict unpacked into np.savez against its allow_pickle too.
+            arrays: dict[str, Any] = {k: np.asarray(v) for k, v in state.items()}
+            np.savez(buf, **arrays)
             write_atomic(self.path, buf.getvalue())

@@ -5,6 +5,8 @@ robustness curves of several circuits in one figure."""
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Union
 
@@ -30,7 +32,7 @@ def _figure(width: float, height: float) -> Any:
 
 
 def _show_grid(
-    ax: Any, grid: np.ndarray, loss_channels: tuple[int, ...], title: str, region: Any = None
+    ax: Any, grid: np.ndarray, loss_channels: Sequence[int], title: str, region: Any = None
 ) -> None:
     """A grid's loss channels (gray, or RGB for three), with a dead region in red."""
     chans = list(loss_channels)
@@ -66,7 +68,7 @@ def write_plots(results: dict[str, Any], task: Task, out: Path, title: str) -> l
             fig.suptitle(f"{name.replace('_', ' ')}: {title}", fontsize=10)
             fig.tight_layout()
             path = out / f"{name}.png"
-            save_atomic(path, lambda f, fig=fig: fig.savefig(f, format="png"))
+            save_atomic(path, partial(fig.savefig, format="png"))
         files.append(path.name)
     return files
 

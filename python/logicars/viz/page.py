@@ -86,11 +86,11 @@ def kernel_source(net: Netlist, gates_per_kernel: int | None = None) -> tuple[st
                 body.append(f"s{spill[n_in + g]}[w] = v{n_in + g};")
         if k == n_kernels - 1:
             head += [f"const o{c} = {c} * plane + base;" for c in range(len(net.outputs))]
-            for c, (node, flag) in enumerate(net.outputs):
-                if node is None:
+            for c, (out, flag) in enumerate(net.outputs):
+                if out is None:
                     value = "-1" if flag else "0"
                 else:
-                    value = f"~v{node}" if flag else f"v{node}"
+                    value = f"~v{out}" if flag else f"v{out}"
                 body.append(f"O[o{c} + w] = {value};")
         functions.append(
             "function (I, S, O, plane, base, n) {\n"

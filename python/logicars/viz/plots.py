@@ -174,7 +174,9 @@ def write_frames_gif(
     h, w = pixels.shape[1], pixels.shape[2]
     scale = max(1, _GIF_SIZE // max(h, w))
     images = [
-        Image.fromarray(np.ascontiguousarray(f)).resize((w * scale, h * scale), Image.NEAREST)
+        Image.fromarray(np.ascontiguousarray(f)).resize(
+            (w * scale, h * scale), Image.Resampling.NEAREST
+        )
         for f in pixels
     ]
     if steps is not None:

@@ -102,7 +102,7 @@ def _field(summary: Mapping[str, Any], key: str, kind: str) -> Any:
     if kind == "int":
         return v if type(v) is int and v >= 0 else None
     if kind == "num":
-        return v if type(v) in (int, float) and math.isfinite(v) else None
+        return v if (type(v) is int or type(v) is float) and math.isfinite(v) else None
     if kind == "bool":
         return v if type(v) is bool else None
     return v if isinstance(v, str) else None
