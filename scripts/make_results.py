@@ -697,6 +697,8 @@ def _variant(r: Record) -> str:
     final = o.get("final_repair_budget")
     if final is not None and final != FINAL_REPAIR_BUDGET:
         parts.append(f"final repairs of {final}")
+    if o.get("require_generalise"):  # recorded since it became an option
+        parts.append("must generalise")
     return ", ".join(parts)
 
 

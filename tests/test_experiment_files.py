@@ -165,6 +165,7 @@ def test_every_option_a_file_sets_reaches_the_run(
         "stop_on_solve": "false",
         "repair": "false",
         "final_repair_budget": "40",
+        "require_generalise": "false",
         "checkpoint_every": "3",
         "threads": "1",
     }
@@ -194,7 +195,7 @@ def test_every_option_a_file_sets_reaches_the_run(
         seen.append(caught.value.args)
     state, every, threads, relax = seen[0]
     assert (state.early_stop, state.stop_on_solve, state.repair) == (7, False, False)
-    assert state.final_repair_budget == 40
+    assert state.final_repair_budget == 40 and not state.require_generalise
     assert every == 3 and threads == 1
     assert (relax.mode, relax.tau, relax.noise) == ("gumbel-soft", 0.25, 0.5)
     state, every, _, relax = seen[1]

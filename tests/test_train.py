@@ -19,12 +19,12 @@ from conftest import PAPER_LIZARD
 from PIL import Image
 
 import logicars
-from logicars.circuit.evaluate import evaluate
+from logicars.circuit.evaluate import evaluate, generalised
 from logicars.circuit.export import active_gates
 from logicars.datasets import checkerboard_target, gol_boards, gol_step, random_bits
 from logicars.errors import CheckpointError
 from logicars.model import load_checkpoint
-from logicars.presets import read_experiment
+from logicars.presets import preset_file_text, read_experiment
 from logicars.runs import load_run
 from logicars.train import (
     EpochMetrics,
@@ -969,7 +969,7 @@ def test_stop_on_solve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def fake_step(self: logicars.Model, x: object, y: object, **opts: float) -> tuple[float, float]:
         return 1.0, next(hard)
 
-    def fake_solves(model: logicars.Model, preset: logicars.Preset) -> bool:
+    def fake_solves(model: logicars.Model, preset: logicars.Preset, generalise: bool) -> bool:
         checks.append(1)
         return len(checks) == 3  # the third check (epoch 5) passes
 
@@ -1014,8 +1014,8 @@ def _fake_repairs(
     monkeypatch.setattr(
         logicars.Model, "train_step", lambda self, x, y, **opts: (1.0, next(losses))
     )
-    monkeypatch.setattr(policies, "solves", lambda model, preset: False)
-    monkeypatch.setattr(policies, "confirmed", lambda model, preset: confirmed)
+    monkeypatch.setattr(policies, "solves", lambda model, preset, generalise: False)
+    monkeypatch.setattr(policies, "confirmed", lambda model, preset, generalise: confirmed)
     monkeypatch.setattr(policies, "repair_circuit", fake_repair)
     monkeypatch.setattr(policies, "REPAIR_EVERY", 3)
     return calls
@@ -1087,7 +1087,28 @@ def test_the_confirmation_draw_is_larger_and_other_than_the_validation_draw() ->
     assert policies.CONFIRM_SEED not in (0, policies.VALIDATION_SEED)  # 0: held-out
     # A fresh circuit fails it.
     preset = logicars.get_preset("checkerboard")
-    assert not policies.confirmed(logicars.Model(preset.spec, 0), preset)
+    assert not policies.confirmed(logicars.Model(preset.spec, 0), preset, True)
+
+
+def test_a_pattern_circuit_must_generalise_to_count_as_solved(tmp_path: Path) -> None:
+    """At 30 steps, seed 0's first checkerboard circuit passes its 16x16 checks at epoch
+    64 and fails the 64x64 grid (docs/results.md, *Circuits that must generalise*):
+    without `require_generalise` the run stops there; with it (the default) training
+    goes on, and the circuit that then solves generalises on `evaluate`'s own draws."""
+    path = tmp_path / "cb30.toml"
+    text = preset_file_text("checkerboard")
+    assert "num_steps = 20" in text
+    path.write_text(text.replace("num_steps = 20", "num_steps = 30"))
+    loose = train(path, seed=0, require_generalise=False, out=tmp_path / "a", quiet=True)
+    assert loose.summary["solved_epoch"] == 64 and not loose.summary["require_generalise"]
+    assert generalised(loose.summary["hard_eval"]["checks"]) is False
+    strict = train(path, seed=0, epochs=100, restart_every=0, out=tmp_path / "b", quiet=True)
+    assert strict.summary["require_generalise"]
+    assert strict.summary["solved_epoch"] != 64
+    assert strict.metrics[63].hard_loss == 0
+    assert strict.metrics[63].validation in ("failed", "unconfirmed")
+    if strict.summary["solved_epoch"] is not None:
+        assert generalised(strict.summary["hard_eval"]["checks"]) is True
 
 
 @pytest.mark.parametrize(("lowest", "final_repair"), [(9.0, True), (10.0, False)])

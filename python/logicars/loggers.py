@@ -107,6 +107,7 @@ def hyperparameters(context: EpochContext) -> dict[str, Any]:
         "restart_every",
         "drift_budget",
         "final_repair_budget",
+        "require_generalise",
         "stall_epochs",
         "stall_loss",
     ):

@@ -198,6 +198,7 @@ def record_from_run(
             "stall_loss",
             "drift_budget",
             "final_repair_budget",
+            "require_generalise",
             "target_epochs",
             "notebook_epochs",
             "growth",

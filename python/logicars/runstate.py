@@ -111,6 +111,8 @@ class RunState:
     # (its epoch and `RepairResult.to_dict()`).
     repair: bool = False
     repairs: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    # Whether a pattern circuit must also generalise to count as solved (`policies.confirmed`).
+    require_generalise: bool = False
     # Candidates of the drift search on the final circuit of a run that ends unsolved
     # (0: none); its records in `repairs` have `"method": "drift"`.
     drift_budget: int = 0

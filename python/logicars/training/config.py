@@ -447,6 +447,13 @@ class TrainConfig:
         "resumed run keeps its setting)",
         check=Flag(), resume=Resume.CHANGES, recorded=Recorded.STATE, before=False,
     )  # fmt: skip
+    require_generalise: bool = _setting(
+        True, help="a pattern task's circuit counts as solved only if it also generalises: "
+        "exact on random starts of a grid 4x larger per side after 4x the task's steps "
+        "(training-time draws; default); --no-require-generalise asks only the task's own "
+        "grid, as before",
+        check=Flag(), resume=Resume.CHANGES, recorded=Recorded.STATE, before=False,
+    )  # fmt: skip
     drift_budget: int = _setting(
         0, help="with --repair, a run that ends its epochs unsolved then searches its hard "
         "circuit's gates for up to N candidates (a drift search, as `repair`; 0: none; "

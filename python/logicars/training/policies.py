@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..callbacks import Callback, EpochContext, run_callbacks
-from ..circuit.evaluate import validate
+from ..circuit.evaluate import generalise, validate
 from ..circuit.repair import VALIDATION_SAMPLES, VALIDATION_SEED
 from ..circuit.repair import repair as repair_circuit
 from ..errors import CheckpointError
@@ -31,6 +31,7 @@ from ..growth import held_score, holds_target, wrong_while_held
 from ..model import Model
 from ..presets import Preset
 from ..runstate import EpochMetrics, RunState
+from ..tasks import PatternTask
 from ..tensorboard_log import TensorBoardLog
 from .loop import Policy, Run, note
 
@@ -42,7 +43,9 @@ from .loop import Policy, Run, note
 # the run counts as solved: an async circuit can be right on the validation draw's random
 # starts and update masks and still fail one start in 50. Tasks without random inputs
 # (all 512 Game of Life boards, a growth task's one start) run their check again, which
-# is cheap.
+# is cheap. With `require_generalise`, a pattern's circuit must also pass the *generalises*
+# check on the confirmation draw (4x the grid and the steps): on a small grid, circuits
+# can settle the pattern by means that fail on a larger one.
 CONFIRM_SEED = 2
 CONFIRM_SAMPLES = 256
 
@@ -78,15 +81,22 @@ def default_policies(model: Model, state: RunState, run_dir: Path) -> list[Polic
 # ---- checks ---------------------------------------------------------------------------
 
 
-def solves(model: Model, preset: Preset) -> bool:
+def solves(model: Model, preset: Preset, require_generalise: bool) -> bool:
     """Whether the model's hard circuit passes the validation check (`validate` on the
-    validation draw), and the confirmation draw's."""
+    validation draw), and the confirmation (`confirmed`)."""
     check = validate(model, preset, VALIDATION_SAMPLES, VALIDATION_SEED)
-    return check.passed and confirmed(model, preset)
+    return check.passed and confirmed(model, preset, require_generalise)
 
 
-def confirmed(model: Model, preset: Preset) -> bool:
-    return validate(model, preset, CONFIRM_SAMPLES, CONFIRM_SEED).passed
+def confirmed(model: Model, preset: Preset, require_generalise: bool) -> bool:
+    """The check on the confirmation draw, and with `require_generalise` a pattern's
+    *generalises* check on that draw's larger grids (`evaluate` draws its own)."""
+    if not validate(model, preset, CONFIRM_SAMPLES, CONFIRM_SEED).passed:
+        return False
+    task = preset.task()
+    if not require_generalise or not isinstance(task, PatternTask):
+        return True
+    return generalise(model, task, CONFIRM_SEED).passed
 
 
 def validation_score(model: Model, preset: Preset) -> list[int]:
@@ -116,7 +126,7 @@ class SolveCheck(Policy):
         self.failed = False
         if row.hard_loss != 0 or run.state.solved_epoch is not None:
             return
-        if solves(run.model, run.state.preset):
+        if solves(run.model, run.state.preset, run.state.require_generalise):
             note(run, validation="passed")
             run.solved()
         else:
@@ -228,7 +238,7 @@ class Repair(Policy):
             return False
         # 0 wrong cells on the validation draw; the confirmation draw decides (a repair
         # that passes one and not the other is why such an attempt may still restart).
-        record["confirmed"] = confirmed(run.model, state.preset)
+        record["confirmed"] = confirmed(run.model, state.preset, state.require_generalise)
         return record["confirmed"]
 
     def final_repair(self, run: Run) -> bool:
@@ -275,7 +285,7 @@ class Repair(Policy):
         state.repairs.append({"epoch": state.epoch, "method": "drift", **record})
         if result.wrong_after != 0:
             return False
-        record["confirmed"] = confirmed(run.model, state.preset)
+        record["confirmed"] = confirmed(run.model, state.preset, state.require_generalise)
         return record["confirmed"]
 
 

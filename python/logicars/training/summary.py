@@ -85,6 +85,7 @@ def run_summary(
         "repairs": state.repairs,
         "drift_budget": state.drift_budget,
         "final_repair_budget": state.final_repair_budget,
+        "require_generalise": state.require_generalise,
         "restart_every": state.restart_every,
         "stall_epochs": p.stall_epochs,
         "stall_loss": p.stall_loss,
