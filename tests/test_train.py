@@ -1090,6 +1090,37 @@ def test_the_confirmation_draw_is_larger_and_other_than_the_validation_draw() ->
     assert not policies.confirmed(logicars.Model(preset.spec, 0), preset, True)
 
 
+def test_the_training_time_generalises_check_draws_its_own_starts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With `require_generalise` the confirmation runs the larger grids on its own
+    training-time seed, never `evaluate`'s; without it, and for other tasks, it does not
+    run them."""
+    import importlib
+    from types import SimpleNamespace
+
+    from logicars import draws
+
+    policies = importlib.import_module("logicars.training.policies")
+    seeds: list[int] = []
+    real = policies.generalise
+
+    def spy(model: logicars.Model, task: object, seed: int) -> object:
+        seeds.append(seed)
+        return real(model, task, seed)
+
+    monkeypatch.setattr(policies, "validate", lambda *_: SimpleNamespace(passed=True))
+    monkeypatch.setattr(policies, "generalise", spy)
+    preset = logicars.get_preset("checkerboard")
+    fresh = logicars.Model(preset.spec, 0)
+    assert not policies.confirmed(fresh, preset, True)  # a fresh circuit fails the 64x64
+    assert seeds == [policies.CONFIRM_SEED] and seeds[0] < draws.EVALUATION_BASE
+    assert policies.confirmed(fresh, preset, False)
+    gol = logicars.get_preset("gol")
+    assert policies.confirmed(logicars.Model(gol.spec, 0), gol, True)
+    assert len(seeds) == 1
+
+
 def test_a_pattern_circuit_must_generalise_to_count_as_solved(tmp_path: Path) -> None:
     """At 30 steps, seed 0's first checkerboard circuit passes its 16x16 checks at epoch
     64 and fails the 64x64 grid (docs/results.md, *Circuits that must generalise*):
