@@ -163,7 +163,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         ),
     ),
     # TrainConfig: a Preset holds one; its growth settings name the growth schedules
-    ("training settings", ("training.config",)),
+    ("training settings", ("training.constraints", "training.config")),
     ("presets", ("presets",)),
     (
         "circuit presentation",

@@ -19,9 +19,7 @@ from logicars.errors import InvalidValueError
 from logicars.presets import PRESETS, read_experiment
 from logicars.runstate import RunState
 from logicars.training.config import (
-    MAX_COUNT,
     SETTING_NAMES,
-    Count,
     Recorded,
     Resume,
     TrainConfig,
@@ -34,6 +32,7 @@ from logicars.training.config import (
     settings,
     toml_settings,
 )
+from logicars.training.constraints import MAX_COUNT, Count
 
 # `logicars train`'s own options: what to train and where, not how.
 RUN_OPTIONS = {"help", "preset", "size", "use_async", "out", "resume", "quiet", "tensorboard"}

@@ -52,16 +52,16 @@ import numpy as np
 
 from .spec import ModelSpec
 from .tasks import Task, is_builtin_kind, kind_data, make_task, normalise_rule, split_kind
-from .training.config import (  # noqa: F401 (check_optimizer_number: importable from here too)
+from .training.config import (
     SETTING_NAMES,
     Setting,
     TrainConfig,
-    check_optimizer_number,
     setting,
     setting_default,
     toml_settings,
     with_rule,
 )
+from .training.constraints import check_optimizer_number  # noqa: F401 (importable from here too)
 
 # Label of a start from the reference notebook's own seed-23 wiring (the lizard's `init`).
 NOTEBOOK_START = "nb23"

@@ -19,7 +19,6 @@ from .spec import MAX_SEED, ModelSpec
 from .tasks import task_from_dict
 from .training.config import (
     FINAL_REPAIR_BUDGET,
-    MAX_COUNT,
     Recorded,
     Resume,
     TrainConfig,
@@ -27,6 +26,7 @@ from .training.config import (
     setting,
     setting_default,
 )
+from .training.constraints import MAX_COUNT
 
 # A run directory's checkpoint, and the `kind` of the training state in its `extra`.
 CHECKPOINT_NAME = "model.safetensors"

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from .common import PROG, UsageError, fail, int_at_least
 
 if TYPE_CHECKING:
-    from ..training.config import Constraint
+    from ..training.constraints import Constraint
 
 HELP = "train a preset or task kind and write a run directory"
 
@@ -52,7 +52,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def add_setting_arguments(p: argparse.ArgumentParser) -> None:
     """An option for every training setting with a flag (`TrainConfig`'s declarations);
     an option not given is None, so `train` takes the preset's or the file's value."""
-    from ..training.config import Choice, Flag, cli_flag, cli_settings
+    from ..training.config import cli_flag, cli_settings
+    from ..training.constraints import Choice, Flag
 
     for name, declared in cli_settings():
         flag, check = cli_flag(name), declared.check
