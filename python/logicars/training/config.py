@@ -1,9 +1,9 @@
 """`TrainConfig`: every setting of a training run, declared once.
 
 Each field of `TrainConfig` carries a `Setting` in its metadata: its help text, the check
-of its values (`Constraint`), what a resumed run does with it (`Resume`), its command-line
-flag and its section in an experiment file. Everything else is derived from these
-declarations:
+of its values (a `Constraint`, `logicars.training.constraints`), what a resumed run does
+with it (`Resume`), its command-line flag and its section in an experiment file.
+Everything else is derived from these declarations:
 
 - `logicars train`'s options (`logicars.cli.train` builds argparse from `cli_settings()`);
 - the experiment file's `[training]` and `[model]` keys and their error messages
