@@ -19,6 +19,7 @@ from logicars.cli import main
 from logicars.errors import InvalidValueError, ShapeError
 from logicars.hard_bench import (
     check_game_of_life,
+    compare,
     compiler,
     reference_source,
     trained_gol_model,
@@ -206,3 +207,10 @@ def test_bench_hard_json(capsys: pytest.CaptureFixture[str]) -> None:
 def test_bench_hard_refuses_presets(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "--hard", "gol"]) == 2
     assert "give no presets" in capsys.readouterr().err
+
+
+def test_the_engine_comparison_needs_a_round() -> None:
+    """`compare` takes its rates as medians of the rounds: none is a clear error, not a
+    division of None (the CLI's --rounds is checked too)."""
+    with pytest.raises(InvalidValueError, match="rounds must be >= 1, got 0"):
+        compare([32], [1], 0)

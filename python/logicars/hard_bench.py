@@ -343,9 +343,11 @@ def compare(
     1e9 from the median wall-clock time (`gcups*`) and per CPU-second of all threads
     (`*_per_cpu`, robust to a busy host). `progress(text)` is called before each
     measurement."""
+    from .arguments import check_int
     from .circuit.simulate import Simulator
     from .runtime import build_info, set_num_threads
 
+    rounds = check_int("rounds", rounds, 1)  # the rates are medians of the rounds
     model = trained_gol_model()
     check_game_of_life(model)
     ref_error = None
