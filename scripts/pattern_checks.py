@@ -26,14 +26,12 @@ import numpy as np
 
 from logicars.circuit.analyze import analyze
 from logicars.presets import Preset
-from logicars.runs import LoadedRun, load_run
+from logicars.runs import load_run
 
 
-def persists(run: LoadedRun, starts: int, until: int) -> bool:
-    """Whether the run's circuit has the pattern right at every step from T to until x T
-    from every one of `starts` fresh starts."""
-    model, preset = run.model, run.preset
-    assert preset is not None, "a sweep's run records its preset"
+def persists(model: Any, preset: Preset, starts: int, until: int) -> bool:
+    """Whether the circuit has the pattern right at every step from T to until x T from
+    every one of `starts` fresh starts."""
     task, spec = preset.task(), model.spec
     rng = np.random.default_rng(4242)
     x = task.start(rng, starts, preset.config.height, preset.config.width).astype(np.uint8)
@@ -66,7 +64,7 @@ def main() -> None:
             run = load_run(run_dir)
             assert run.preset is not None  # a sweep's run names its preset
             working += 1
-            held += persists(run, args.starts, args.until)
+            held += persists(run.model, run.preset, args.starts, args.until)
             general += generalises(run.model, run.preset)
         print(
             f"{sweep}: {working} working circuits; persists to {args.until}T on "

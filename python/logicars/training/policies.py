@@ -93,10 +93,8 @@ def confirmed(model: Model, preset: Preset, require_generalise: bool) -> bool:
     *generalises* check on that draw's larger grids (`evaluate` draws its own)."""
     if not validate(model, preset, CONFIRM_SAMPLES, CONFIRM_SEED).passed:
         return False
-    task = preset.task()
-    if not require_generalise or not isinstance(task, PatternTask):
-        return True
-    return generalise(model, task, CONFIRM_SEED).passed
+    task = preset.task() if require_generalise else None
+    return not isinstance(task, PatternTask) or generalise(model, task, CONFIRM_SEED).passed
 
 
 def validation_score(model: Model, preset: Preset) -> list[int]:
