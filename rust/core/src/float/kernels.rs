@@ -253,12 +253,18 @@ fn backward_gate_same_input<A: MulAdd, const N: usize>(
     sums
 }
 
-/// How many gates ahead the backward asks for its coefficients and sums. A layer's
-/// gates are sorted by input row, so their parameters come in a shuffled order, and
-/// after the forward pass has streamed a whole arena through the cache each `acc` and
-/// `coefs` entry missed. Prefetching the input rows as well, or in the forward pass, did
-/// not help (docs/performance.md).
+/// How many gates ahead the backward asks for its coefficients, sums and input rows. A
+/// layer's gates are sorted by input row, so their parameters come in a shuffled order,
+/// and after the forward pass has streamed a whole arena through the cache each `acc`
+/// and `coefs` entry missed. The input rows: a 128-cell chunk's kept arena (2.4 MB for
+/// the checkerboard) overflows a Zen 3 core's 512 KiB L2, and the rows a gate reads are
+/// not the ones the hardware prefetcher guesses (10% off the epoch there; no change
+/// where the arena fits L2, and none from prefetching in the forward pass:
+/// docs/performance.md).
 const PREFETCH_AHEAD: usize = 4;
+
+/// Bytes per cache line: the stride of the row prefetches.
+const CACHE_LINE: usize = 64;
 
 /// Hints the CPU to load the cache line at `p` (no-op off x86).
 #[inline(always)]
@@ -297,6 +303,12 @@ fn backward_impl<A: MulAdd, R: Reduce, const W: usize, const N: usize>(
         if let Some(ahead) = instrs.get(i + PREFETCH_AHEAD) {
             prefetch(acc.as_ptr().wrapping_add(ahead.coef as usize * 4) as *const u8);
             prefetch(coefs.as_ptr().wrapping_add(ahead.coef as usize) as *const u8);
+            for r in [ahead.a, ahead.b] {
+                let row = act.at.wrapping_add(r as usize * act.stride()) as *const u8;
+                for line in (0..N * 4).step_by(CACHE_LINE) {
+                    prefetch(row.wrapping_add(line));
+                }
+            }
         }
         let c = coefs[ins.coef as usize];
         // SAFETY: see `Rows`; `act` and `grad` are different buffers, and the gradient
