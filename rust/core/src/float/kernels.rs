@@ -258,10 +258,14 @@ fn backward_gate_same_input<A: MulAdd, const N: usize>(
 /// and after the forward pass has streamed a whole arena through the cache each `acc`
 /// and `coefs` entry missed. The input rows: a 128-cell chunk's kept arena (2.4 MB for
 /// the checkerboard) overflows a Zen 3 core's 512 KiB L2, and the rows a gate reads are
-/// not the ones the hardware prefetcher guesses (10% off the epoch there; no change
-/// where the arena fits L2, and none from prefetching in the forward pass:
+/// not the ones the hardware prefetcher guesses: 2-6% off the checkerboard's epoch
+/// there, but 1-3% on the coloured G's rows of 64 cells, so only rows of at least
+/// `ROW_PREFETCH_CELLS` are prefetched (none gained in the forward pass:
 /// docs/performance.md).
 const PREFETCH_AHEAD: usize = 4;
+
+/// The fewest cells per row whose input rows the backward prefetches.
+const ROW_PREFETCH_CELLS: usize = 128;
 
 /// Bytes per cache line: the stride of the row prefetches.
 const CACHE_LINE: usize = 64;
@@ -303,10 +307,12 @@ fn backward_impl<A: MulAdd, R: Reduce, const W: usize, const N: usize>(
         if let Some(ahead) = instrs.get(i + PREFETCH_AHEAD) {
             prefetch(acc.as_ptr().wrapping_add(ahead.coef as usize * 4) as *const u8);
             prefetch(coefs.as_ptr().wrapping_add(ahead.coef as usize) as *const u8);
-            for r in [ahead.a, ahead.b] {
-                let row = act.at.wrapping_add(r as usize * act.stride()) as *const u8;
-                for line in (0..N * 4).step_by(CACHE_LINE) {
-                    prefetch(row.wrapping_add(line));
+            if N >= ROW_PREFETCH_CELLS {
+                for r in [ahead.a, ahead.b] {
+                    let row = act.at.wrapping_add(r as usize * act.stride()) as *const u8;
+                    for line in (0..N * 4).step_by(CACHE_LINE) {
+                        prefetch(row.wrapping_add(line));
+                    }
                 }
             }
         }
