@@ -697,7 +697,10 @@ def _variant(r: Record) -> str:
     final = o.get("final_repair_budget")
     if final is not None and final != FINAL_REPAIR_BUDGET:
         parts.append(f"final repairs of {final}")
-    if o.get("require_generalise"):  # recorded since it became an option
+    # Recorded since it became an option; it acts only where `evaluate` checks
+    # generalisation (the pattern tasks).
+    named = (r.get("checks") or {}).get("named") or {}
+    if o.get("require_generalise") and any(k.startswith("generalises") for k in named):
         parts.append("must generalise")
     return ", ".join(parts)
 
