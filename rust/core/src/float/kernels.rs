@@ -259,9 +259,9 @@ fn backward_gate_same_input<A: MulAdd, const N: usize>(
 /// and `coefs` entry missed. The input rows: a 128-cell chunk's kept arena (2.4 MB for
 /// the checkerboard) overflows a Zen 3 core's 512 KiB L2, and the rows a gate reads are
 /// not the ones the hardware prefetcher guesses: 2-6% off the checkerboard's epoch
-/// there, but 1-3% on the coloured G's rows of 64 cells, so only rows of at least
-/// `ROW_PREFETCH_CELLS` are prefetched (none gained in the forward pass:
-/// docs/performance.md).
+/// there, but 1-3% onto the coloured G's (rows of 64 cells, which the hardware follows),
+/// so only rows of at least `ROW_PREFETCH_CELLS` are prefetched (nothing gained in the
+/// forward pass: docs/performance.md).
 const PREFETCH_AHEAD: usize = 4;
 
 /// The fewest cells per row whose input rows the backward prefetches.
