@@ -699,8 +699,7 @@ def _variant(r: Record) -> str:
         parts.append(f"final repairs of {final}")
     # Recorded since it became an option; it acts only where `evaluate` checks
     # generalisation (the pattern tasks).
-    named = (r.get("checks") or {}).get("named") or {}
-    if o.get("require_generalise") and any(k.startswith("generalises") for k in named):
+    if o.get("require_generalise") and _generalises(r) is not None:
         parts.append("must generalise")
     return ", ".join(parts)
 
