@@ -682,6 +682,32 @@ def test_drift_budget_searches_an_unsolved_run_and_a_larger_one_goes_on(tmp_path
     assert _drifts(train("gol", out=tmp_path / "d", **kw).summary) == []
 
 
+def test_the_wall_time_counts_the_search_that_ends_a_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`wall_seconds` (what `sweep` and `bench --to-working` divide by the working
+    circuits) includes the drift search after the last epoch, and a resume that goes on
+    with it adds its own seconds to the earlier ones."""
+    import importlib
+
+    policies = importlib.import_module("logicars.training.policies")
+    real = policies.repair_circuit
+
+    def slow_repair(*args: object, **kw: object) -> object:
+        time.sleep(0.3)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(policies, "repair_circuit", slow_repair)
+    kw: dict = {"epochs": 2, "relax": "truth-table", "quiet": True}
+    a = train("gol", drift_budget=50, out=tmp_path / "a", **kw)
+    searches = len(a.summary["repairs"])  # the final greedy repair, if any, and the drift
+    epochs_s = a.metrics[-1].elapsed_s
+    assert a.summary["wall_seconds"] >= epochs_s + 0.3 * searches
+    b = train(None, resume=tmp_path / "a", drift_budget=100, quiet=True)
+    assert len(b.summary["repairs"]) == searches + 1
+    assert b.summary["wall_seconds"] >= a.summary["wall_seconds"] + 0.3
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 def test_sigint_during_the_drift_search_stops_it_and_resume_goes_on(tmp_path: Path) -> None:
     out = tmp_path / "run"

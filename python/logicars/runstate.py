@@ -143,6 +143,10 @@ class RunState:
     # (`pool_epochs`): no restart comes before it, and the run ends there unless it has
     # pool phases left (`pool_attempts`; a restart after one is marked `"pool": True`).
     pool_end: int | None = None
+    # Seconds spent after the last epoch's row (`EpochMetrics.elapsed_s`): the searches
+    # that end a run (its final repair, the drift search), across resumes. A new epoch's
+    # row counts them, and this goes back to 0.
+    after_seconds: float = 0.0
 
     @classmethod
     def start(cls, preset: Preset, init: str | None) -> RunState:
@@ -202,6 +206,11 @@ class RunState:
     def elapsed(self) -> float:
         return self.metrics[-1].elapsed_s if self.metrics else 0.0
 
+    @property
+    def wall_seconds(self) -> float:
+        """The run's wall time: its epochs, and the searches after its last one."""
+        return self.elapsed + self.after_seconds
+
     def to_extra(self, *, interrupted: bool = False, early_stopped: bool = False) -> dict[str, Any]:
         p = self.preset
         return {
@@ -233,6 +242,7 @@ class RunState:
             "lowest": self.lowest,
             "kept_lowest": self.kept_lowest,
             "pool_end": self.pool_end,
+            "after_seconds": self.after_seconds,
             "interrupted": interrupted,
             "early_stopped": early_stopped,
         }
@@ -318,6 +328,8 @@ class RunState:
                 },
                 kept_lowest=None if kept_lowest is None else int(kept_lowest),
                 pool_end=None if extra.get("pool_end") is None else int(extra["pool_end"]),
+                # not recorded before 2026-12-01: the runs' searches then went uncounted
+                after_seconds=float(extra.get("after_seconds", 0.0)),
                 **run_settings,
             )
         except (KeyError, TypeError, ValueError, OverflowError) as e:

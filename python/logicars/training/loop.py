@@ -43,7 +43,7 @@ class Run:
         self.start_epoch = state.epoch  # the epoch this call started after
         self.stop_reason: str | None = None  # why the run ends early, if it does
         self.stopped_by_callback: str | None = None
-        self._offset, self._t0 = state.elapsed, time.perf_counter()
+        self._offset, self._t0 = state.wall_seconds, time.perf_counter()
 
     def seconds(self) -> float:
         """Training seconds so far, those of the run before a resume included."""
@@ -155,6 +155,8 @@ def train_epochs(
     run.bar.close()  # the searches at the end show bars of their own
     if state.epoch == state.target_epochs:
         run.dispatch("end_run")
+    # The last epoch's validation and repairs, and the searches that end the run.
+    state.after_seconds = run.seconds() - state.elapsed
 
 
 def note(run: Run, **fields: Any) -> None:
@@ -175,6 +177,7 @@ def _record(run: Run, row: EpochMetrics) -> EpochMetrics:
             f"last good checkpoint: {where}"
         )
     state.metrics.append(row)
+    state.after_seconds = 0.0  # the row's seconds count them
     if row.hard_loss == 0:
         state.zero_streak += 1
         if state.first_zero is None:

@@ -94,7 +94,7 @@ def run_summary(
         "attempt_ends": attempt_ends(state, interrupted, early_stopped),
         "kept_attempt": state.kept_attempt,
         "kept_lowest": state.kept_lowest,
-        "wall_seconds": round(state.elapsed, 3),
+        "wall_seconds": round(state.wall_seconds, 3),
         "active_gates": active_gates(model),
         # Held-out check of the discrete circuit (all 512 boards for gol, fresh starts
         # for the checkerboards, the target image for the growth presets).
