@@ -615,7 +615,8 @@ def growth_table(names: list[str], data: Path = DATA) -> list[str]:
 def probe_table(name: str, data: Path = DATA) -> list[str]:
     """Per variant of a probe's lines (`scripts/probe_first_wiring.py`), in the order met:
     the first wirings that solve within the probe's epochs, the epochs they took, and where
-    the lines say (`generalises`), how many of them pass `analyze`'s generalisation."""
+    the lines say (`generalises`), how many of them pass `analyze`'s generalisation ("–"
+    for a variant whose lines do not say)."""
     rows: dict[str, list[dict[str, Any]]] = {}
     for line in (data / "probes" / f"{name}.jsonl").read_text().splitlines():
         r = json.loads(line)
@@ -632,7 +633,10 @@ def probe_table(name: str, data: Path = DATA) -> list[str]:
         share = f"{len(hit)} of {len(rs)} ({100 * len(hit) / len(rs):.0f}%)"
         line = f"| `{variant}` | {share} | {epochs} |"
         if checked:
-            line += f" {sum(bool(r.get('generalises')) for r in hit)} |"
+            # "–": the variant ran before the probe checked the generalisation
+            measured = all("generalises" in r for r in hit)
+            count = sum(bool(r.get("generalises")) for r in hit) if measured else "–"
+            line += f" {count} |"
         lines.append(line)
     return lines
 

@@ -43,10 +43,14 @@ the counts compare between variants, not with `sweep`'s). Variants:
   solves there, then N x N, and solved only at an epoch exact on an N x N batch (and on
   the check);
 - `steps=N`: rollouts of N steps instead of 20, in training and in the check (the
-  circuit has N steps to form the checkerboard).
+  circuit has N steps to form the checkerboard);
+- `wiring=random`: every layer the preset wires `unique` (each input read, in pairs)
+  wired with two random distinct inputs per gate instead (difflogic's `random`);
+- `eps=E`, `clip=C`: the numpy AdamW with ε = E instead of 1e-8, or the gradients clipped
+  to ±C instead of ±100.
 
-Variants of the training loop combine with `+`, e.g. `beta1=0+lr=0.2`; `choose` and the
-numpy optimizer's variants run alone.
+Variants of the training loop combine with `+`, e.g. `beta1=0+lr=0.2`; `choose` runs
+alone, and the numpy optimizer's variants combine only with `beta1` and `lr`.
 
 One JSON line per (variant, seed) goes to `--out` (appended; docs/results.md's table of
 them is `scripts/make_results.py`'s `{{probe-table NAME}}`), and a count per variant to
@@ -89,13 +93,15 @@ def parse_seeds(text: str) -> list[int]:
 
 
 # Variants trained by `NumpyAdamW` instead of the engine's optimizer.
-NUMPY_OPTIMIZER = ("beta2", "logit-noise")
+NUMPY_OPTIMIZER = ("beta2", "logit-noise", "eps", "clip")
 # Variants whose argument is a float.
 FLOAT_ARGUMENT = ("beta1", "lr-cosine", "lr", "init-noise") + NUMPY_OPTIMIZER
 # Variants that change the model's spec.
-SPEC_KINDS = ("kernels", "channels", "round-every", "steps")
+SPEC_KINDS = ("kernels", "channels", "round-every", "steps", "wiring")
 # Variants that must run alone.
-ALONE = ("choose",) + NUMPY_OPTIMIZER
+ALONE = ("choose",)
+# What the numpy optimizer's variants combine with.
+WITH_NUMPY_OPTIMIZER = NUMPY_OPTIMIZER + ("beta1", "lr")
 KNOWN = ("plain", "loss-from", "hold", "steps-jitter", "lr-warmup", "batches")
 KNOWN += ("nearest-phase", "grid", "grid-mix", "grid-warmup", "grid-after")
 KNOWN += FLOAT_ARGUMENT + SPEC_KINDS + ALONE
@@ -110,16 +116,26 @@ def parse_variant(variant: str) -> dict[str, str]:
         raise SystemExit(f"unknown variant {unknown[0]!r}")
     if len(parts) > 1 and any(kind in ALONE for kind in parts):
         raise SystemExit(f"{variant!r}: {', '.join(ALONE)} run alone")
+    if any(k in NUMPY_OPTIMIZER for k in parts) and any(
+        k not in WITH_NUMPY_OPTIMIZER for k in parts
+    ):
+        raise SystemExit(
+            f"{variant!r}: {', '.join(NUMPY_OPTIMIZER)} combine only with "
+            f"{', '.join(WITH_NUMPY_OPTIMIZER)}"
+        )
     return parts
 
 
 class NumpyAdamW:
-    """The engine's clipped AdamW (rust/core/src/optim.rs) in numpy, with β2 and noise on
-    the logits open to change."""
+    """The engine's clipped AdamW (rust/core/src/optim.rs) in numpy, with β1, β2, ε, the
+    clip and noise on the logits open to change (`knobs`: the variant's)."""
 
-    def __init__(self, kind: str, value: float, seed: int) -> None:
-        self.beta2 = value if kind == "beta2" else 0.99
-        self.noise = value if kind == "logit-noise" else 0.0
+    def __init__(self, knobs: dict[str, float], seed: int) -> None:
+        self.beta1 = knobs.get("beta1", BETA1)
+        self.beta2 = knobs.get("beta2", 0.99)
+        self.noise = knobs.get("logit-noise", 0.0)
+        self.eps = knobs.get("eps", 1e-8)
+        self.clip = knobs.get("clip", 100.0)
         self.rng = np.random.default_rng([seed, 777])  # the noise's own stream
         self.m: dict[str, np.ndarray] = {}
         self.v: dict[str, np.ndarray] = {}
@@ -131,21 +147,28 @@ class NumpyAdamW:
         self.t += 1
         _, grads = model.loss_and_grad(x, y)
         params = model.params()
-        b1, b2 = BETA1, self.beta2
+        b1, b2 = self.beta1, self.beta2
         for name, p in params.items():
-            g = np.clip(grads[name], -100.0, 100.0)
+            g = np.clip(grads[name], -self.clip, self.clip)
             m = self.m[name] = b1 * self.m.get(name, 0.0) + (1 - b1) * g
             v = self.v[name] = b2 * self.v.get(name, 0.0) + (1 - b2) * g * g
             m_hat, v_hat = m / (1 - b1**self.t), v / (1 - b2**self.t)
-            p -= lr * (m_hat / (np.sqrt(v_hat) + 1e-8) + wd * p)
+            p -= lr * (m_hat / (np.sqrt(v_hat) + self.eps) + wd * p)
             if self.noise:
                 p += self.rng.normal(0.0, self.noise, p.shape)
         model.set_params({k: p.astype(np.float32) for k, p in params.items()})
 
 
-def variant_spec(kind: str, value: int, spec: logicars.ModelSpec) -> logicars.ModelSpec:
+def variant_spec(kind: str, arg: str, spec: logicars.ModelSpec) -> logicars.ModelSpec:
     """The preset's spec, with `kernels=K`'s perception kernels, `channels=C`'s channels,
-    `round-every=N`'s rounding or `steps=N`'s rollout length."""
+    `round-every=N`'s rounding, `steps=N`'s rollout length or `wiring=W`'s wiring of every
+    layer the preset wires `unique`."""
+    if kind == "wiring":
+        d = spec.to_dict()
+        for part in ("perceive", "update"):
+            d[part]["connections"] = [arg if c == "unique" else c for c in d[part]["connections"]]
+        return logicars.ModelSpec.from_dict(d)
+    value = int(arg)
     if kind in ("kernels", "channels"):
         return logicars.ModelSpec.build(
             channels=value if kind == "channels" else spec.channels,
@@ -175,7 +198,7 @@ def variant_preset(preset: logicars.Preset, variant: str) -> logicars.Preset:
     spec = preset.spec
     for kind, arg in parse_variant(variant).items():
         if kind in SPEC_KINDS:
-            spec = variant_spec(kind, int(arg), spec)
+            spec = variant_spec(kind, arg, spec)
     return dataclasses.replace(preset, spec=spec)
 
 
@@ -196,9 +219,11 @@ def first_solving_epoch(
     kind, _, arg = variant.partition("=")
     if kind == "choose":
         return chosen_wiring_epoch(preset, check, arg, seed)
-    if kind in NUMPY_OPTIMIZER:
-        return numpy_optimizer_epoch(preset, check, NumpyAdamW(kind, float(arg), seed), seed)
-    knobs = {kind: float(arg or 0) for kind, arg in parse_variant(variant).items()}
+    parts = parse_variant(variant).items()
+    knobs = {kind: float(arg or 0) for kind, arg in parts if kind != "wiring"}
+    if any(kind in NUMPY_OPTIMIZER for kind in knobs):
+        lr = knobs.get("lr", cfg.lr)
+        return numpy_optimizer_epoch(preset, check, NumpyAdamW(knobs, seed), seed, lr)
     t = spec.num_steps
     model = logicars.Model(spec, seed=seed)
     if "init-noise" in knobs:
@@ -271,7 +296,11 @@ def nearest_phase(
 
 
 def numpy_optimizer_epoch(
-    preset: logicars.Preset, check: tuple[np.ndarray, np.ndarray], opt: NumpyAdamW, seed: int
+    preset: logicars.Preset,
+    check: tuple[np.ndarray, np.ndarray],
+    opt: NumpyAdamW,
+    seed: int,
+    lr: float,
 ) -> tuple[int, logicars.Model] | None:
     """The first epoch whose hard circuit is exact on its batch (before the step, as the
     engine's `hard`) and on the check, trained by `opt`."""
@@ -284,7 +313,7 @@ def numpy_optimizer_epoch(
         out = model.simulate(x.astype(np.uint8), spec.num_steps, periodic=spec.periodic)
         if not task.wrong(out, y).any() and solves(model, check, task, spec):
             return epoch, model
-        opt.step(model, x, y, cfg.lr, cfg.weight_decay)
+        opt.step(model, x, y, lr, cfg.weight_decay)
     return None
 
 
