@@ -692,6 +692,8 @@ def _variant(r: Record) -> str:
         parts.append(f"{o['num_steps']} steps")
     if o.get("binarize_states"):
         parts.append("binarized states")
+    if o.get("lr_decay_from") is not None:
+        parts.append(f"lr decayed from epoch {o['lr_decay_from']} to {o['lr_end']:g}")
     if o.get("beta1") is not None and o["beta1"] != logicars.spec.DEFAULT_BETA1:
         parts.append(f"β1 {o['beta1']:g}")
     if o.get("init_logit") is not None and o["init_logit"] != logicars.spec.INIT_LOGIT:
