@@ -352,6 +352,7 @@ def state_mutations() -> list[tuple[str, Any]]:
         out += [(key, float("inf")), (key, -5), (key, "x")]
     out += [("drift_budget", v) for v in (-1, "x", None, 2.5)]
     out += [("kept_lowest", v) for v in (float("inf"), -5, "x")]
+    out += [("after_seconds", v) for v in (float("inf"), float("nan"), -1.0, "x", None)]
     # A stall check is both numbers or neither (5 alone breaks that).
     out += [("preset.stall_epochs", v) for v in (0, -1, "x", 2.5, 5)]
     out += [("preset.stall_loss", v) for v in (-1.0, float("nan"), float("inf"), "2")]

@@ -329,13 +329,21 @@ class RunState:
                 kept_lowest=None if kept_lowest is None else int(kept_lowest),
                 pool_end=None if extra.get("pool_end") is None else int(extra["pool_end"]),
                 # not recorded before 2026-12-01: the runs' searches then went uncounted
-                after_seconds=float(extra.get("after_seconds", 0.0)),
+                after_seconds=_seconds(extra.get("after_seconds", 0.0)),
                 **run_settings,
             )
         except (KeyError, TypeError, ValueError, OverflowError) as e:
             raise CheckpointError(
                 f"{where}: invalid training state in the checkpoint: {e}"
             ) from None
+
+
+def _seconds(value: Any) -> float:
+    """A recorded duration: a finite number of seconds, at least 0 (ValueError)."""
+    seconds = float(value)
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ValueError(f"after_seconds must be a finite number >= 0, got {value!r}")
+    return seconds
 
 
 def _recorded(
