@@ -329,21 +329,13 @@ class RunState:
                 kept_lowest=None if kept_lowest is None else int(kept_lowest),
                 pool_end=None if extra.get("pool_end") is None else int(extra["pool_end"]),
                 # not recorded before 2026-12-01: the runs' searches then went uncounted
-                after_seconds=_seconds(extra.get("after_seconds", 0.0)),
+                after_seconds=float(extra.get("after_seconds", 0.0)),
                 **run_settings,
             )
         except (KeyError, TypeError, ValueError, OverflowError) as e:
             raise CheckpointError(
                 f"{where}: invalid training state in the checkpoint: {e}"
             ) from None
-
-
-def _seconds(value: Any) -> float:
-    """A recorded duration: a finite number of seconds, at least 0 (ValueError)."""
-    seconds = float(value)
-    if not math.isfinite(seconds) or seconds < 0:
-        raise ValueError(f"after_seconds must be a finite number >= 0, got {value!r}")
-    return seconds
 
 
 def _recorded(
@@ -418,9 +410,7 @@ def _check_state_fields(extra: dict[str, Any], spec: ModelSpec, config: TrainCon
         if type(v) is not int or not lo <= v <= hi:
             raise ValueError(f"{name} must be an integer in [{lo}, {hi}], got {str(v)[:40]}")
 
-    def loss(name: str, v: Any, optional: bool = False) -> None:
-        if optional and v is None:
-            return
+    def non_negative(name: str, v: Any) -> None:
         if type(v) not in (int, float) or not 0 <= v < math.inf:
             raise ValueError(f"{name} must be a number >= 0, got {str(v)[:40]}")
 
@@ -443,7 +433,8 @@ def _check_state_fields(extra: dict[str, Any], spec: ModelSpec, config: TrainCon
         if not isinstance(lowest, dict):
             raise TypeError(f"lowest must be an object, got {str(lowest)[:40]}")
         count("lowest.epoch", lowest.get("epoch"), 1, extra["epoch"])
-        loss("lowest.hard_loss", lowest.get("hard_loss"))
+        non_negative("lowest.hard_loss", lowest.get("hard_loss"))
+    non_negative("after_seconds", extra.get("after_seconds", 0.0))
     count("stalls", extra.get("stalls", 0), 0, len(extra.get("restarts", [])))
     repairs = extra.get("repairs", [])
     if not isinstance(repairs, list) or not all(isinstance(r, dict) for r in repairs):
