@@ -142,6 +142,12 @@ class Gates:
         p = _softmax(w / tau)
         self.wb = p
         self.wf = np.eye(16)[np.argmax(w, axis=-1)] if hard_forward else p
+        q = relax.get("hard_fraction", 0.0)
+        if mode == "softmax" and q > 0 and np.isfinite(step) and step >= warmup:
+            # A random fraction q of the gates (per step) forwards its most likely op.
+            gates = first_gate + np.arange(int(np.prod(w.shape[:-1])))
+            hard = np.array([runs_hard(seed, int(step), int(g), q) for g in gates])
+            self.wf = np.where(hard.reshape(w.shape[:-1])[..., None], _probs(w, True), p)
         self.chain = lambda g: p * (g - (p * g).sum(-1, keepdims=True)) / tau
 
 

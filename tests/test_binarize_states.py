@@ -98,7 +98,13 @@ def test_init_from_an_npz_without_it_trains_with_the_presets(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize(
-    "relax", [{"mode": "softmax"}, {"mode": "truth-table", "hard_fraction": 0.5}], ids=str
+    "relax",
+    [
+        {"mode": "softmax"},
+        {"mode": "softmax", "hard_fraction": 0.5},
+        {"mode": "truth-table", "hard_fraction": 0.5},
+    ],
+    ids=str,
 )
 def test_binarize_every_rounds_only_at_its_optimizer_steps(relax: dict) -> None:
     """With `binarize_every = 2` the training rollout rounds at optimizer steps 0, 2, ...

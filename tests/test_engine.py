@@ -278,6 +278,7 @@ RELAXATIONS = [
     {"mode": "truth-table"},
     {"mode": "truth-table-st"},
     {"mode": "truth-table", "hard_fraction": 0.5, "warmup": 2},
+    {"mode": "softmax", "hard_fraction": 0.5, "warmup": 2},
 ]
 
 

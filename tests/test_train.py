@@ -969,7 +969,7 @@ def test_relaxation_is_stored_and_kept_on_resume(tmp_path: Path) -> None:
         ({"relax": "hard-st", "tau": 0.0}, "tau must be a finite number > 0"),
         ({"relax": "gumbel-st", "noise": -1.0}, "noise must be a finite number >= 0"),
         ({"relax": "truth-table-st", "warmup": 3}, "unknown field `warmup`"),
-        ({"relax": "softmax", "hard_fraction": 0.5}, "unknown field `hard_fraction`"),
+        ({"relax": "anneal", "hard_fraction": 0.5}, "unknown field `hard_fraction`"),
         (
             {"relax": "truth-table", "hard_fraction": 1.5},
             r"hard_fraction must be a number in \[0, 1\]",
@@ -1213,10 +1213,11 @@ def test_cli_relax_options(tmp_path: Path) -> None:
     assert json.loads((out / "summary.json").read_text())["repair"] is True
 
 
+@pytest.mark.parametrize("mode", ["truth-table", "softmax"])
 def test_hard_fraction_from_the_cli_is_stored_and_resumes_bit_identically(
-    tmp_path: Path,
+    tmp_path: Path, mode: str
 ) -> None:
-    """`--relax truth-table --hard-fraction Q --warmup N`: stored in the summary and the
+    """`--relax MODE --hard-fraction Q --warmup N`: stored in the summary and the
     checkpoint; a run stopped and resumed trains the same hard gates as one straight
     run; another fraction trains other ones."""
     from logicars.cli import main
@@ -1230,12 +1231,12 @@ def test_hard_fraction_from_the_cli_is_stored_and_resumes_bit_identically(
         rows = (tmp_path / name / "metrics.csv").read_text().splitlines()
         return [row.split(",")[:3] + row.split(",")[4:] for row in rows]  # times aside
 
-    opts = ("gol", "--relax", "truth-table", "--warmup", "1", "--no-stop-on-solve")
+    opts = ("gol", "--relax", mode, "--warmup", "1", "--no-stop-on-solve")
     cli(tmp_path / "straight", 4, *opts, "--hard-fraction", "0.5")
     summary = json.loads((tmp_path / "straight" / "summary.json").read_text())
-    assert summary["relax"] == {"mode": "truth-table", "warmup": 1, "hard_fraction": 0.5}
+    assert summary["relax"] == {"mode": mode, "warmup": 1, "hard_fraction": 0.5}
     relax = logicars.Model.load(tmp_path / "straight" / "model.safetensors").spec.relax
-    assert relax == logicars.Relaxation("truth-table", warmup=1, hard_fraction=0.5)
+    assert relax == logicars.Relaxation(mode, warmup=1, hard_fraction=0.5)
     cli(tmp_path / "split", 2, *opts, "--hard-fraction", "0.5")
     assert main(["train", "--resume", str(tmp_path / "split"), "--epochs", "4", "--quiet"]) == 0
     straight = curve("straight")

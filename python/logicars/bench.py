@@ -61,7 +61,7 @@ BINARIZED = "+binarized"  # the suffix of a relaxation timed with binarize_state
 def _variant(spec: ModelSpec, relax: str) -> ModelSpec:
     """`spec` with relaxation `relax`, or `MODE+binarized` (binarize_states on, every
     `binarize_every` epochs as the spec has it). The spec's own mode keeps its
-    parameters (a truth-table its hard fraction); another starts from the engine's
+    parameters (its hard fraction); another starts from the engine's
     defaults."""
     from .spec import Relaxation
 

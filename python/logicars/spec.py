@@ -41,8 +41,9 @@ class Relaxation:
     (gumbel-st, gumbel-soft), `warmup`, the optimizer steps trained as softmax before
     the straight-through forward or the annealing starts (gumbel-st, hard-st, anneal), and
     `steps`, the optimizer steps over which `anneal` lowers the temperature from 1 to
-    `tau`, and `hard_fraction` (truth-table), the fraction of gates that forward their
-    thresholded table (straight-through, as `truth-table-st`) in each optimizer step
+    `tau`, and `hard_fraction` (softmax, truth-table), the fraction of gates that forward
+    their hard gate (softmax's most likely op as `hard-st` does, truth-table's
+    thresholded table as `truth-table-st` does; straight-through) in each optimizer step
     after `warmup`, drawn per gate and step; with `binarize_states` only in the rounded
     steps. None: the engine's default (tau 1, noise 1, warmup 0, steps 1000,
     hard_fraction 0) where the mode takes the parameter; giving one a mode does not

@@ -177,14 +177,15 @@ class TrainConfig:
     )  # fmt: skip
     warmup: int | None = _setting(
         None, help="epochs trained as softmax before the straight-through forward "
-        "(gumbel-st, hard-st), or relaxed before the hard gates (truth-table "
-        "--hard-fraction)",
+        "(gumbel-st, hard-st), or relaxed before the hard gates (softmax or truth-table "
+        "with --hard-fraction)",
         check=Count(0), resume=Resume.NEW_RUN, recorded=Recorded.NOT, spec=True,
         metavar="EPOCHS",
     )  # fmt: skip
     hard_fraction: float | None = _setting(
-        None, help="truth-table: the share of gates forwarded hard, straight-through, in "
-        "each epoch (with --binarize-states in the rounded ones); drawn per gate and epoch",
+        None, help="softmax, truth-table: the share of gates forwarded hard (the most "
+        "likely op, the thresholded table), straight-through, in each epoch after "
+        "--warmup (with --binarize-states in the rounded ones); drawn per gate and epoch",
         check=Number(0, 1), resume=Resume.NEW_RUN, recorded=Recorded.NOT, spec=True,
         metavar="Q",
     )  # fmt: skip

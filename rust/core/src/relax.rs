@@ -1,7 +1,10 @@
 //! Relaxations: how a gate's parameters become the 4 coefficients `(α, β, γ, δ)` that
 //! the training forward runs with, and how the coefficient gradient flows back to them.
 //!
-//! - `softmax`: the notebook's relaxation, a softmax mix of the 16 gates.
+//! - `softmax`: the notebook's relaxation, a softmax mix of the 16 gates. With a
+//!   `hard_fraction` q, a random q of the gates forwards its most likely op in each
+//!   optimizer step after `warmup` (straight-through, as `hard-st`): the relaxed circuit
+//!   cannot lean on mixed gates or half-valued states that its hard circuit lacks.
 //! - `gumbel-st`: forward with the gate `argmax(z + s·g)`, `g ~ Gumbel(0, 1)` drawn per
 //!   gate per optimizer step; backward through `softmax((z + s·g)/τ)` (straight-through,
 //!   Yousefi et al. 2025). Straight-through at the gate's output, `y_hard −
@@ -21,8 +24,9 @@
 //!   (input-wise parametrization, Rüttgers et al.); `truth-table-st` forwards the
 //!   thresholded table and backpropagates through the sigmoids. `truth-table` with a
 //!   `hard_fraction` q forwards a random q of its gates that way in each optimizer step
-//!   after `warmup` (only in the rounded steps of a model with `binarize_states`): the
-//!   relaxed circuit learns to work beside hard gates, the others keep it learning.
+//!   after `warmup`, as `softmax` does with its argmax: the relaxed circuit learns to
+//!   work beside hard gates, the others keep it learning. With `binarize_states` the
+//!   hard gates run only in the rounded steps.
 //!
 //! Every straight-through mode trains the hard circuit itself: its forward coefficients
 //! are those of one gate. Hard inference is the same in every mode: each gate keeps its
@@ -54,7 +58,13 @@ pub const INIT_PASS_LOGIT: f32 = 10.0;
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "mode", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum Relax {
-    Softmax {},
+    Softmax {
+        // f64: the fraction is compared with f64 draws, exactly as the JSON gives it.
+        #[serde(default, skip_serializing_if = "is_zero_f64")]
+        hard_fraction: f64,
+        #[serde(default, skip_serializing_if = "is_zero_u64")]
+        warmup: u64,
+    },
     GumbelSt {
         #[serde(default = "one")]
         tau: f32,
@@ -95,7 +105,10 @@ pub enum Relax {
 
 impl Default for Relax {
     fn default() -> Relax {
-        Relax::Softmax {}
+        Relax::Softmax {
+            hard_fraction: 0.0,
+            warmup: 0,
+        }
     }
 }
 
@@ -134,8 +147,9 @@ pub struct Relaxed {
 }
 
 impl Relax {
+    /// The notebook's relaxation: softmax without hard gates (a config leaves it out).
     pub fn is_softmax(&self) -> bool {
-        matches!(self, Relax::Softmax {})
+        *self == Relax::default()
     }
 
     /// Parameters per gate: 16 logits, or 4 truth-table entries.
@@ -147,7 +161,9 @@ impl Relax {
     }
 
     pub fn validate(&self) -> Result<()> {
-        if let Relax::TruthTable { hard_fraction, .. } = *self {
+        if let Relax::Softmax { hard_fraction, .. } | Relax::TruthTable { hard_fraction, .. } =
+            *self
+        {
             if !(0.0..=1.0).contains(&hard_fraction) {
                 return value_err!("relax.hard_fraction must be in [0, 1], got {hard_fraction}");
             }
@@ -202,7 +218,7 @@ impl Relax {
     /// `noise` gives the gate's 16 Gumbel draws (only the noisy modes call it).
     pub fn relax(&self, params: &[f32], step: u64, noise: impl Fn() -> [f64; N_OPS]) -> Relaxed {
         match *self {
-            Relax::Softmax {} => {
+            Relax::Softmax { .. } => {
                 let probs = gates::softmax(params);
                 let coefs = gates::fold(&probs);
                 Relaxed {
@@ -269,7 +285,7 @@ impl Relax {
                     scale: 1.0,
                 };
                 if matches!(self, Relax::TruthTableSt {}) {
-                    r.harden();
+                    r.harden_table();
                 }
                 r
             }
@@ -292,10 +308,15 @@ impl Relax {
     }
 
     /// The fraction of gates that run hard, straight-through, in optimizer step `step`
-    /// (`truth-table`'s `hard_fraction` once its `warmup` is over; 0 otherwise).
+    /// (`softmax`'s and `truth-table`'s `hard_fraction` once its `warmup` is over; 0
+    /// otherwise).
     pub fn hard_fraction(&self, step: u64) -> f64 {
         match *self {
-            Relax::TruthTable {
+            Relax::Softmax {
+                hard_fraction,
+                warmup,
+            }
+            | Relax::TruthTable {
                 hard_fraction,
                 warmup,
             } if step >= warmup => hard_fraction,
@@ -306,7 +327,7 @@ impl Relax {
     /// Chain rule from `gc = dL/d(α, β, γ, δ)` to the gate's parameters.
     pub fn params_grad(&self, r: &Relaxed, gc: &[f64; 4], out: &mut [f32]) {
         match *self {
-            Relax::Softmax {}
+            Relax::Softmax { .. }
             | Relax::HardSt { .. }
             | Relax::GumbelSt { .. }
             | Relax::GumbelSoft { .. }
@@ -331,10 +352,24 @@ impl Relax {
     }
 }
 
+impl Relax {
+    /// Gate `r` (of parameters `params`) forwards its hard gate in this step, its
+    /// gradient still through the relaxed one (a `hard_fraction`'s gate): softmax's
+    /// most likely op, as `hard-st` forwards it, or the thresholded truth table.
+    pub fn harden(&self, params: &[f32], r: &mut Relaxed) {
+        if self.params_per_gate() == 4 {
+            r.harden_table();
+        } else {
+            r.back = r.coefs;
+            r.coefs = gates::hard_coefficients(params);
+        }
+    }
+}
+
 impl Relaxed {
     /// The truth-table gate forwards its thresholded table and sends the gradient back
     /// through its sigmoids (`truth-table-st` for this gate in this step).
-    pub fn harden(&mut self) {
+    fn harden_table(&mut self) {
         let t = [0, 1, 2, 3].map(|k| if self.probs[k] > 0.5 { 1.0 } else { 0.0 });
         self.back = self.coefs;
         self.coefs = table_coefficients(t).map(|c| c as f32);
@@ -508,7 +543,7 @@ mod tests {
     #[test]
     fn softmax_relaxation_is_the_notebooks() {
         let w: Vec<f32> = (0..16).map(|i| (i as f32 * 0.37).sin()).collect();
-        let r = Relax::Softmax {}.relax(&w, 0, || unreachable!());
+        let r = Relax::default().relax(&w, 0, || unreachable!());
         assert_eq!(r.coefs, gates::soft_coefficients(&w));
     }
 
@@ -525,14 +560,38 @@ mod tests {
         let other_step =
             (0..10_000).filter(|&g| runs_hard(7, 6, g, 0.3) != runs_hard(7, 5, g, 0.3));
         assert!(other_step.count() > 3000); // a fresh draw per step
-        let mut r = relax.relax(&[2.0, -1.0, 0.5, -3.0], 5, || [0.0; N_OPS]);
+        let params = [2.0, -1.0, 0.5, -3.0];
+        let mut r = relax.relax(&params, 5, || [0.0; N_OPS]);
         let soft = r.coefs;
-        r.harden();
+        relax.harden(&params, &mut r);
         assert_eq!(r.back, soft);
         assert_eq!(
             r.coefs,
             table_coefficients([1.0, 0.0, 1.0, 0.0]).map(|c| c as f32)
         );
+    }
+
+    #[test]
+    fn a_hardened_softmax_gate_forwards_its_most_likely_op() {
+        let relax = Relax::Softmax {
+            hard_fraction: 0.5,
+            warmup: 2,
+        };
+        assert_eq!(relax.hard_fraction(1), 0.0);
+        assert_eq!(relax.hard_fraction(2), 0.5);
+        let w: Vec<f32> = (0..16).map(|i| (i as f32 * 0.37).sin()).collect();
+        let mut r = relax.relax(&w, 2, || unreachable!());
+        assert_eq!(r.coefs, gates::soft_coefficients(&w));
+        relax.harden(&w, &mut r);
+        assert_eq!(r.back, gates::soft_coefficients(&w));
+        assert_eq!(r.coefs, gates::hard_coefficients(&w));
+        assert!(!relax.is_softmax(), "a config must keep its hard fraction");
+        assert!(Relax::Softmax {
+            hard_fraction: 1.5,
+            warmup: 0
+        }
+        .validate()
+        .is_err());
     }
 
     #[test]

@@ -93,7 +93,7 @@ impl Model {
                     let mut r = relax.relax(w, step, || noise.draws());
                     if hard_fraction > 0.0 && relax::runs_hard(seed, step, g as u64, hard_fraction)
                     {
-                        r.harden();
+                        relax.harden(w, &mut r);
                     }
                     r
                 })
