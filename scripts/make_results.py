@@ -692,6 +692,9 @@ def _variant(r: Record) -> str:
         parts.append(f"{o['num_steps']} steps")
     if o.get("binarize_states"):
         parts.append("binarized states")
+    relax = o.get("relax") or {}
+    if relax.get("hard_fraction"):  # recorded since softmax took one
+        parts.append(f"hard gates {relax['hard_fraction']:g} from epoch {relax.get('warmup', 0)}")
     if o.get("lr_decay_from") is not None:
         parts.append(f"lr decayed from epoch {o['lr_decay_from']} to {o['lr_end']:g}")
     if o.get("beta1") is not None and o["beta1"] != logicars.spec.DEFAULT_BETA1:

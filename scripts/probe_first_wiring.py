@@ -48,6 +48,9 @@ the counts compare between variants, not with `sweep`'s). Variants:
   wired with two random distinct inputs per gate instead (difflogic's `random`);
 - `eps=E`, `clip=C`: the numpy AdamW with ε = E instead of 1e-8, or the gradients clipped
   to ±C instead of ±100.
+- `hard=Q@W`: softmax with a hard fraction: from epoch W on, a random share Q of the gates
+  forwards its most likely op in each epoch, straight-through (`--hard-fraction Q
+  --warmup W`).
 
 Variants of the training loop combine with `+`, e.g. `beta1=0+lr=0.2`; `choose` runs
 alone, and the numpy optimizer's variants combine only with `beta1` and `lr`.
@@ -97,7 +100,7 @@ NUMPY_OPTIMIZER = ("beta2", "logit-noise", "eps", "clip")
 # Variants whose argument is a float.
 FLOAT_ARGUMENT = ("beta1", "lr-cosine", "lr", "init-noise") + NUMPY_OPTIMIZER
 # Variants that change the model's spec.
-SPEC_KINDS = ("kernels", "channels", "round-every", "steps", "wiring")
+SPEC_KINDS = ("kernels", "channels", "round-every", "steps", "wiring", "hard")
 # Variants that must run alone.
 ALONE = ("choose",)
 # What the numpy optimizer's variants combine with.
@@ -162,7 +165,11 @@ class NumpyAdamW:
 def variant_spec(kind: str, arg: str, spec: logicars.ModelSpec) -> logicars.ModelSpec:
     """The preset's spec, with `kernels=K`'s perception kernels, `channels=C`'s channels,
     `round-every=N`'s rounding, `steps=N`'s rollout length or `wiring=W`'s wiring of every
-    layer the preset wires `unique`."""
+    layer the preset wires `unique`, or `hard=Q@W`'s hard fraction."""
+    if kind == "hard":
+        share, _, warmup = arg.partition("@")
+        relax = logicars.Relaxation("softmax", hard_fraction=float(share), warmup=int(warmup))
+        return spec.replace(relax=relax)
     if kind == "wiring":
         d = spec.to_dict()
         for part in ("perceive", "update"):
@@ -220,7 +227,7 @@ def first_solving_epoch(
     if kind == "choose":
         return chosen_wiring_epoch(preset, check, arg, seed)
     parts = parse_variant(variant).items()
-    knobs = {kind: float(arg or 0) for kind, arg in parts if kind != "wiring"}
+    knobs = {kind: float(arg or 0) for kind, arg in parts if kind not in ("wiring", "hard")}
     if any(kind in NUMPY_OPTIMIZER for kind in knobs):
         lr = knobs.get("lr", cfg.lr)
         return numpy_optimizer_epoch(preset, check, NumpyAdamW(knobs, seed), seed, lr)

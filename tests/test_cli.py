@@ -121,7 +121,8 @@ def test_train_end_to_end(capsys: pytest.CaptureFixture[str], tmp_path: Path) ->
     )
     assert code == 0, err
     assert err == ""  # --quiet: no progress bar
-    assert "gol (softmax): 2 epochs" in out and str(out_dir) in out
+    assert "gol (softmax(warmup=500, hard_fraction=0.6)): 2 epochs" in out
+    assert str(out_dir) in out
     summary = json.loads((out_dir / "summary.json").read_text())
     assert summary["seed"] == 4 and summary["epochs"] == 2
     code, out, err = run_cli(capsys, "train", "--resume", str(out_dir), "--epochs", "3", "--quiet")

@@ -102,8 +102,9 @@ def test_task_kind_from_the_cli_end_to_end(
 
     out = _cli(capsys, "train", "--resume", str(run), "--epochs", "3", "--quiet")
     # the kind preset's relaxation (the lizard's for a grey growth image, softmax since
-    # 2026-11-30, as every preset's)
-    assert f"{kind} (softmax): 3 epochs" in out
+    # 2026-11-30, as every preset's; a life: kind's with gol's hard gates since 2026-12-01)
+    relax = "softmax(warmup=500, hard_fraction=0.6)" if kind.startswith("life:") else "softmax"
+    assert f"{kind} ({relax}): 3 epochs" in out
     resumed = json.loads((run / "summary.json").read_text())
     assert resumed["epochs"] == 3 and resumed["hard_eval"]["samples"] == held_out
 
@@ -277,8 +278,10 @@ def test_life_rule_solves_all_512_boards(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The README's example as written: HighLife on gol's model and numbers, its default
-    seed 0 (on the defaults of 2026-11-30 a repair makes its first attempt exact at epoch
-    1327; on the notebook's, three attempts ended at 491 of 512 boards)."""
+    seed 0 (on the defaults of 2026-12-01, with hard gates from epoch 500, its first
+    attempt passes the validation check at epoch 1855; on the defaults of 2026-11-30 a
+    repair made it exact at epoch 1327; on the notebook's, three attempts ended at 491 of
+    512 boards)."""
     run = tmp_path / "run"
     out = _cli(capsys, "train", "life:B36/S23", "--quiet", "--out", str(run))
     assert "solves 512/512 inputs of its exhaustive check" in out

@@ -64,7 +64,8 @@ def test_train_keeps_it_in_the_run_and_its_label(tmp_path: Path) -> None:
     run = logicars.train("gol", epochs=2, seed=1, init_logit=5, quiet=True, out=tmp_path / "r")
     assert run.model.spec.init_logit == 5.0
     assert run.summary["config"]["init_logit"] == 5.0
-    assert training_label(run.summary) == "softmax, init logit 5"
+    label = "softmax(warmup=500, hard_fraction=0.6), init logit 5"  # gol's hard gates
+    assert training_label(run.summary) == label
     with pytest.raises(ValueError, match="init_logit must be a number in"):
         logicars.train("gol", epochs=1, init_logit=-2, quiet=True, out=tmp_path / "bad")
 

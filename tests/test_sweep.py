@@ -348,12 +348,12 @@ def test_failed_point_is_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 def test_a_crashed_point_resumes_with_its_own_options(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Seed 7 solves gol at epoch 1893 (a repair, from the notebook's init and β1); with
-    # stop_on_solve=False it must train on to 2000 after the resume too (train's default on a
-    # resume would stop it at the solve).
+    # Seed 7 solves gol at epoch 1893 (a repair, from the notebook's init, β1 and softmax
+    # without hard gates); with stop_on_solve=False it must train on to 2000 after the resume
+    # too (train's default on a resume would stop it at the solve).
     options = {
         "preset": "gol", "epochs": 2000, "stop_on_solve": False, "seed": 7, "init_logit": 10,
-        "beta1": 0.9,
+        "beta1": 0.9, "hard_fraction": 0,
     }  # fmt: skip
     grid = {**options, "checkpoint_every": 500}
     (point,) = expand_grid(grid)

@@ -56,6 +56,15 @@ class Relaxation:
     steps: int | None = None
     hard_fraction: float | None = None
 
+    def __post_init__(self) -> None:
+        # A hard fraction of 0 is none, and without one softmax's and truth-table's warmup
+        # does nothing: both are left out, as the engine's config leaves them out, so that
+        # a spec reads the same fresh and loaded from a checkpoint.
+        if self.hard_fraction == 0:
+            object.__setattr__(self, "hard_fraction", None)
+        if self.hard_fraction is None and self.mode in ("softmax", "truth-table"):
+            object.__setattr__(self, "warmup", None)
+
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"mode": self.mode}
         d.update({k: v for k, v in asdict(self).items() if k != "mode" and v is not None})
