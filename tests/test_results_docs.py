@@ -137,7 +137,8 @@ def test_a_sweep_of_runs_becomes_records(tmp_path: Path) -> None:
     summary = json.loads((sweep / "gol-0" / "summary.json").read_text())
     r = rows[0]
     assert r["source"] == "run" and r["preset"] == "gol"
-    assert r["training"] == "softmax, init logit 5" and r["options"]["init_logit"] == 5
+    training = "softmax(warmup=500, hard_fraction=0.6), init logit 5"  # gol's defaults
+    assert r["training"] == training and r["options"]["init_logit"] == 5
     assert r["epochs"] == summary["epochs"] == 3 and r["attempts"] == 1
     assert r["seconds"] == summary["wall_seconds"]
     assert r["checks"]["held_out"]["samples"] == 512
@@ -152,9 +153,8 @@ def test_a_sweep_of_runs_becomes_records(tmp_path: Path) -> None:
     write_records(data / "sweeps" / "tiny.jsonl", rows)
     assert read_records(data / "sweeps" / "tiny.jsonl") == rows
     lines = make_results.seed_table("tiny", data)
-    assert lines[0].startswith("Trained with softmax, init logit 5:") and len(lines) == 4 + 2
+    assert lines[0].startswith(f"Trained with {training}:") and len(lines) == 4 + 2
     columns = make_results.SOLVING_COLUMNS
-    training = "softmax, init logit 5"
     assert [columns[c](rows) for c in ("preset", "training", "seeds")] == ["`gol`", training, "2"]
     # the wider check was skipped, so its column cannot be computed: refused, not guessed
     with pytest.raises(SystemExit, match="wide"):
