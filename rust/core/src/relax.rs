@@ -350,9 +350,7 @@ impl Relax {
             }
         }
     }
-}
 
-impl Relax {
     /// Gate `r` (of parameters `params`) forwards its hard gate in this step, its
     /// gradient still through the relaxed one (a `hard_fraction`'s gate): softmax's
     /// most likely op, as `hard-st` forwards it, or the thresholded truth table.
