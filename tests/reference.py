@@ -101,6 +101,21 @@ def _basis(a, b, table):
     return _ops(a, b), da, db
 
 
+def _drawn_hard(relax: dict, shape: tuple, first_gate: int, seed: int, step) -> np.ndarray | None:
+    """The gates (of a parameter array whose gates have shape `shape`) that forward hard
+    in optimizer step `step` under softmax's or truth-table's hard fraction q, a random
+    share q per step: a mask broadcasting over the gate's weights, or None."""
+    q = relax.get("hard_fraction", 0.0)
+    mode = relax.get("mode", "softmax")
+    if mode not in ("softmax", "truth-table") or q <= 0 or not np.isfinite(step):
+        return None
+    if step < relax.get("warmup", 0):
+        return None
+    gates = first_gate + np.arange(int(np.prod(shape)))
+    hard = np.array([runs_hard(seed, int(step), int(g), q) for g in gates])
+    return hard.reshape(shape)[..., None]
+
+
 class Gates:
     """One parameter array's gates in one step: forward weights `wf`, input-gradient
     weights `wb` (over the basis: 16 ops or 4 table rows) and `chain`, the map from the
@@ -112,6 +127,7 @@ class Gates:
         tau, noise = relax.get("tau", 1.0), relax.get("noise", 1.0)
         warmup = relax.get("warmup", 0)
         self.table = mode.startswith("truth-table")
+        drawn = _drawn_hard(relax, w.shape[:-1], first_gate, seed, step)
         hard_forward = mode in ("hard-st", "gumbel-st", "truth-table-st")
         if mode in ("hard-st", "gumbel-st") and step < warmup:
             mode, tau, hard_forward = "softmax", 1.0, False
@@ -122,13 +138,8 @@ class Gates:
             t = 1 / (1 + np.exp(-w))
             self.wb = t
             self.wf = (t > 0.5).astype(np.float64) if hard_forward else t
-            q = relax.get("hard_fraction", 0.0)
-            if mode == "truth-table" and q > 0 and np.isfinite(step) and step >= warmup:
-                # A random fraction q of the gates (per step) forwards its hard table.
-                gates = first_gate + np.arange(int(np.prod(w.shape[:-1])))
-                hard = np.array([runs_hard(seed, int(step), int(g), q) for g in gates])
-                hard = hard.reshape(w.shape[:-1])[..., None]
-                self.wf = np.where(hard, (t > 0.5).astype(np.float64), t)
+            if drawn is not None:  # those gates forward their thresholded table
+                self.wf = np.where(drawn, (t > 0.5).astype(np.float64), t)
             self.chain = lambda g: g * t * (1 - t)
             return
         if mode in ("gumbel-st", "gumbel-soft") and np.isfinite(step):
@@ -142,12 +153,8 @@ class Gates:
         p = _softmax(w / tau)
         self.wb = p
         self.wf = np.eye(16)[np.argmax(w, axis=-1)] if hard_forward else p
-        q = relax.get("hard_fraction", 0.0)
-        if mode == "softmax" and q > 0 and np.isfinite(step) and step >= warmup:
-            # A random fraction q of the gates (per step) forwards its most likely op.
-            gates = first_gate + np.arange(int(np.prod(w.shape[:-1])))
-            hard = np.array([runs_hard(seed, int(step), int(g), q) for g in gates])
-            self.wf = np.where(hard.reshape(w.shape[:-1])[..., None], _probs(w, True), p)
+        if drawn is not None:  # those gates forward their most likely op
+            self.wf = np.where(drawn, _probs(w, True), p)
         self.chain = lambda g: p * (g - (p * g).sum(-1, keepdims=True)) / tau
 
 

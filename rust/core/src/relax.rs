@@ -161,9 +161,7 @@ impl Relax {
     }
 
     pub fn validate(&self) -> Result<()> {
-        if let Relax::Softmax { hard_fraction, .. } | Relax::TruthTable { hard_fraction, .. } =
-            *self
-        {
+        if let Some((hard_fraction, _)) = self.hard_gates() {
             if !(0.0..=1.0).contains(&hard_fraction) {
                 return value_err!("relax.hard_fraction must be in [0, 1], got {hard_fraction}");
             }
@@ -311,6 +309,15 @@ impl Relax {
     /// (`softmax`'s and `truth-table`'s `hard_fraction` once its `warmup` is over; 0
     /// otherwise).
     pub fn hard_fraction(&self, step: u64) -> f64 {
+        match self.hard_gates() {
+            Some((hard_fraction, warmup)) if step >= warmup => hard_fraction,
+            _ => 0.0,
+        }
+    }
+
+    /// The hard fraction and its warmup of the modes that take one (`softmax`,
+    /// `truth-table`).
+    fn hard_gates(&self) -> Option<(f64, u64)> {
         match *self {
             Relax::Softmax {
                 hard_fraction,
@@ -319,8 +326,8 @@ impl Relax {
             | Relax::TruthTable {
                 hard_fraction,
                 warmup,
-            } if step >= warmup => hard_fraction,
-            _ => 0.0,
+            } => Some((hard_fraction, warmup)),
+            _ => None,
         }
     }
 
