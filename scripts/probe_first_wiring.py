@@ -51,6 +51,9 @@ the counts compare between variants, not with `sweep`'s). Variants:
 - `hard=Q@W`: softmax with a hard fraction: from epoch W on, a random share Q of the gates
   forwards its most likely op in each epoch, straight-through (`--hard-fraction Q
   --warmup W`).
+- `width=F`: every update layer of the preset's widest (256 gates) F times as wide, and
+  the layers after them halving down to the channels; `depth=D`: D layers of the
+  preset's widest instead of its 10.
 
 Variants of the training loop combine with `+`, e.g. `beta1=0+lr=0.2`; `choose` runs
 alone, and the numpy optimizer's variants combine only with `beta1` and `lr`.
@@ -98,9 +101,9 @@ def parse_seeds(text: str) -> list[int]:
 # Variants trained by `NumpyAdamW` instead of the engine's optimizer.
 NUMPY_OPTIMIZER = ("beta2", "logit-noise", "eps", "clip")
 # Variants whose argument is a float.
-FLOAT_ARGUMENT = ("beta1", "lr-cosine", "lr", "init-noise") + NUMPY_OPTIMIZER
+FLOAT_ARGUMENT = ("beta1", "lr-cosine", "lr", "init-noise", "width") + NUMPY_OPTIMIZER
 # Variants that change the model's spec.
-SPEC_KINDS = ("kernels", "channels", "round-every", "steps", "wiring", "hard")
+SPEC_KINDS = ("kernels", "channels", "round-every", "steps", "wiring", "hard", "width", "depth")
 # Variants that must run alone.
 ALONE = ("choose",)
 # What the numpy optimizer's variants combine with.
@@ -175,21 +178,42 @@ def variant_spec(kind: str, arg: str, spec: logicars.ModelSpec) -> logicars.Mode
         for part in ("perceive", "update"):
             d[part]["connections"] = [arg if c == "unique" else c for c in d[part]["connections"]]
         return logicars.ModelSpec.from_dict(d)
-    value = int(arg)
-    if kind in ("kernels", "channels"):
+    value = 0 if kind in ("width", "depth") else int(arg)
+    if kind in ("kernels", "channels", "width", "depth"):
         return logicars.ModelSpec.build(
             channels=value if kind == "channels" else spec.channels,
             kernels=value if kind == "kernels" else spec.perceive.n_kernels,
             perceive=spec.perceive.layers[1:],
-            update=spec.update.layers[1:-1],
+            update=update_layers(kind, arg, spec),
             num_steps=spec.num_steps,
             periodic=spec.periodic,
             loss_channels=spec.loss_channels,
             init_logit=spec.init_logit,
-        )
+        ).replace(relax=spec.relax, chunk_cells=spec.chunk_cells)  # a `hard=` before it kept
     if kind == "steps":
         return spec.replace(num_steps=value)
     return spec.with_rounding(True, value)  # round-every
+
+
+def update_layers(kind: str, arg: str, spec: logicars.ModelSpec) -> list[int]:
+    """The update network's hidden widths, with `width=F`'s wider or `depth=D`'s more or
+    fewer layers of the preset's widest width (the layers narrowing to the channels after
+    them kept); else the preset's."""
+    hidden = list(spec.update.layers[1:-1])
+    widest = max(hidden)
+    body = [w for w in hidden if w == widest]
+    tail = hidden[len(body) :]
+    if kind == "width":
+        body = [round(widest * float(arg))] * len(body)
+        # Halving down to the channels, as the preset's: a unique wiring reads every
+        # input, so no layer may have more than twice its gates.
+        tail, w = [], body[0]
+        while w > spec.channels:
+            w = max(spec.channels, w // 2)
+            tail.append(w)
+    elif kind == "depth":
+        body = [widest] * int(arg)
+    return body + tail
 
 
 def solves(
