@@ -704,7 +704,9 @@ def _variant(r: Record) -> str:
     if o.get("drift_budget"):
         parts.append(f"drift search {o['drift_budget']}")
     final = o.get("final_repair_budget")
-    if final is not None and final != FINAL_REPAIR_BUDGET:
+    if o.get("repair") is False:  # recorded since 2026-12-01; before, every run repaired
+        parts.append("no repairs")
+    elif final is not None and final != FINAL_REPAIR_BUDGET:
         parts.append(f"final repairs of {final}")
     # Recorded since it became an option; it acts only where `evaluate` checks
     # generalisation (the pattern tasks).

@@ -2,13 +2,15 @@
 (docs/results.md, *First wiring: levers without an option*).
 
     python scripts/probe_first_wiring.py VARIANT [VARIANT ...] [--seeds 0-19] [--out FILE]
+        [--chunk-cells 64]
 
 Each variant trains a fresh wiring of the `checkerboard` preset (its spec, batch, learning
-rate and pass-through logit; AdamW's β1 the notebook's 0.9, 64 cells a chunk and 20 steps,
-as when the rows were recorded) for the notebook's 500 epochs, one random start per epoch, and
-records the first epoch whose hard circuit is exact on its batch and then on 64 fixed
-random starts (the probe's own check; `train` validates and confirms on other draws, so
-the counts compare between variants, not with `sweep`'s). Variants:
+rate and pass-through logit; AdamW's β1 the notebook's 0.9, 64 cells a chunk
+(`--chunk-cells`) and 20 steps, as when the rows were recorded) for the notebook's 500
+epochs, one random start per epoch, and records the first epoch whose hard circuit is
+exact on its batch and then on 64 fixed random starts (the probe's own check; `train`
+validates and confirms on other draws, so the counts compare between variants, not with
+`sweep`'s). Variants:
 
 - `plain`: the loss at step 20, the last, as `train` does;
 - `loss-from=L`: the loss the mean over steps L..20 (the engine's `train_step_at`);
@@ -51,6 +53,9 @@ the counts compare between variants, not with `sweep`'s). Variants:
 - `hard=Q@W`: softmax with a hard fraction: from epoch W on, a random share Q of the gates
   forwards its most likely op in each epoch, straight-through (`--hard-fraction Q
   --warmup W`).
+- `init=Z`: a fresh gate's pass-through logit Z instead of the preset's;
+  `wd=X`: AdamW's weight decay X instead of the preset's; `batch=N`: N random starts
+  per epoch instead of the preset's one.
 - `width=F`: every update layer of the preset's widest (256 gates) F times as wide, and
   the layers after them halving down to the channels; `depth=D`: D layers of the
   preset's widest instead of its 10.
@@ -101,14 +106,16 @@ def parse_seeds(text: str) -> list[int]:
 # Variants trained by `NumpyAdamW` instead of the engine's optimizer.
 NUMPY_OPTIMIZER = ("beta2", "logit-noise", "eps", "clip")
 # Variants whose argument is a float.
-FLOAT_ARGUMENT = ("beta1", "lr-cosine", "lr", "init-noise", "width") + NUMPY_OPTIMIZER
+FLOAT_ARGUMENT = ("beta1", "lr-cosine", "lr", "init-noise", "width", "init", "wd")
+FLOAT_ARGUMENT += NUMPY_OPTIMIZER
 # Variants that change the model's spec.
 SPEC_KINDS = ("kernels", "channels", "round-every", "steps", "wiring", "hard", "width", "depth")
+SPEC_KINDS += ("init",)
 # Variants that must run alone.
 ALONE = ("choose",)
 # What the numpy optimizer's variants combine with.
 WITH_NUMPY_OPTIMIZER = NUMPY_OPTIMIZER + ("beta1", "lr")
-KNOWN = ("plain", "loss-from", "hold", "steps-jitter", "lr-warmup", "batches")
+KNOWN = ("plain", "loss-from", "hold", "steps-jitter", "lr-warmup", "batches", "batch")
 KNOWN += ("nearest-phase", "grid", "grid-mix", "grid-warmup", "grid-after")
 KNOWN += FLOAT_ARGUMENT + SPEC_KINDS + ALONE
 
@@ -173,6 +180,8 @@ def variant_spec(kind: str, arg: str, spec: logicars.ModelSpec) -> logicars.Mode
         share, _, warmup = arg.partition("@")
         relax = logicars.Relaxation("softmax", hard_fraction=float(share), warmup=int(warmup))
         return spec.replace(relax=relax)
+    if kind == "init":
+        return spec.replace(init_logit=float(arg))
     if kind == "wiring":
         d = spec.to_dict()
         for part in ("perceive", "update"):
@@ -270,12 +279,13 @@ def first_solving_epoch(
         h, w = training_grid(knobs, epoch, rng, (cfg.height, cfg.width))
         if switched:
             h = w = int(knobs["grid-after"])
-        x = task.start(rng, cfg.batch, h, w)
+        x = task.start(rng, int(knobs.get("batch", cfg.batch)), h, w)
         y = task.target(x)
         if "nearest-phase" in knobs:
             y = nearest_phase(model, task, spec, x, y)
         steps, loss_from = t, int(knobs.get("loss-from", t))
         lr, beta1 = knobs.get("lr", cfg.lr), knobs.get("beta1", BETA1)
+        weight_decay = knobs.get("wd", cfg.weight_decay)
         if "hold" in knobs:
             steps = t + int(knobs["hold"])
         if "steps-jitter" in knobs:
@@ -287,7 +297,7 @@ def first_solving_epoch(
             floor = knobs["lr-cosine"]
             lr *= floor + (1 - floor) * 0.5 * (1 + np.cos(np.pi * epoch / EPOCHS))
         _, hard, _ = model.train_step_at(
-            x, y, steps=steps, loss_from=loss_from, lr=lr, weight_decay=cfg.weight_decay,
+            x, y, steps=steps, loss_from=loss_from, lr=lr, weight_decay=weight_decay,
             beta1=beta1,
         )  # fmt: skip
         if hard == 0 and solves(model, check, task, spec):
@@ -392,6 +402,10 @@ def main() -> None:
     ap.add_argument("variants", nargs="+")
     ap.add_argument("--seeds", default="0-19", type=parse_seeds)
     ap.add_argument("--out", type=Path, default=Path("first-wiring-probe.jsonl"))
+    ap.add_argument(
+        "--chunk-cells", type=int, default=CHUNK_CELLS,
+        help=f"cells the engine computes at a time (default {CHUNK_CELLS}; the preset's 128)",
+    )  # fmt: skip
     args = ap.parse_args()
     logicars.set_num_threads(1)
     solved: dict[str, list[int | None]] = defaultdict(list)
@@ -399,7 +413,7 @@ def main() -> None:
         checkerboard = logicars.get_preset("checkerboard")
         checkerboard = dataclasses.replace(
             checkerboard,
-            spec=checkerboard.spec.replace(chunk_cells=CHUNK_CELLS, num_steps=NUM_STEPS),
+            spec=checkerboard.spec.replace(chunk_cells=args.chunk_cells, num_steps=NUM_STEPS),
         )
         preset = variant_preset(checkerboard, variant)
         check = check_draw(preset)

@@ -139,6 +139,7 @@ def test_a_sweep_of_runs_becomes_records(tmp_path: Path) -> None:
     assert r["source"] == "run" and r["preset"] == "gol"
     training = "softmax(warmup=500, hard_fraction=0.6), init logit 5"  # gol's defaults
     assert r["training"] == training and r["options"]["init_logit"] == 5
+    assert r["options"]["repair"] is True  # a run without repairs says so
     assert r["epochs"] == summary["epochs"] == 3 and r["attempts"] == 1
     assert r["seconds"] == summary["wall_seconds"]
     assert r["checks"]["held_out"]["samples"] == 512
@@ -183,6 +184,16 @@ def _wiring_runs(data: Path) -> None:
     ]
     (data / "sweeps").mkdir(parents=True)
     write_records(data / "sweeps" / "wiring.jsonl", rows)
+
+
+def test_a_variant_without_repairs_is_named_so() -> None:
+    def label(**options: object) -> str:
+        row = seed_record("r", preset="checkerboard", seed=0, training="softmax", options=options)
+        return make_results._variant(row)
+
+    assert "no repairs" in label(repair=False, final_repair_budget=500)
+    assert "final repairs of 500" in label(repair=True, final_repair_budget=500)
+    assert "repairs" not in label()  # records from before `repair` was recorded
 
 
 def test_variants_count_first_wirings_and_epochs_per_working_circuit(tmp_path: Path) -> None:

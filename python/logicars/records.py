@@ -197,6 +197,7 @@ def record_from_run(
             "stall_epochs",
             "stall_loss",
             "drift_budget",
+            "repair",
             "final_repair_budget",
             "require_generalise",
             "target_epochs",
