@@ -109,8 +109,10 @@ NUMPY_OPTIMIZER = ("beta2", "logit-noise", "eps", "clip")
 FLOAT_ARGUMENT = ("beta1", "lr-cosine", "lr", "init-noise", "width", "init", "wd")
 FLOAT_ARGUMENT += NUMPY_OPTIMIZER
 # Variants that change the model's spec.
-SPEC_KINDS = ("kernels", "channels", "round-every", "steps", "wiring", "hard", "width", "depth")
-SPEC_KINDS += ("init",)
+SPEC_KINDS = ("kernels", "channels", "round-every", "steps", "wiring", "hard", "init")
+# Spec variants that build the network anew (`ModelSpec.build`).
+REBUILT = ("kernels", "channels", "width", "depth")
+SPEC_KINDS += REBUILT[2:]
 # Variants that must run alone.
 ALONE = ("choose",)
 # What the numpy optimizer's variants combine with.
@@ -174,8 +176,9 @@ class NumpyAdamW:
 
 def variant_spec(kind: str, arg: str, spec: logicars.ModelSpec) -> logicars.ModelSpec:
     """The preset's spec, with `kernels=K`'s perception kernels, `channels=C`'s channels,
-    `round-every=N`'s rounding, `steps=N`'s rollout length or `wiring=W`'s wiring of every
-    layer the preset wires `unique`, or `hard=Q@W`'s hard fraction."""
+    `width=F`'s or `depth=D`'s update network, `round-every=N`'s rounding, `steps=N`'s
+    rollout length, `wiring=W`'s wiring of every layer the preset wires `unique`,
+    `hard=Q@W`'s hard fraction or `init=Z`'s pass-through logit."""
     if kind == "hard":
         share, _, warmup = arg.partition("@")
         relax = logicars.Relaxation("softmax", hard_fraction=float(share), warmup=int(warmup))
@@ -187,11 +190,10 @@ def variant_spec(kind: str, arg: str, spec: logicars.ModelSpec) -> logicars.Mode
         for part in ("perceive", "update"):
             d[part]["connections"] = [arg if c == "unique" else c for c in d[part]["connections"]]
         return logicars.ModelSpec.from_dict(d)
-    value = 0 if kind in ("width", "depth") else int(arg)
-    if kind in ("kernels", "channels", "width", "depth"):
+    if kind in REBUILT:
         return logicars.ModelSpec.build(
-            channels=value if kind == "channels" else spec.channels,
-            kernels=value if kind == "kernels" else spec.perceive.n_kernels,
+            channels=int(arg) if kind == "channels" else spec.channels,
+            kernels=int(arg) if kind == "kernels" else spec.perceive.n_kernels,
             perceive=spec.perceive.layers[1:],
             update=update_layers(kind, arg, spec),
             num_steps=spec.num_steps,
@@ -200,8 +202,8 @@ def variant_spec(kind: str, arg: str, spec: logicars.ModelSpec) -> logicars.Mode
             init_logit=spec.init_logit,
         ).replace(relax=spec.relax, chunk_cells=spec.chunk_cells)  # a `hard=` before it kept
     if kind == "steps":
-        return spec.replace(num_steps=value)
-    return spec.with_rounding(True, value)  # round-every
+        return spec.replace(num_steps=int(arg))
+    return spec.with_rounding(True, int(arg))  # round-every
 
 
 def update_layers(kind: str, arg: str, spec: logicars.ModelSpec) -> list[int]:
