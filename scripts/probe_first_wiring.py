@@ -108,11 +108,10 @@ NUMPY_OPTIMIZER = ("beta2", "logit-noise", "eps", "clip")
 # Variants whose argument is a float.
 FLOAT_ARGUMENT = ("beta1", "lr-cosine", "lr", "init-noise", "width", "init", "wd")
 FLOAT_ARGUMENT += NUMPY_OPTIMIZER
-# Variants that change the model's spec.
-SPEC_KINDS = ("kernels", "channels", "round-every", "steps", "wiring", "hard", "init")
 # Spec variants that build the network anew (`ModelSpec.build`).
 REBUILT = ("kernels", "channels", "width", "depth")
-SPEC_KINDS += REBUILT[2:]
+# Variants that change the model's spec.
+SPEC_KINDS = ("round-every", "steps", "wiring", "hard", "init") + REBUILT
 # Variants that must run alone.
 ALONE = ("choose",)
 # What the numpy optimizer's variants combine with.
@@ -199,8 +198,14 @@ def variant_spec(kind: str, arg: str, spec: logicars.ModelSpec) -> logicars.Mode
             num_steps=spec.num_steps,
             periodic=spec.periodic,
             loss_channels=spec.loss_channels,
+            # What a variant before this one set (`hard=`, `round-every=`, `init=`) stays.
+            fire_rate=spec.fire_rate,
+            relax=spec.relax,
+            binarize_states=spec.binarize_states,
+            binarize_every=spec.binarize_every,
+            chunk_cells=spec.chunk_cells,
             init_logit=spec.init_logit,
-        ).replace(relax=spec.relax, chunk_cells=spec.chunk_cells)  # a `hard=` before it kept
+        )
     if kind == "steps":
         return spec.replace(num_steps=int(arg))
     return spec.with_rounding(True, int(arg))  # round-every
