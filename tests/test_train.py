@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -691,13 +692,17 @@ def test_the_wall_time_counts_the_search_that_ends_a_run(
     import importlib
 
     policies = importlib.import_module("logicars.training.policies")
-    real = policies.repair_circuit
 
-    def slow_repair(*args: object, **kw: object) -> object:
-        time.sleep(0.3)
-        return real(*args, **kw)
+    def slow(real: Callable[..., object]) -> Callable[..., object]:
+        def slow_repair(*args: object, **kw: object) -> object:
+            time.sleep(0.3)
+            return real(*args, **kw)
 
-    monkeypatch.setattr(policies, "repair_circuit", slow_repair)
+        return slow_repair
+
+    # The greedy repair, and the drift search on its inputs.
+    monkeypatch.setattr(policies, "repair_circuit", slow(policies.repair_circuit))
+    monkeypatch.setattr(policies, "repair_on", slow(policies.repair_on))
     kw: dict = {"epochs": 2, "relax": "truth-table", "quiet": True}
     a = train("gol", drift_budget=50, out=tmp_path / "a", **kw)
     searches = len(a.summary["repairs"])  # the final greedy repair, if any, and the drift
@@ -1421,6 +1426,51 @@ def test_kept_lowest_belongs_to_the_attempt_that_kept_it(
     assert same_state(kept, first)
 
 
+def test_a_search_that_fails_its_confirmation_takes_that_draw_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A drift search that gets the validation draw right and fails the confirmation goes
+    on with that draw's starts joined to its inputs, and the next draw decides (up to
+    SEARCH_ROUNDS draws); a task without random starts (the Game of Life's 512 boards)
+    has no other draw to take in, and its search ends there."""
+    import importlib
+
+    from logicars.circuit.repair import RepairResult
+
+    policies = importlib.import_module("logicars.training.policies")
+    inputs: list[int] = []
+    seeds: list[int] = []
+
+    def search(model: logicars.Model, preset: object, x: np.ndarray, *_: object, **kw: object):
+        inputs.append(len(x))
+        return RepairResult(5, 0, 10)
+
+    def confirmed(model: object, preset: object, generalise: bool, seed: int) -> bool:
+        seeds.append(seed)
+        return seed == policies.CONFIRM_SEED + 1
+
+    monkeypatch.setattr(policies, "repair_on", search)
+    monkeypatch.setattr(policies, "confirmed", confirmed)
+    kw: dict = {"epochs": 2, "drift_budget": 100, "final_repair_budget": 0, "quiet": True}
+    r = train("checkerboard", out=tmp_path / "cb", **kw)
+    first = policies.VALIDATION_SAMPLES
+    assert inputs == [first, first + policies.CONFIRM_SAMPLES]
+    assert seeds == [policies.CONFIRM_SEED, policies.CONFIRM_SEED + 1]
+    drifts = _drifts(r.summary)
+    assert [d.get("next_round", False) for d in drifts] == [True, False]
+    assert r.summary["solved_epoch"] == 2 and drifts[-1]["confirmed"]
+
+    inputs.clear(), seeds.clear()
+    monkeypatch.setattr(policies, "confirmed", lambda *a: bool(seeds.append(a[-1])))
+    r = train("checkerboard", out=tmp_path / "never", **kw)
+    assert len(inputs) == policies.SEARCH_ROUNDS + 1 and r.summary["solved_epoch"] is None
+    assert seeds == [policies.CONFIRM_SEED + k for k in range(policies.SEARCH_ROUNDS + 1)]
+
+    inputs.clear()
+    r = train("gol", out=tmp_path / "gol", **kw)
+    assert inputs == [512] and r.summary["solved_epoch"] is None
+
+
 def test_the_drift_search_starts_from_the_best_attempts_circuit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -1440,15 +1490,15 @@ def test_the_drift_search_starts_from_the_best_attempts_circuit(
         return [1, 1] if is_first(model) else [1, 5]
 
     searched: list[bool] = []
-    repair = policies.repair_circuit
+    repair = policies.repair_on
 
-    def spy(model: logicars.Model, preset: object, **kw: object) -> object:
+    def spy(model: logicars.Model, preset: object, *inputs: object, **kw: object) -> object:
         if kw.get("method") == "drift":
             searched.append(is_first(model))
-        return repair(model, preset, **kw)
+        return repair(model, preset, *inputs, **kw)
 
     monkeypatch.setattr(policies, "validation_score", score)
-    monkeypatch.setattr(policies, "repair_circuit", spy)
+    monkeypatch.setattr(policies, "repair_on", spy)
     r = train(
         "gol", seed=3, epochs=4, restart_every=2, drift_budget=50, out=tmp_path / "r", quiet=True
     )

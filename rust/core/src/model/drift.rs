@@ -11,7 +11,9 @@
 //! candidate compiles the circuit (a large part of its cost) and runs it on [`Planes`]: the
 //! slot engine's bit layout, but every gate over the whole grid at once, with the
 //! inputs, masks and targets packed once per search (a training grid is small: the slot
-//! engine's blocks, thread hand-overs and packing cost more than its gates).
+//! engine's blocks, thread hand-overs and packing cost more than its gates). Boards up
+//! to 32 cells wide share a word side by side (a 16-wide checkerboard four to a word,
+//! a 3x3 Life board 21), so that a run costs a fraction of one board per word.
 
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -111,7 +113,16 @@ impl DriftTask<'_> {
 /// update masks of each step, and the target options.
 struct Planes {
     geo: Geo,
-    /// Rows of every board, `B·H`.
+    /// Boards side by side in a word (`per_word` segments of `width` bits) when a row
+    /// fits in half a word or less; 1 otherwise.
+    per_word: usize,
+    boards: usize,
+    /// In each word, the first and the last cell of every segment, and every segment's
+    /// cells (the bits a run keeps).
+    first_cells: u64,
+    last_cells: u64,
+    kept: u64,
+    /// Rows of every group of boards that share words, `⌈B / per_word⌉·H`.
     rows: usize,
     /// For each row offset (up, same, down), the row each row reads (`None`: outside a
     /// zero grid).
@@ -168,22 +179,70 @@ impl Planes {
                 }
             }
         }
+        // The masks are drawn in the one-board layout (the slot engine's), then the
+        // boards are put side by side like everything else.
+        let width = shape.width;
+        let per_word = if width <= 32 { 64 / width } else { 1 };
+        let side_by_side = |words: &[u64], stride: usize| -> Vec<u64> {
+            if per_word == 1 {
+                return words.to_vec();
+            }
+            let (h, per_plane) = (shape.height, rows * stride);
+            let groups = shape.batch.div_ceil(per_word);
+            let mut out = vec![0u64; words.len() / rows * groups * h];
+            for (p, plane) in words.chunks_exact(per_plane).enumerate() {
+                let dst = &mut out[p * groups * h * stride..][..groups * h * stride];
+                for (row, w) in plane.chunks_exact(stride).enumerate() {
+                    let (b, r) = (row / h, row % h);
+                    let at = ((b / per_word) * h + r) * stride;
+                    let shift = (b % per_word) * width;
+                    for (d, &v) in dst[at..][..stride].iter_mut().zip(w) {
+                        *d |= v << shift;
+                    }
+                }
+            }
+            out
+        };
+        let x = side_by_side(&x, channels * nw);
+        let masks = side_by_side(&masks, nw);
+        let targets = side_by_side(&targets, nw);
+        let rows = shape.batch.div_ceil(per_word) * shape.height;
+        let segment = geo.last_mask; // a row's cells, when it is one word
+        let spread = |bits: u64| (0..per_word).fold(0, |acc, k| acc | bits << (k * width));
         let neighbours = std::array::from_fn(|dr| {
             (0..rows)
                 .map(|row| geo.neighbour_rows(row, row % shape.height)[dr])
                 .collect()
         });
         Planes {
+            per_word,
+            boards: shape.batch,
+            first_cells: spread(1),
+            last_cells: spread(1 << geo.wrap_bit),
+            kept: if nw == 1 {
+                spread(segment)
+            } else {
+                geo.last_mask
+            },
             geo,
             rows,
             neighbours,
-            plane,
+            plane: rows * nw,
             steps,
             x,
             masks,
             targets,
             n_options,
         }
+    }
+
+    /// Cell `(board, r, col)` of channel `c` of a state (`run`'s).
+    #[cfg(test)]
+    fn cell(&self, state: &[u64], board: usize, r: usize, col: usize, c: usize) -> u8 {
+        let (h, nw, w) = (self.geo.height, self.geo.nw, self.geo.width);
+        let row = (board / self.per_word) * h + r;
+        let bit = (board % self.per_word) * w + col;
+        (state[(row * self.geo.channels + c) * nw + bit / 64] >> (bit % 64) & 1) as u8
     }
 
     /// Runs `circuit` from the start for the task's steps; returns the final state.
@@ -212,9 +271,11 @@ impl Planes {
                 let sources = &self.neighbours[f.dr];
                 if nw == 1 {
                     // A grid row in one word (grids up to 64 wide, the usual training
-                    // grid): the shift inline, without `shifted_segment`'s slicing.
+                    // grid), maybe several boards' side by side: the shift inline, each
+                    // segment's edge cell cleared (zero boundary) or wrapped within it.
                     let (wrap, c) = (geo.wrap_bit, f.channel);
-                    let periodic = geo.periodic;
+                    let (first, last) = (self.first_cells, self.last_cells);
+                    let periodic = if geo.periodic { !0 } else { 0 };
                     for (d, &src) in dst.iter_mut().zip(sources) {
                         let Some(src) = src else {
                             *d = 0;
@@ -223,8 +284,8 @@ impl Planes {
                         let w = state[src * channels + c];
                         *d = match f.dc {
                             1 => w,
-                            0 => (w << 1) | if periodic { (w >> wrap) & 1 } else { 0 },
-                            _ => (w >> 1) | if periodic { (w & 1) << wrap } else { 0 },
+                            0 => (w << 1) & !first | (w >> wrap) & first & periodic,
+                            _ => (w >> 1) & !last | (w << wrap) & last & periodic,
                         };
                     }
                     continue;
@@ -261,7 +322,7 @@ impl Planes {
                             let m = m[row * nw + i];
                             v = (*d & !m) | (v & m);
                         }
-                        *d = if i + 1 == nw { v & geo.last_mask } else { v };
+                        *d = if i + 1 == nw { v & self.kept } else { v };
                     }
                 }
             }
@@ -306,31 +367,40 @@ impl Planes {
     /// option.
     fn wrong(&self, state: &[u64], loss_channels: &[usize]) -> u64 {
         let (nw, channels, n_loss) = (self.geo.nw, self.geo.channels, loss_channels.len());
-        let boards = self.rows / self.geo.height;
-        (0..boards)
-            .map(|b| {
-                let rows = b * self.geo.height..(b + 1) * self.geo.height;
-                (0..self.n_options)
-                    .map(|o| {
-                        let mut n = 0u64;
-                        for (l, &c) in loss_channels.iter().enumerate() {
-                            let want = &self.targets[(o * n_loss + l) * self.plane..];
-                            for row in rows.clone() {
-                                let got = &state[(row * channels + c) * nw..][..nw];
-                                let want = &want[row * nw..][..nw];
-                                n += got
-                                    .iter()
-                                    .zip(want)
-                                    .map(|(g, w)| (g ^ w).count_ones() as u64)
-                                    .sum::<u64>();
+        let (h, per_word, width) = (self.geo.height, self.per_word, self.geo.width);
+        let segment = |k: usize| self.geo.last_mask << (k * width);
+        let mut total = 0;
+        let mut best = vec![0u64; per_word];
+        let mut count = vec![0u64; per_word];
+        for g in 0..self.rows / h {
+            let boards = per_word.min(self.boards - g * per_word);
+            best.fill(u64::MAX);
+            for o in 0..self.n_options {
+                count.fill(0);
+                for (l, &c) in loss_channels.iter().enumerate() {
+                    let want = &self.targets[(o * n_loss + l) * self.plane..];
+                    for row in g * h..(g + 1) * h {
+                        let got = &state[(row * channels + c) * nw..][..nw];
+                        let want = &want[row * nw..][..nw];
+                        for (g, w) in got.iter().zip(want) {
+                            let diff = g ^ w;
+                            if per_word == 1 {
+                                count[0] += diff.count_ones() as u64;
+                            } else {
+                                for (k, n) in count[..boards].iter_mut().enumerate() {
+                                    *n += (diff & segment(k)).count_ones() as u64;
+                                }
                             }
                         }
-                        n
-                    })
-                    .min()
-                    .unwrap_or(0)
-            })
-            .sum()
+                    }
+                }
+                for (b, n) in best.iter_mut().zip(&count[..boards]) {
+                    *b = (*b).min(*n);
+                }
+            }
+            total += best[..boards].iter().sum::<u64>();
+        }
+        total
     }
 }
 
@@ -517,12 +587,20 @@ mod tests {
     /// multi-word grids, both boundaries, synchronous and with given or drawn masks.
     #[test]
     fn planes_run_the_slot_engines_steps() {
-        for (width, periodic, seed) in
-            [(5, true, 1), (64, false, 2), (70, true, 3), (130, false, 4)]
-        {
+        // Boards side by side in a word (widths 3, 5, 13, 32; the last word's segments
+        // partly empty), and one board's row in one word or several.
+        for (width, periodic, seed, batch) in [
+            (5, true, 1, 2),
+            (64, false, 2, 2),
+            (70, true, 3, 2),
+            (130, false, 4, 2),
+            (13, false, 12, 5),
+            (3, true, 7, 30),
+            (32, true, 8, 3),
+        ] {
             let m = random_model(periodic, seed);
             let shape = GridShape {
-                batch: 2,
+                batch,
                 height: 4,
                 width,
             };
@@ -558,11 +636,11 @@ mod tests {
                 task.check(3).unwrap();
                 let planes = Planes::new(&task, 3);
                 let state = planes.run(&circuit, &mut Vec::new());
-                let (nw, rows) = (planes.geo.nw, planes.rows);
-                let got: Vec<u8> = (0..rows * width * 3)
+                let h = shape.height;
+                let got: Vec<u8> = (0..shape.cells() * 3)
                     .map(|i| {
                         let (row, col, c) = (i / (width * 3), i / 3 % width, i % 3);
-                        (state[(row * 3 + c) * nw + col / 64] >> (col % 64) & 1) as u8
+                        planes.cell(&state, row / h, row % h, col, c)
                     })
                     .collect();
                 assert_eq!(got, want, "width {width}, periodic {periodic}, {masks:?}");
