@@ -1429,10 +1429,10 @@ def test_kept_lowest_belongs_to_the_attempt_that_kept_it(
 def test_a_search_that_fails_its_confirmation_takes_that_draw_in(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A drift search that gets the validation draw right and fails the confirmation goes
-    on with that draw's starts joined to its inputs, and the next draw decides (up to
-    SEARCH_ROUNDS draws); a task without random starts (the Game of Life's 512 boards)
-    has no other draw to take in, and its search ends there."""
+    """A drift search that gets the validation draw right and fails the confirmation (of
+    1024 starts) goes on with that draw's starts joined to its inputs, and the next draw
+    decides (up to SEARCH_ROUNDS draws); a task without random starts (the Game of
+    Life's 512 boards) has no other draw to take in, and its search ends there."""
     import importlib
 
     from logicars.circuit.repair import RepairResult
@@ -1445,7 +1445,8 @@ def test_a_search_that_fails_its_confirmation_takes_that_draw_in(
         inputs.append(len(x))
         return RepairResult(5, 0, 10)
 
-    def confirmed(model: object, preset: object, generalise: bool, seed: int) -> bool:
+    def confirmed(model: object, preset: object, generalise: bool, seed: int, n: int) -> bool:
+        assert n == policies.SEARCH_CONFIRM_SAMPLES == 1024  # `evaluate`'s number of starts
         seeds.append(seed)
         return seed == policies.CONFIRM_SEED + 1
 
@@ -1454,14 +1455,14 @@ def test_a_search_that_fails_its_confirmation_takes_that_draw_in(
     kw: dict = {"epochs": 2, "drift_budget": 100, "final_repair_budget": 0, "quiet": True}
     r = train("checkerboard", out=tmp_path / "cb", **kw)
     first = policies.VALIDATION_SAMPLES
-    assert inputs == [first, first + policies.CONFIRM_SAMPLES]
+    assert inputs == [first, first + policies.SEARCH_CONFIRM_SAMPLES]
     assert seeds == [policies.CONFIRM_SEED, policies.CONFIRM_SEED + 1]
     drifts = _drifts(r.summary)
     assert [d.get("next_round", False) for d in drifts] == [True, False]
     assert r.summary["solved_epoch"] == 2 and drifts[-1]["confirmed"]
 
     inputs.clear(), seeds.clear()
-    monkeypatch.setattr(policies, "confirmed", lambda *a: bool(seeds.append(a[-1])))
+    monkeypatch.setattr(policies, "confirmed", lambda *a: bool(seeds.append(a[3])))
     r = train("checkerboard", out=tmp_path / "never", **kw)
     assert len(inputs) == policies.SEARCH_ROUNDS + 1 and r.summary["solved_epoch"] is None
     assert seeds == [policies.CONFIRM_SEED + k for k in range(policies.SEARCH_ROUNDS + 1)]

@@ -49,12 +49,15 @@ from .loop import Policy, Run, note
 CONFIRM_SEED = 2
 CONFIRM_SAMPLES = 256
 
-# A drift search that gets the validation draw right but fails the confirmation goes on
-# with the confirmation draw's inputs joined to its own, and the next draw (CONFIRM_SEED
-# + 1, + 2, ...) decides, up to SEARCH_ROUNDS draws joined (tasks with random starts
-# only): a search on 64 starts alone fits them and leaves one start in ten or twenty
-# wrong, which a few hundred more inputs mend (docs/results.md, *A search that takes in
+# A drift search fits the inputs it runs on, so its circuit is confirmed on a draw of
+# SEARCH_CONFIRM_SAMPLES starts (`evaluate`'s number) rather than CONFIRM_SAMPLES. One
+# that gets the validation draw right and fails the confirmation goes on with that
+# draw's inputs joined to its own, and the next draw (CONFIRM_SEED + 1, + 2, ...)
+# decides, up to SEARCH_ROUNDS draws joined (tasks with random starts only): on the 64
+# validation starts alone it leaves one start in ten to a few hundred wrong; joining only
+# the failing starts breaks as many others (docs/results.md, *A search that takes in
 # its confirmation's starts*).
+SEARCH_CONFIRM_SAMPLES = 1024
 SEARCH_ROUNDS = 3
 
 # Discrete repair during training (`logicars.repair`): after an epoch whose batch the hard
@@ -97,12 +100,16 @@ def solves(model: Model, preset: Preset, require_generalise: bool) -> bool:
 
 
 def confirmed(
-    model: Model, preset: Preset, require_generalise: bool, seed: int = CONFIRM_SEED
+    model: Model,
+    preset: Preset,
+    require_generalise: bool,
+    seed: int = CONFIRM_SEED,
+    samples: int = CONFIRM_SAMPLES,
 ) -> bool:
-    """The check on the confirmation draw (of `seed`), and with `require_generalise` a
-    pattern's *generalises* check on that draw's larger grids (`evaluate` draws its
-    own)."""
-    if not validate(model, preset, CONFIRM_SAMPLES, seed).passed:
+    """The check on the confirmation draw (`samples` inputs of `seed`), and with
+    `require_generalise` a pattern's *generalises* check on that draw's larger grids
+    (`evaluate` draws its own)."""
+    if not validate(model, preset, samples, seed).passed:
         return False
     task = preset.task() if require_generalise else None
     return not isinstance(task, PatternTask) or generalise(model, task, seed).passed
@@ -194,7 +201,8 @@ def search_inputs(model: Model, preset: Preset, rounds: int) -> tuple[np.ndarray
     the validation draw, and those draws."""
     draws = [heldout_inputs(model, preset, VALIDATION_SAMPLES, VALIDATION_SEED)]
     draws += [
-        heldout_inputs(model, preset, CONFIRM_SAMPLES, CONFIRM_SEED + k) for k in range(rounds)
+        heldout_inputs(model, preset, SEARCH_CONFIRM_SAMPLES, CONFIRM_SEED + k)
+        for k in range(rounds)
     ]
     return np.concatenate([x for x, _ in draws]), np.concatenate([t for _, t in draws])
 
@@ -315,8 +323,13 @@ class Repair(Policy):
             state.repairs.append(record)
             if result.wrong_after != 0:
                 return False
-            seed = CONFIRM_SEED + rounds
-            record["confirmed"] = confirmed(run.model, state.preset, state.require_generalise, seed)
+            record["confirmed"] = confirmed(
+                run.model,
+                state.preset,
+                state.require_generalise,
+                CONFIRM_SEED + rounds,
+                SEARCH_CONFIRM_SAMPLES,
+            )
             more = rounds < SEARCH_ROUNDS and state.preset.task().random_starts
             if record["confirmed"] or not more:
                 return record["confirmed"]
