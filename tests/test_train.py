@@ -1461,15 +1461,18 @@ def test_a_search_that_fails_its_confirmation_takes_that_draw_in(
     assert [d.get("next_round", False) for d in drifts] == [True, False]
     assert r.summary["solved_epoch"] == 2 and drifts[-1]["confirmed"]
 
-    inputs.clear(), seeds.clear()
-    monkeypatch.setattr(policies, "confirmed", lambda *a: bool(seeds.append(a[3])))
+    draws: list[tuple[int, int]] = []  # (seed, starts) of each confirmation
+    inputs.clear()
+    monkeypatch.setattr(policies, "confirmed", lambda *a: bool(draws.append(a[3:])))
     r = train("checkerboard", out=tmp_path / "never", **kw)
     assert len(inputs) == policies.SEARCH_ROUNDS + 1 and r.summary["solved_epoch"] is None
-    assert seeds == [policies.CONFIRM_SEED + k for k in range(policies.SEARCH_ROUNDS + 1)]
+    seed, n = policies.CONFIRM_SEED, policies.SEARCH_CONFIRM_SAMPLES
+    assert draws == [(seed + k, n) for k in range(policies.SEARCH_ROUNDS + 1)]
 
-    inputs.clear()
+    inputs.clear(), draws.clear()
     r = train("gol", out=tmp_path / "gol", **kw)
     assert inputs == [512] and r.summary["solved_epoch"] is None
+    assert draws == [(seed, policies.CONFIRM_SAMPLES)]  # the usual confirmation
 
 
 def test_the_drift_search_starts_from_the_best_attempts_circuit(

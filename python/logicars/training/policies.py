@@ -49,14 +49,14 @@ from .loop import Policy, Run, note
 CONFIRM_SEED = 2
 CONFIRM_SAMPLES = 256
 
-# A drift search fits the inputs it runs on, so its circuit is confirmed on a draw of
-# SEARCH_CONFIRM_SAMPLES starts (`evaluate`'s number) rather than CONFIRM_SAMPLES. One
-# that gets the validation draw right and fails the confirmation goes on with that
-# draw's inputs joined to its own, and the next draw (CONFIRM_SEED + 1, + 2, ...)
-# decides, up to SEARCH_ROUNDS draws joined (tasks with random starts only): on the 64
-# validation starts alone it leaves one start in ten to a few hundred wrong; joining only
-# the failing starts breaks as many others (docs/results.md, *A search that takes in
-# its confirmation's starts*).
+# A drift search fits the inputs it runs on, so where a task has random starts its
+# circuit is confirmed on a draw of SEARCH_CONFIRM_SAMPLES (`evaluate`'s number) rather
+# than CONFIRM_SAMPLES. One that gets the validation draw right and fails the
+# confirmation goes on with that draw's starts joined to its inputs, and the next draw
+# (CONFIRM_SEED + 1, + 2, ...) decides, up to SEARCH_ROUNDS draws joined: on the 64
+# validation starts alone it leaves one start in ten to one in a hundred wrong, and
+# joining only a draw's failing starts breaks as many others (docs/results.md, *A
+# search at the end of the first wiring*).
 SEARCH_CONFIRM_SAMPLES = 1024
 SEARCH_ROUNDS = 3
 
@@ -323,15 +323,12 @@ class Repair(Policy):
             state.repairs.append(record)
             if result.wrong_after != 0:
                 return False
+            random_starts = state.preset.task().random_starts
+            samples = SEARCH_CONFIRM_SAMPLES if random_starts else CONFIRM_SAMPLES
             record["confirmed"] = confirmed(
-                run.model,
-                state.preset,
-                state.require_generalise,
-                CONFIRM_SEED + rounds,
-                SEARCH_CONFIRM_SAMPLES,
+                run.model, state.preset, state.require_generalise, CONFIRM_SEED + rounds, samples
             )
-            more = rounds < SEARCH_ROUNDS and state.preset.task().random_starts
-            if record["confirmed"] or not more:
+            if record["confirmed"] or not (random_starts and rounds < SEARCH_ROUNDS):
                 return record["confirmed"]
             # The draw that failed it joins the search's inputs, the next one decides.
             record["next_round"] = True
