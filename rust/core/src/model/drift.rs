@@ -207,7 +207,6 @@ impl Planes {
         let masks = side_by_side(&masks, nw);
         let targets = side_by_side(&targets, nw);
         let rows = shape.batch.div_ceil(per_word) * shape.height;
-        let segment = geo.last_mask; // a row's cells, when it is one word
         let spread = |bits: u64| (0..per_word).fold(0, |acc, k| acc | bits << (k * width));
         let neighbours = std::array::from_fn(|dr| {
             (0..rows)
@@ -219,11 +218,7 @@ impl Planes {
             boards: shape.batch,
             first_cells: spread(1),
             last_cells: spread(1 << geo.wrap_bit),
-            kept: if nw == 1 {
-                spread(segment)
-            } else {
-                geo.last_mask
-            },
+            kept: spread(geo.last_mask),
             geo,
             rows,
             neighbours,
@@ -382,8 +377,8 @@ impl Planes {
                     for row in g * h..(g + 1) * h {
                         let got = &state[(row * channels + c) * nw..][..nw];
                         let want = &want[row * nw..][..nw];
-                        for (g, w) in got.iter().zip(want) {
-                            let diff = g ^ w;
+                        for (got, want) in got.iter().zip(want) {
+                            let diff = got ^ want;
                             if per_word == 1 {
                                 count[0] += diff.count_ones() as u64;
                             } else {
