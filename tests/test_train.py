@@ -1469,7 +1469,8 @@ def test_a_search_that_fails_its_confirmation_takes_that_draw_in(
     seed, n = policies.CONFIRM_SEED, policies.SEARCH_CONFIRM_SAMPLES
     assert draws == [(seed + k, n) for k in range(policies.SEARCH_ROUNDS + 1)]
 
-    inputs.clear(), draws.clear()
+    inputs.clear()
+    draws.clear()
     r = train("gol", out=tmp_path / "gol", **kw)
     assert inputs == [512] and r.summary["solved_epoch"] is None
     assert draws == [(seed, policies.CONFIRM_SAMPLES)]  # the usual confirmation

@@ -302,6 +302,8 @@ class Repair(Policy):
             # where its last wiring never grew the target); a resumed search goes on from
             # the circuit it was searching.
             run.model = best_of_attempts(run.model, state, run.run_dir)
+        random_starts = state.preset.task().random_starts
+        samples = SEARCH_CONFIRM_SAMPLES if random_starts else CONFIRM_SAMPLES
         while True:
             rounds = search_round(state.repairs)
             x, target = search_inputs(run.model, state.preset, rounds)
@@ -323,8 +325,6 @@ class Repair(Policy):
             state.repairs.append(record)
             if result.wrong_after != 0:
                 return False
-            random_starts = state.preset.task().random_starts
-            samples = SEARCH_CONFIRM_SAMPLES if random_starts else CONFIRM_SAMPLES
             record["confirmed"] = confirmed(
                 run.model, state.preset, state.require_generalise, CONFIRM_SEED + rounds, samples
             )

@@ -127,7 +127,7 @@ struct Planes {
     /// For each row offset (up, same, down), the row each row reads (`None`: outside a
     /// zero grid).
     neighbours: [Vec<Option<usize>>; 3],
-    /// Words of one channel, `B·H·nw`.
+    /// Words of one channel, `rows·nw`.
     plane: usize,
     steps: usize,
     /// The start, `rows × C × nw` words (row-major, channels within a row).
@@ -183,9 +183,9 @@ impl Planes {
         // boards are put side by side like everything else.
         let width = shape.width;
         let per_word = if width <= 32 { 64 / width } else { 1 };
-        let side_by_side = |words: &[u64], stride: usize| -> Vec<u64> {
+        let side_by_side = |words: Vec<u64>, stride: usize| -> Vec<u64> {
             if per_word == 1 {
-                return words.to_vec();
+                return words;
             }
             let (h, per_plane) = (shape.height, rows * stride);
             let groups = shape.batch.div_ceil(per_word);
@@ -203,9 +203,9 @@ impl Planes {
             }
             out
         };
-        let x = side_by_side(&x, channels * nw);
-        let masks = side_by_side(&masks, nw);
-        let targets = side_by_side(&targets, nw);
+        let x = side_by_side(x, channels * nw);
+        let masks = side_by_side(masks, nw);
+        let targets = side_by_side(targets, nw);
         let rows = shape.batch.div_ceil(per_word) * shape.height;
         let spread = |bits: u64| (0..per_word).fold(0, |acc, k| acc | bits << (k * width));
         let neighbours = std::array::from_fn(|dr| {
@@ -365,13 +365,14 @@ impl Planes {
         let (h, per_word, width) = (self.geo.height, self.per_word, self.geo.width);
         let segment = |k: usize| self.geo.last_mask << (k * width);
         let mut total = 0;
-        let mut best = vec![0u64; per_word];
-        let mut count = vec![0u64; per_word];
+        // Per board of a group (at most 64 share a word); called at every scored step,
+        // so on the stack.
+        let (mut best, mut count) = ([0u64; 64], [0u64; 64]);
         for g in 0..self.rows / h {
             let boards = per_word.min(self.boards - g * per_word);
-            best.fill(u64::MAX);
+            best[..boards].fill(u64::MAX);
             for o in 0..self.n_options {
-                count.fill(0);
+                count[..boards].fill(0);
                 for (l, &c) in loss_channels.iter().enumerate() {
                     let want = &self.targets[(o * n_loss + l) * self.plane..];
                     for row in g * h..(g + 1) * h {
